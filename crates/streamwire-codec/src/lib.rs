@@ -1,0 +1,1 @@
+//! Image codec engines (in progress).

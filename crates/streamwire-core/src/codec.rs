@@ -1,0 +1,447 @@
+//! Codecs: how a message becomes bytes on the wire and back.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{AnyMessage, Message, MessageInfo};
+
+/// Turns messages of type `M` into an encoded message and back.
+///
+/// A codec type is its parameters (`Jpeg { quality: 75, .. }`); the graph builds it from
+/// the per-stream [`CodecParams`] with [`from_params`](Codec::from_params), so a bad
+/// parameter is reported when the blueprint is built, not on the first frame.
+///
+/// Implement it for your own codec (here a toy run-length codec for a user message):
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use streamwire_core::{Codec, CodecError, CodecParams, Fidelity, Message};
+/// # use streamwire_macros::Message;
+///
+/// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+/// #[message(name = "acme/Scan", crate = streamwire_core)]
+/// pub struct Scan { pub ranges: Vec<u8> }
+///
+/// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+/// #[message(name = "acme/ScanRle", crate = streamwire_core)]
+/// pub struct ScanRle { pub runs: Vec<(u8, u8)> }
+///
+/// /// Run-length encoding: lossless, so any input may receive its output.
+/// pub struct Rle;
+///
+/// impl Codec<Scan> for Rle {
+///     const NAME: &'static str = "rle";
+///     type Encoded = ScanRle;
+///
+///     fn from_params(params: &CodecParams) -> Result<Self, CodecError> {
+///         params.expect_only(Self::NAME, &[])?;
+///         Ok(Rle)
+///     }
+///     fn params(&self) -> CodecParams { CodecParams::new() }
+///     fn fidelity(&self) -> Fidelity { Fidelity::LOSSLESS }
+///     fn encode(&self, scan: &Scan) -> Result<ScanRle, CodecError> {
+///         let mut runs: Vec<(u8, u8)> = Vec::new();
+///         for &r in &scan.ranges {
+///             match runs.last_mut() {
+///                 Some((value, count)) if *value == r && *count < u8::MAX => *count += 1,
+///                 _ => runs.push((r, 1)),
+///             }
+///         }
+///         Ok(ScanRle { runs })
+///     }
+///     fn decode(&self, rle: &ScanRle) -> Result<Scan, CodecError> {
+///         let ranges = rle.runs.iter().flat_map(|&(v, n)| std::iter::repeat_n(v, n.into())).collect();
+///         Ok(Scan { ranges })
+///     }
+/// }
+///
+/// let scan = Scan { ranges: vec![3, 3, 3, 7] };
+/// let encoded = Rle.encode(&scan)?;
+/// assert_eq!(encoded.runs, vec![(3, 3), (7, 1)]);
+/// assert_eq!(Rle.decode(&encoded)?.ranges, scan.ranges);
+/// # Ok::<(), CodecError>(())
+/// ```
+///
+/// A port then says `Out<Compressed<Scan, Rle>>`; implement [`DefaultCodec`] for `Scan` to
+/// let it say `Out<Compressed<Scan>>`.
+#[diagnostic::on_unimplemented(
+    message = "codec `{Self}` cannot carry `{M}`",
+    label = "`{Self}` does not implement `Codec<{M}>`",
+    note = "pick a codec that carries `{M}` (its default is written `Compressed<{M}>`), or implement `Codec<{M}>` for `{Self}`"
+)]
+pub trait Codec<M: Message>: Send + Sync + Sized + 'static {
+    /// Short name used in plans, format strings and settings, e.g. `"jpeg"`.
+    const NAME: &'static str;
+    /// Last segment of the encoded stream's name: `color_image` is encoded as
+    /// `color_image/compressed`, as ROS `image_transport` users expect.
+    const STREAM_SUFFIX: &'static str = "compressed";
+    /// The message that carries the encoded bytes.
+    type Encoded: Message;
+
+    /// Builds the codec from parameters, rejecting unknown keys and bad values.
+    fn from_params(params: &CodecParams) -> Result<Self, CodecError>;
+    /// Every parameter, defaults included (shown in plans; `from_params(&c.params())`
+    /// rebuilds the same codec).
+    fn params(&self) -> CodecParams;
+    /// Whether decoded messages may differ from the originals.
+    fn fidelity(&self) -> Fidelity;
+    /// Encodes one message.
+    fn encode(&self, message: &M) -> Result<Self::Encoded, CodecError>;
+    /// Decodes one message. Corrupt, truncated or hostile input is an error, never a panic.
+    fn decode(&self, encoded: &Self::Encoded) -> Result<M, CodecError>;
+}
+
+/// The codec that `Compressed<M>` uses when no codec is written.
+///
+/// ```
+/// # use streamwire_core::DefaultCodec;
+/// // in the messages crate: impl DefaultCodec for Image { type Codec = Jpeg; }
+/// fn default_codec_name<M: DefaultCodec>() -> &'static str {
+///     <M::Codec as streamwire_core::Codec<M>>::NAME
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no default codec",
+    label = "`Compressed<{Self}>` needs a default codec",
+    note = "name the codec: `Compressed<{Self}, SomeCodec>`, or implement `DefaultCodec` for `{Self}`"
+)]
+pub trait DefaultCodec: Message {
+    /// The codec used by `Compressed<Self>`.
+    type Codec: Codec<Self>;
+}
+
+/// How faithful decoded messages are to the originals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Fidelity {
+    /// Decoded values may differ from the originals (JPEG).
+    pub lossy: bool,
+    /// Decoded images may be smaller than the originals (a `max_width` setting).
+    pub downscaled: bool,
+}
+
+impl Fidelity {
+    /// Decoding gives back exactly what was encoded.
+    pub const LOSSLESS: Fidelity = Fidelity {
+        lossy: false,
+        downscaled: false,
+    };
+    /// Values may differ, sizes are kept.
+    pub const LOSSY: Fidelity = Fidelity {
+        lossy: true,
+        downscaled: false,
+    };
+
+    /// True when decoding gives back exactly what was encoded.
+    pub fn is_exact(&self) -> bool {
+        !self.lossy && !self.downscaled
+    }
+}
+
+impl fmt::Display for Fidelity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.lossy, self.downscaled) {
+            (false, false) => f.write_str("lossless"),
+            (true, false) => f.write_str("lossy"),
+            (false, true) => f.write_str("downscaled"),
+            (true, true) => f.write_str("lossy, downscaled"),
+        }
+    }
+}
+
+/// Codec parameters as text keys and values (`jpeg_quality=90`), as they come from
+/// blueprints, files and the command line. Sorted, so plans print them stably.
+///
+/// ```
+/// # use streamwire_core::CodecParams;
+/// let params = CodecParams::new().with("jpeg_quality", 90);
+/// assert_eq!(params.parse::<u8>("jpeg_quality")?, Some(90));
+/// assert_eq!(params.to_string(), "jpeg_quality=90");
+/// # Ok::<(), streamwire_core::CodecError>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CodecParams(BTreeMap<String, String>);
+
+impl CodecParams {
+    /// No parameters: the codec's defaults.
+    pub fn new() -> CodecParams {
+        CodecParams::default()
+    }
+
+    /// Sets `key` to `value`.
+    pub fn set(&mut self, key: impl Into<String>, value: impl ToString) -> &mut Self {
+        self.0.insert(key.into(), value.to_string());
+        self
+    }
+
+    /// Returns these parameters with `key` set to `value`.
+    pub fn with(mut self, key: impl Into<String>, value: impl ToString) -> CodecParams {
+        self.set(key, value);
+        self
+    }
+
+    /// The raw value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    /// The value of `key` parsed as `T`; an error names the key and the value.
+    pub fn parse<T>(&self, key: &str) -> Result<Option<T>, CodecError>
+    where
+        T: FromStr,
+        T::Err: fmt::Display,
+    {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(value) => {
+                value
+                    .trim()
+                    .parse::<T>()
+                    .map(Some)
+                    .map_err(|e| CodecError::InvalidParam {
+                        key: key.to_owned(),
+                        value: value.clone(),
+                        reason: e.to_string(),
+                    })
+            }
+        }
+    }
+
+    /// Fails on the first key not in `known`, naming the codec and the keys it knows.
+    pub fn expect_only(&self, codec: &'static str, known: &[&str]) -> Result<(), CodecError> {
+        match self.0.keys().find(|k| !known.contains(&k.as_str())) {
+            None => Ok(()),
+            Some(key) => Err(CodecError::UnknownParam {
+                codec,
+                key: key.clone(),
+                known: if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                },
+            }),
+        }
+    }
+
+    /// Merges `overrides` over `self`.
+    pub fn merged(&self, overrides: &CodecParams) -> CodecParams {
+        let mut merged = self.clone();
+        for (k, v) in &overrides.0 {
+            merged.0.insert(k.clone(), v.clone());
+        }
+        merged
+    }
+
+    /// True when no parameter is set.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The parameters, sorted by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+impl fmt::Display for CodecParams {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{k}={v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Errors of codecs: bad parameters at build time, bad input at run time.
+///
+/// Run-time errors keep the codec's own error as their source, so a caller can downcast
+/// to e.g. the JPEG decoder's error for details.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// A parameter's value could not be used.
+    #[error("invalid codec parameter `{key}={value}`: {reason}")]
+    InvalidParam {
+        /// The parameter.
+        key: String,
+        /// Its value as given.
+        value: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A parameter the codec does not know (often a typo).
+    #[error("codec `{codec}` has no parameter `{key}` (it knows: {known})")]
+    UnknownParam {
+        /// The codec.
+        codec: &'static str,
+        /// The unknown key.
+        key: String,
+        /// The keys the codec knows, comma separated.
+        known: String,
+    },
+    /// The message cannot be encoded by this codec as configured (e.g. alpha through JPEG).
+    #[error("cannot encode: {0}")]
+    Unsupported(String),
+    /// Encoding failed.
+    #[error("encoding failed")]
+    Encode(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The encoded input is corrupt, truncated, hostile or over a limit.
+    #[error("decoding failed")]
+    Decode(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A type-erased codec was given a message of another type.
+    #[error("codec expected a `{expected}` message, got `{found}`")]
+    WrongMessage {
+        /// The type the codec handles.
+        expected: &'static str,
+        /// The type it was given.
+        found: &'static str,
+    },
+}
+
+/// A codec's parameters after validation, and what they mean for fidelity.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodecSummary {
+    /// Every parameter, defaults included.
+    pub params: CodecParams,
+    /// How faithful decoding is with these parameters.
+    pub fidelity: Fidelity,
+}
+
+/// The run-time description of one `Codec<M>` implementation, used by the graph planner
+/// (which only has port metadata, not types) and by the runtime to build codec nodes.
+#[derive(Clone, Copy)]
+pub struct CodecInfo {
+    name: &'static str,
+    stream_suffix: &'static str,
+    message: MessageInfo,
+    encoded: MessageInfo,
+    rust_name: fn() -> &'static str,
+    summarize: fn(&CodecParams) -> Result<CodecSummary, CodecError>,
+    instantiate: fn(&CodecParams) -> Result<Box<dyn DynCodec>, CodecError>,
+}
+
+impl CodecInfo {
+    /// The description of codec `C` for message `M`.
+    pub const fn of<M: Message, C: Codec<M>>() -> CodecInfo {
+        CodecInfo {
+            name: C::NAME,
+            stream_suffix: C::STREAM_SUFFIX,
+            message: MessageInfo::of::<M>(),
+            encoded: MessageInfo::of::<C::Encoded>(),
+            rust_name: crate::message::short_type_name::<C>,
+            summarize: summarize::<M, C>,
+            instantiate: instantiate::<M, C>,
+        }
+    }
+
+    /// The codec's short name, e.g. `jpeg`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The Rust type's short name, e.g. `Jpeg`.
+    pub fn rust_name(&self) -> &'static str {
+        (self.rust_name)()
+    }
+
+    /// Suffix of the encoded stream (`compressed`).
+    pub fn stream_suffix(&self) -> &'static str {
+        self.stream_suffix
+    }
+
+    /// The message it encodes.
+    pub fn message(&self) -> MessageInfo {
+        self.message
+    }
+
+    /// The message that carries the encoded bytes.
+    pub fn encoded(&self) -> MessageInfo {
+        self.encoded
+    }
+
+    /// Validates `params` and reports every parameter and the resulting fidelity.
+    pub fn summarize(&self, params: &CodecParams) -> Result<CodecSummary, CodecError> {
+        (self.summarize)(params)
+    }
+
+    /// Builds a type-erased codec with `params`, for a runtime that handles streams by
+    /// metadata.
+    pub fn instantiate(&self, params: &CodecParams) -> Result<Box<dyn DynCodec>, CodecError> {
+        (self.instantiate)(params)
+    }
+}
+
+impl PartialEq for CodecInfo {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.message == other.message && self.encoded == other.encoded
+    }
+}
+
+impl Eq for CodecInfo {}
+
+impl fmt::Debug for CodecInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CodecInfo")
+            .field("name", &self.name)
+            .field("message", &self.message)
+            .field("encoded", &self.encoded)
+            .finish()
+    }
+}
+
+fn summarize<M: Message, C: Codec<M>>(params: &CodecParams) -> Result<CodecSummary, CodecError> {
+    let codec = C::from_params(params)?;
+    Ok(CodecSummary {
+        params: codec.params(),
+        fidelity: codec.fidelity(),
+    })
+}
+
+fn instantiate<M: Message, C: Codec<M>>(
+    params: &CodecParams,
+) -> Result<Box<dyn DynCodec>, CodecError> {
+    Ok(Box::new(Erased::<M, C> {
+        codec: C::from_params(params)?,
+        _message: std::marker::PhantomData,
+    }))
+}
+
+/// A codec behind a trait object: encodes and decodes messages given as [`AnyMessage`].
+pub trait DynCodec: Send + Sync {
+    /// Encodes `message`, which must be of the codec's message type.
+    fn encode_any(&self, message: &dyn AnyMessage) -> Result<Box<dyn AnyMessage>, CodecError>;
+    /// Decodes `encoded`, which must be of the codec's encoded type.
+    fn decode_any(&self, encoded: &dyn AnyMessage) -> Result<Box<dyn AnyMessage>, CodecError>;
+}
+
+struct Erased<M, C> {
+    codec: C,
+    _message: std::marker::PhantomData<fn() -> M>,
+}
+
+impl<M: Message, C: Codec<M>> DynCodec for Erased<M, C> {
+    fn encode_any(&self, message: &dyn AnyMessage) -> Result<Box<dyn AnyMessage>, CodecError> {
+        let message = downcast::<M>(message)?;
+        Ok(Box::new(self.codec.encode(message)?))
+    }
+
+    fn decode_any(&self, encoded: &dyn AnyMessage) -> Result<Box<dyn AnyMessage>, CodecError> {
+        let encoded = downcast::<C::Encoded>(encoded)?;
+        Ok(Box::new(self.codec.decode(encoded)?))
+    }
+}
+
+fn downcast<M: Message>(message: &dyn AnyMessage) -> Result<&M, CodecError> {
+    let any: &dyn Any = message.as_any();
+    any.downcast_ref::<M>().ok_or(CodecError::WrongMessage {
+        expected: M::TYPE_NAME,
+        found: message.type_name(),
+    })
+}

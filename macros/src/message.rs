@@ -1,0 +1,108 @@
+//! `#[derive(Message)]`.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{DeriveInput, LitStr, Path};
+
+use crate::ctxt::Ctxt;
+use crate::names::did_you_mean;
+
+const MESSAGE_KEYS: &[&str] = &["crate", "name"];
+
+pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
+    let mut cx = Ctxt::default();
+    let mut krate: Path = syn::parse_quote!(::streamwire);
+    let mut name: Option<LitStr> = None;
+    for a in input.attrs.iter().filter(|a| a.path().is_ident("message")) {
+        let result = a.parse_nested_meta(|meta| {
+            if meta.path.is_ident("crate") {
+                krate = meta.value()?.parse()?;
+            } else if meta.path.is_ident("name") {
+                let lit: LitStr = meta.value()?.parse()?;
+                if let Some(problem) = type_name_problem(&lit.value()) {
+                    cx.error_spanned_by(&lit, format!("invalid message type name: {problem}"));
+                }
+                name = Some(lit);
+            } else {
+                let key = meta
+                    .path
+                    .get_ident()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                let hint = did_you_mean(&key, MESSAGE_KEYS)
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                cx.error_spanned_by(
+                    &meta.path,
+                    format!(
+                        "unknown `#[message(..)]` attribute `{key}`{hint} (expected one of: {})",
+                        MESSAGE_KEYS.join(", ")
+                    ),
+                );
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            cx.syn_error(e);
+        }
+    }
+    if !input.generics.params.is_empty() {
+        cx.error_spanned_by(
+            &input.generics,
+            "a message cannot be generic: it needs one stable type name on the wire",
+        );
+    }
+    let errors = cx.into_compile_errors();
+    if !errors.is_empty() {
+        return errors;
+    }
+
+    let ident = &input.ident;
+    let type_name = match &name {
+        Some(lit) => quote!(#lit),
+        None => {
+            let ident_str = ident.to_string();
+            quote!(::core::concat!(::core::env!("CARGO_PKG_NAME"), "/", #ident_str))
+        }
+    };
+    quote! {
+        const _: () = {
+            // typetag's generated code names `typetag::..` relative to the scope.
+            use #krate::__private::typetag;
+
+            #[automatically_derived]
+            impl #krate::Message for #ident {
+                const TYPE_NAME: &'static str = #type_name;
+            }
+
+            #[automatically_derived]
+            impl #krate::Payload for #ident {
+                type Logical = Self;
+                const TRANSPORT: #krate::Transport = #krate::Transport::Raw;
+            }
+
+            #[typetag::serde(name = #type_name)]
+            impl #krate::AnyMessage for #ident {
+                fn type_name(&self) -> &'static str {
+                    <Self as #krate::Message>::TYPE_NAME
+                }
+                fn as_any(&self) -> &dyn ::core::any::Any {
+                    self
+                }
+                fn clone_boxed(&self) -> ::std::boxed::Box<dyn #krate::AnyMessage> {
+                    ::std::boxed::Box::new(::core::clone::Clone::clone(self))
+                }
+            }
+        };
+    }
+}
+
+/// Type names look like `package/Type`: ASCII letters, digits, `_`, `/` and `.`.
+fn type_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("it cannot be empty".to_owned());
+    }
+    name.chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '/' | '.')))
+        .map(|c| format!("`{c}` is not allowed (use ASCII letters, digits, `_`, `/` and `.`)"))
+}

@@ -1,0 +1,372 @@
+//! The semantic model of a `#[derive(Module)]` struct, parsed and checked before any code
+//! is generated.
+
+use std::collections::HashMap;
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields, Ident, LitInt, LitStr, Path, Type, Visibility};
+
+use crate::ctxt::Ctxt;
+use crate::names::{did_you_mean, stream_name_problem};
+
+/// Attribute names, in one place.
+pub(crate) mod attr {
+    pub(crate) const MODULE: &str = "module";
+    pub(crate) const PORT: &str = "port";
+    pub(crate) const CONFIG: &str = "config";
+
+    pub(crate) const MODULE_KEYS: &[&str] = &["crate", "name"];
+    pub(crate) const PORT_KEYS: &[&str] = &[
+        "name",
+        "optional",
+        "lossless",
+        "reliable",
+        "best_effort",
+        "volatile",
+        "transient_local",
+        "depth",
+        "keep_all",
+    ];
+}
+
+/// A module struct.
+pub(crate) struct ModuleDef {
+    pub(crate) ident: Ident,
+    pub(crate) vis: Visibility,
+    pub(crate) krate: Path,
+    pub(crate) type_name: String,
+    pub(crate) ports: Vec<PortDef>,
+    pub(crate) config: Vec<Ident>,
+}
+
+/// Which way a port points, read from its type's last path segment (`In` / `Out`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Direction {
+    Input,
+    Output,
+}
+
+/// One port field.
+pub(crate) struct PortDef {
+    pub(crate) field: Ident,
+    pub(crate) ty: Type,
+    pub(crate) doc: Vec<syn::Attribute>,
+    /// `None` when the type is not syntactically `In<..>` or `Out<..>` (an alias, or not a
+    /// port at all): the trait check on the field reports the latter.
+    pub(crate) direction: Option<Direction>,
+    pub(crate) stream: String,
+    pub(crate) stream_span: Span,
+    pub(crate) optional: bool,
+    pub(crate) lossless: bool,
+    pub(crate) reliability: Option<(&'static str, Span)>,
+    pub(crate) durability: Option<(&'static str, Span)>,
+    pub(crate) history: Option<(History, Span)>,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum History {
+    KeepLast(u32),
+    KeepAll,
+}
+
+impl ModuleDef {
+    /// Parses `input`, recording every problem in `cx`. Returns a model even when there
+    /// were problems (skipping what could not be understood), so that type errors of
+    /// the fields are reported in the same compile.
+    pub(crate) fn parse(cx: &mut Ctxt, input: &DeriveInput) -> Option<ModuleDef> {
+        let (krate, type_name) = parse_module_attrs(cx, input);
+
+        if !input.generics.params.is_empty() {
+            cx.error_spanned_by(
+                &input.generics,
+                "a module cannot be generic: its port metadata is static and shared by all \
+                 instances; use a concrete type for each port (or a type alias per variant)",
+            );
+        }
+
+        let fields = match &input.data {
+            Data::Struct(data) => match &data.fields {
+                Fields::Named(named) => &named.named,
+                Fields::Unnamed(_) | Fields::Unit => {
+                    cx.error_spanned_by(
+                        &input.ident,
+                        "`#[derive(Module)]` needs a struct with named fields: each port is \
+                         named after its field (the default stream name)",
+                    );
+                    return None;
+                }
+            },
+            Data::Enum(data) => {
+                cx.error_spanned_by(
+                    data.enum_token,
+                    "`#[derive(Module)]` needs a struct: an enum cannot be a module (its \
+                     ports would depend on the variant)",
+                );
+                return None;
+            }
+            Data::Union(data) => {
+                cx.error_spanned_by(
+                    data.union_token,
+                    "`#[derive(Module)]` needs a struct: a union cannot be a module",
+                );
+                return None;
+            }
+        };
+
+        let mut ports = Vec::new();
+        let mut config = Vec::new();
+        for field in fields {
+            let Some(ident) = field.ident.clone() else {
+                continue;
+            };
+            let config_attr = field.attrs.iter().find(|a| a.path().is_ident(attr::CONFIG));
+            let port_attrs: Vec<_> = field
+                .attrs
+                .iter()
+                .filter(|a| a.path().is_ident(attr::PORT))
+                .collect();
+            if let Some(config_attr) = config_attr {
+                if !matches!(config_attr.meta, syn::Meta::Path(_)) {
+                    cx.error_spanned_by(
+                        config_attr,
+                        "`#[config]` takes no arguments: it only marks a configuration field",
+                    );
+                }
+                for port_attr in &port_attrs {
+                    cx.error_spanned_by(
+                        port_attr,
+                        "a `#[config]` field is not a port: remove `#[port(..)]` or `#[config]`",
+                    );
+                }
+                config.push(ident);
+                continue;
+            }
+            ports.push(parse_port(cx, field, ident, &port_attrs));
+        }
+
+        check_duplicate_streams(cx, &ports);
+
+        Some(ModuleDef {
+            ident: input.ident.clone(),
+            vis: input.vis.clone(),
+            krate,
+            type_name,
+            ports,
+            config,
+        })
+    }
+}
+
+fn parse_module_attrs(cx: &mut Ctxt, input: &DeriveInput) -> (Path, String) {
+    let mut krate: Path = syn::parse_quote!(::streamwire);
+    let mut type_name = input.ident.to_string();
+    for a in input
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident(attr::MODULE))
+    {
+        let result = a.parse_nested_meta(|meta| {
+            if meta.path.is_ident("crate") {
+                krate = meta.value()?.parse::<Path>()?;
+            } else if meta.path.is_ident("name") {
+                let name: LitStr = meta.value()?.parse()?;
+                if name.value().is_empty() {
+                    cx.error_spanned_by(&name, "a module name cannot be empty");
+                }
+                type_name = name.value();
+            } else {
+                let key = path_to_string(&meta.path);
+                cx.error_spanned_by(&meta.path, unknown_key("module", &key, attr::MODULE_KEYS));
+                skip_value(&meta)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            cx.syn_error(e);
+        }
+    }
+    (krate, type_name)
+}
+
+fn parse_port(
+    cx: &mut Ctxt,
+    field: &syn::Field,
+    ident: Ident,
+    port_attrs: &[&syn::Attribute],
+) -> PortDef {
+    let direction = port_direction(&field.ty);
+    let mut port = PortDef {
+        stream: ident.to_string(),
+        stream_span: ident.span(),
+        field: ident,
+        ty: field.ty.clone(),
+        doc: field
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("doc"))
+            .cloned()
+            .collect(),
+        direction,
+        optional: false,
+        lossless: false,
+        reliability: None,
+        durability: None,
+        history: None,
+    };
+    for a in port_attrs {
+        let result = a.parse_nested_meta(|meta| {
+            let key = path_to_string(&meta.path);
+            let span = meta.path.span();
+            match key.as_str() {
+                "name" => {
+                    let name: LitStr = meta.value()?.parse()?;
+                    if let Some(problem) = stream_name_problem(&name.value()) {
+                        cx.error_spanned_by(&name, format!("invalid stream name: {problem}"));
+                    }
+                    port.stream = name.value();
+                    port.stream_span = name.span();
+                }
+                "optional" | "lossless" => {
+                    if direction == Some(Direction::Output) {
+                        cx.error_spanned_by(
+                            &meta.path,
+                            format!(
+                                "`{key}` applies to inputs: an output cannot be `{key}` \
+                                 (it is the inputs that may stay unfed or refuse lossy data)"
+                            ),
+                        );
+                    }
+                    if key == "optional" {
+                        port.optional = true;
+                    } else {
+                        port.lossless = true;
+                    }
+                }
+                "reliable" | "best_effort" => {
+                    let value = if key == "reliable" { "Reliable" } else { "BestEffort" };
+                    if port.reliability.is_some() {
+                        cx.error_spanned_by(
+                            &meta.path,
+                            "reliability is given twice: choose one of `reliable`, `best_effort`",
+                        );
+                    }
+                    port.reliability = Some((value, span));
+                }
+                "volatile" | "transient_local" => {
+                    let value = if key == "volatile" { "Volatile" } else { "TransientLocal" };
+                    if port.durability.is_some() {
+                        cx.error_spanned_by(
+                            &meta.path,
+                            "durability is given twice: choose one of `volatile`, `transient_local`",
+                        );
+                    }
+                    port.durability = Some((value, span));
+                }
+                "depth" | "keep_all" => {
+                    let history = if key == "depth" {
+                        let depth: LitInt = meta.value()?.parse()?;
+                        match depth.base10_parse::<u32>() {
+                            Ok(0) | Err(_) => {
+                                cx.error_spanned_by(
+                                    &depth,
+                                    "`depth` must be a whole number from 1 (the newest message \
+                                     only) to 4294967295",
+                                );
+                                History::KeepLast(1)
+                            }
+                            Ok(n) => History::KeepLast(n),
+                        }
+                    } else {
+                        History::KeepAll
+                    };
+                    if port.history.is_some() {
+                        cx.error_spanned_by(
+                            &meta.path,
+                            "the queue policy is given twice: choose one of `depth = N`, `keep_all`",
+                        );
+                    }
+                    port.history = Some((history, span));
+                }
+                _ => {
+                    cx.error_spanned_by(&meta.path, unknown_key("port", &key, attr::PORT_KEYS));
+                    skip_value(&meta)?;
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            cx.syn_error(e);
+        }
+    }
+    port
+}
+
+/// Two ports of one direction may not share a stream name; an input and an output may
+/// (a filter).
+fn check_duplicate_streams(cx: &mut Ctxt, ports: &[PortDef]) {
+    let mut seen: HashMap<(Direction, &str), &PortDef> = HashMap::new();
+    for port in ports {
+        let Some(direction) = port.direction else {
+            continue;
+        };
+        if let Some(first) = seen.get(&(direction, port.stream.as_str())) {
+            let kind = match direction {
+                Direction::Input => "inputs",
+                Direction::Output => "outputs",
+            };
+            cx.syn_error(syn::Error::new(
+                port.stream_span,
+                format!(
+                    "fields `{}` and `{}` are both {kind} of stream `{}`: two {kind} of one \
+                     module cannot share a stream name; give one `#[port(name = \"...\")]`",
+                    first.field, port.field, port.stream
+                ),
+            ));
+        } else {
+            seen.insert((direction, port.stream.as_str()), port);
+        }
+    }
+}
+
+/// `In<..>` or `Out<..>` by the last segment of the type's path.
+fn port_direction(ty: &Type) -> Option<Direction> {
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    let last = path.path.segments.last()?;
+    match last.ident.to_string().as_str() {
+        "In" => Some(Direction::Input),
+        "Out" => Some(Direction::Output),
+        _ => None,
+    }
+}
+
+fn path_to_string(path: &Path) -> String {
+    path.segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+fn unknown_key(attribute: &str, key: &str, known: &[&str]) -> String {
+    let hint = match did_you_mean(key, known) {
+        Some(suggestion) => format!("; did you mean `{suggestion}`?"),
+        None => String::new(),
+    };
+    format!(
+        "unknown `#[{attribute}(..)]` attribute `{key}`{hint} (expected one of: {})",
+        known.join(", ")
+    )
+}
+
+/// Consumes `= value` or `(..)` after an unknown key so parsing can go on to the next key.
+fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        let _: syn::Expr = meta.value()?.parse()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let _group: proc_macro2::Group = meta.input.parse()?;
+    }
+    Ok(())
+}
