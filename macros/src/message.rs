@@ -39,6 +39,9 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
                         MESSAGE_KEYS.join(", ")
                     ),
                 );
+                if meta.input.peek(syn::Token![=]) {
+                    let _: syn::Expr = meta.value()?.parse()?;
+                }
             }
             Ok(())
         });

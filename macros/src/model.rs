@@ -83,6 +83,8 @@ impl ModuleDef {
                 "a module cannot be generic: its port metadata is static and shared by all \
                  instances; use a concrete type for each port (or a type alias per variant)",
             );
+            // Nothing sensible can be generated for a generic struct.
+            return None;
         }
 
         let fields = match &input.data {

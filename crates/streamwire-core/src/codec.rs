@@ -81,6 +81,10 @@ pub trait Codec<M: Message>: Send + Sync + Sized + 'static {
     const STREAM_SUFFIX: &'static str = "compressed";
     /// The message that carries the encoded bytes.
     type Encoded: Message;
+    /// The run-time description the graph uses. Not to be overridden, except by
+    /// [`DefaultCodecOf`], which describes the codec it stands for.
+    #[doc(hidden)]
+    const INFO: CodecInfo = CodecInfo::of::<M, Self>();
 
     /// Builds the codec from parameters, rejecting unknown keys and bad values.
     fn from_params(params: &CodecParams) -> Result<Self, CodecError>;
@@ -112,6 +116,62 @@ pub trait Codec<M: Message>: Send + Sync + Sized + 'static {
 pub trait DefaultCodec: Message {
     /// The codec used by `Compressed<Self>`.
     type Codec: Codec<Self>;
+}
+
+/// The codec that `Compressed<M>` names when no codec is written: `M`'s
+/// [`DefaultCodec`], to which it delegates everything.
+///
+/// A marker rather than the projection `<M as DefaultCodec>::Codec`, so that a message
+/// without a default codec is reported once, on the port, instead of at every place the
+/// type appears. Plans and the runtime see the codec it stands for (`jpeg` for `Image`).
+pub struct DefaultCodecOf<M> {
+    /// The `M::Codec` built by `from_params` (boxed because the struct cannot name
+    /// `M::Codec` without requiring `M: DefaultCodec` wherever the type is written).
+    inner: Box<dyn Any + Send + Sync>,
+    _message: std::marker::PhantomData<fn() -> M>,
+}
+
+impl<M: DefaultCodec> DefaultCodecOf<M> {
+    fn inner(&self) -> Result<&M::Codec, CodecError> {
+        self.inner
+            .downcast_ref::<M::Codec>()
+            .ok_or(CodecError::WrongMessage {
+                expected: M::TYPE_NAME,
+                found: "another message's default codec",
+            })
+    }
+}
+
+impl<M: Message + DefaultCodec> Codec<M> for DefaultCodecOf<M> {
+    const NAME: &'static str = <M::Codec as Codec<M>>::NAME;
+    const STREAM_SUFFIX: &'static str = <M::Codec as Codec<M>>::STREAM_SUFFIX;
+    type Encoded = <M::Codec as Codec<M>>::Encoded;
+    const INFO: CodecInfo = <M::Codec as Codec<M>>::INFO;
+
+    fn from_params(params: &CodecParams) -> Result<Self, CodecError> {
+        Ok(DefaultCodecOf {
+            inner: Box::new(M::Codec::from_params(params)?),
+            _message: std::marker::PhantomData,
+        })
+    }
+
+    fn params(&self) -> CodecParams {
+        self.inner().map(Codec::params).unwrap_or_default()
+    }
+
+    fn fidelity(&self) -> Fidelity {
+        // Unreachable in practice (`from_params` stores an `M::Codec`); if it ever were,
+        // claiming lossy is the safe answer for lossless inputs.
+        self.inner().map_or(Fidelity::LOSSY, Codec::fidelity)
+    }
+
+    fn encode(&self, message: &M) -> Result<Self::Encoded, CodecError> {
+        self.inner()?.encode(message)
+    }
+
+    fn decode(&self, encoded: &Self::Encoded) -> Result<M, CodecError> {
+        self.inner()?.decode(encoded)
+    }
 }
 
 /// How faithful decoded messages are to the originals.
@@ -211,13 +271,20 @@ impl CodecParams {
         }
     }
 
-    /// Fails on the first key not in `known`, naming the codec and the keys it knows.
+    /// Fails on the first key not in `known`, naming the codec and the keys it knows,
+    /// and suggesting a known key that contains the unknown one or is part of it
+    /// (`quality` suggests `jpeg_quality`, as ROS spells it).
     pub fn expect_only(&self, codec: &'static str, known: &[&str]) -> Result<(), CodecError> {
         match self.0.keys().find(|k| !known.contains(&k.as_str())) {
             None => Ok(()),
             Some(key) => Err(CodecError::UnknownParam {
                 codec,
                 key: key.clone(),
+                hint: known
+                    .iter()
+                    .find(|k| k.contains(key.as_str()) || key.contains(*k))
+                    .map(|k| format!("; did you mean `{k}`?"))
+                    .unwrap_or_default(),
                 known: if known.is_empty() {
                     "none".to_owned()
                 } else {
@@ -277,12 +344,14 @@ pub enum CodecError {
         reason: String,
     },
     /// A parameter the codec does not know (often a typo).
-    #[error("codec `{codec}` has no parameter `{key}` (it knows: {known})")]
+    #[error("codec `{codec}` has no parameter `{key}`{hint} (it knows: {known})")]
     UnknownParam {
         /// The codec.
         codec: &'static str,
         /// The unknown key.
         key: String,
+        /// `; did you mean `..`?` or nothing.
+        hint: String,
         /// The keys the codec knows, comma separated.
         known: String,
     },

@@ -25,7 +25,9 @@ pub mod message;
 mod module;
 pub mod port;
 
-pub use codec::{Codec, CodecError, CodecInfo, CodecParams, CodecSummary, DefaultCodec, Fidelity};
+pub use codec::{
+    Codec, CodecError, CodecInfo, CodecParams, CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity,
+};
 pub use header::{Delivered, Header, Timestamp};
 pub use message::{AnyMessage, Message, MessageInfo, Payload};
 pub use module::{InstanceId, Module};

@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{Codec, CodecInfo, DefaultCodec};
+use crate::codec::{Codec, CodecInfo, DefaultCodecOf};
 use crate::message::{Message, MessageInfo, Payload};
 use crate::module::InstanceId;
 
@@ -33,21 +33,21 @@ pub struct Out<T> {
 }
 
 /// A port annotation: message `M`, encoded by codec `C` (by default `M`'s
-/// [`DefaultCodec`]).
+/// [`DefaultCodec`](crate::DefaultCodec)).
 ///
 /// On an output it means "the wire may compress"; on an input, "I want the encoded
 /// bytes". It is only a type: there are no values of it.
 ///
 /// A codec that cannot carry the message does not compile: `Compressed<DepthImage, Jpeg>`
 /// fails with "JPEG carries 8-bit colour images, not `DepthImage`" (see `tests/ui`).
-pub struct Compressed<M, C = <M as DefaultCodec>::Codec> {
+pub struct Compressed<M, C = DefaultCodecOf<M>> {
     _never: PhantomData<fn() -> (M, C)>,
     _uninhabited: std::convert::Infallible,
 }
 
 impl<M: Message, C: Codec<M>> Payload for Compressed<M, C> {
     type Logical = M;
-    const TRANSPORT: Transport = Transport::Codec(CodecInfo::of::<M, C>());
+    const TRANSPORT: Transport = Transport::Codec(C::INFO);
 }
 
 macro_rules! port_basics {
@@ -355,8 +355,10 @@ pub struct PortHandle<P> {
     _port: PhantomData<fn() -> P>,
 }
 
-impl<P: PortType> PortHandle<P> {
-    /// The handle of port number `port_index` (in `Module::PORTS`) of `instance`.
+impl<P> PortHandle<P> {
+    /// The handle of port number `port_index` (in `Module::PORTS`) of `instance`. Made by
+    /// the derive. Unbounded on purpose: a field whose type is not a port is reported
+    /// once, by the metadata, not again here.
     #[doc(hidden)]
     pub const fn new(instance: InstanceId, port_index: usize) -> Self {
         PortHandle {
@@ -365,9 +367,7 @@ impl<P: PortType> PortHandle<P> {
             _port: PhantomData,
         }
     }
-}
 
-impl<P> PortHandle<P> {
     /// The instance the port belongs to.
     pub fn instance(&self) -> InstanceId {
         self.instance

@@ -1,0 +1,419 @@
+//! The blueprint builder: module instances, namespaces, remaps, placement, connections
+//! and settings. `build()` turns it into a [`Plan`](crate::Plan).
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use streamwire_core::{
+    InputPort, InstanceId, Module, OutputPort, PortHandle, PortInfo, PortType, SameMessage,
+};
+
+use crate::error::{BuildError, Problem};
+use crate::names::{self, join};
+use crate::settings::{AutoTable, Compression, Placement, Report, Settings, StreamSettings};
+
+/// Every blueprint gets its own id so that a handle from another one is caught.
+static NEXT_BLUEPRINT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A set of module instances and how they are wired.
+///
+/// ```
+/// # use streamwire_graph::{Blueprint, Placement};
+/// # use streamwire_core::{Compressed, In, Out};
+/// # use streamwire_macros::Module;
+/// # use streamwire_msgs::Image;
+/// #[derive(Module)]
+/// #[module(crate = streamwire_core)]
+/// struct Camera { color_image: Out<Compressed<Image>> }
+///
+/// #[derive(Module)]
+/// #[module(crate = streamwire_core)]
+/// struct Viewer { #[port(name = "color_image")] frames: In<Image> }
+///
+/// let mut blueprint = Blueprint::new();
+/// blueprint.add("front_cam", Camera { color_image: Out::new() });
+/// let viewer = blueprint.add("viewer", Viewer { frames: In::new() });
+/// blueprint.place(&viewer, Placement::process("ui"));
+/// blueprint.autoconnect();
+///
+/// let plan = blueprint.build()?;
+/// // The viewer is in another process: one JPEG encode, one decode.
+/// assert_eq!(plan.codec_nodes().count(), 2);
+/// # Ok::<(), streamwire_graph::BuildError>(())
+/// ```
+pub struct Blueprint {
+    id: u64,
+    pub(crate) instances: Vec<InstanceEntry>,
+    pub(crate) connections: Vec<Connection>,
+    pub(crate) autoconnect: bool,
+    pub(crate) settings: Settings,
+    pub(crate) stream_settings: BTreeMap<String, StreamSettings>,
+    /// Mistakes found while adding (reported by `build`, with everything else).
+    pub(crate) problems: Vec<Problem>,
+}
+
+/// One module instance.
+pub(crate) struct InstanceEntry {
+    pub(crate) name: String,
+    pub(crate) namespace: String,
+    pub(crate) module_type: &'static str,
+    pub(crate) ports: &'static [PortInfo],
+    /// Per port (same order as `ports`): the remapped stream name, if any.
+    pub(crate) remaps: Vec<Option<String>>,
+    pub(crate) placement: Placement,
+    /// The module value, kept for the runtime.
+    #[expect(
+        dead_code,
+        reason = "kept for the runtime, which takes the modules to run them"
+    )]
+    pub(crate) module: Box<dyn Any + Send>,
+}
+
+/// An explicit `connect(from, to)`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Connection {
+    pub(crate) from: (u32, usize),
+    pub(crate) to: (u32, usize),
+}
+
+/// A module instance in a blueprint. Dereferences to the module's generated
+/// `<Module>Ports` struct, so its ports are `instance.port_name`.
+pub struct Instance<M: Module> {
+    id: InstanceId,
+    ports: M::Ports,
+}
+
+impl<M: Module> Instance<M> {
+    /// The instance's id.
+    pub fn id(&self) -> InstanceId {
+        self.id
+    }
+
+    /// The typed handles of its ports.
+    pub fn ports(&self) -> M::Ports {
+        self.ports
+    }
+}
+
+impl<M: Module> Deref for Instance<M> {
+    type Target = M::Ports;
+    fn deref(&self) -> &M::Ports {
+        &self.ports
+    }
+}
+
+impl<M: Module> Clone for Instance<M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M: Module> Copy for Instance<M> {}
+
+impl<M: Module> fmt::Debug for Instance<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Instance")
+            .field("module", &M::TYPE_NAME)
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl Default for Blueprint {
+    fn default() -> Self {
+        Blueprint::new()
+    }
+}
+
+impl fmt::Debug for Blueprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Blueprint")
+            .field(
+                "instances",
+                &self.instances.iter().map(|i| &i.name).collect::<Vec<_>>(),
+            )
+            .field("connections", &self.connections.len())
+            .field("autoconnect", &self.autoconnect)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Blueprint {
+    /// An empty blueprint: one process (`localhost/main`), compression `auto`.
+    pub fn new() -> Blueprint {
+        Blueprint {
+            id: NEXT_BLUEPRINT_ID.fetch_add(1, Ordering::Relaxed),
+            instances: Vec::new(),
+            connections: Vec::new(),
+            autoconnect: false,
+            settings: Settings::default(),
+            stream_settings: BTreeMap::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Adds an instance of `module` named `name` (unique in the blueprint), in the
+    /// default process. Its streams are named after its ports (`color_image`).
+    pub fn add<M: Module>(&mut self, name: &str, module: M) -> Instance<M> {
+        self.add_in_namespace("", name, module)
+    }
+
+    /// A namespace: instances added through it are named `prefix/name` and their
+    /// relative stream names are prefixed too (`left/color_image`), as ROS namespaces do.
+    ///
+    /// ```
+    /// # use streamwire_graph::Blueprint;
+    /// # use streamwire_core::Out;
+    /// # use streamwire_macros::Module;
+    /// # use streamwire_msgs::Image;
+    /// # #[derive(Module)] #[module(crate = streamwire_core)]
+    /// # struct Camera { color_image: Out<Image> }
+    /// let mut blueprint = Blueprint::new();
+    /// let left = blueprint.namespace("left").add("cam", Camera { color_image: Out::new() });
+    /// let right = blueprint.namespace("right").add("cam", Camera { color_image: Out::new() });
+    /// // Two cameras, streams `left/color_image` and `right/color_image`: no conflict.
+    /// # let _ = (left, right);
+    /// assert!(blueprint.build().is_ok());
+    /// ```
+    pub fn namespace(&mut self, prefix: &str) -> Namespace<'_> {
+        if let Some(reason) = names::instance_name_problem(prefix) {
+            self.problems.push(Problem::InvalidInstanceName {
+                name: prefix.to_owned(),
+                reason,
+            });
+        }
+        Namespace {
+            blueprint: self,
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    fn add_in_namespace<M: Module>(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        module: M,
+    ) -> Instance<M> {
+        if let Some(reason) = names::instance_name_problem(name) {
+            self.problems.push(Problem::InvalidInstanceName {
+                name: name.to_owned(),
+                reason,
+            });
+        }
+        let full_name = join(namespace, name);
+        if let Some(first) = self.instances.iter().find(|i| i.name == full_name) {
+            self.problems.push(Problem::DuplicateInstance {
+                name: full_name.clone(),
+                first_module: first.module_type,
+                second_module: M::TYPE_NAME,
+            });
+        }
+        let index = u32::try_from(self.instances.len()).unwrap_or(u32::MAX);
+        let id = InstanceId::new(self.id, index);
+        self.instances.push(InstanceEntry {
+            name: full_name,
+            namespace: namespace.to_owned(),
+            module_type: M::TYPE_NAME,
+            ports: M::PORTS,
+            remaps: vec![None; M::PORTS.len()],
+            placement: Placement::default(),
+            module: Box::new(module),
+        });
+        Instance {
+            id,
+            ports: M::port_handles(id),
+        }
+    }
+
+    /// Connects `from` (an output) to `to` (an input) explicitly, whatever their stream
+    /// names. The compiler checks that `from` is an output, `to` an input, and that they
+    /// carry the same message type.
+    ///
+    /// An input connected explicitly is not autoconnected.
+    pub fn connect<O, I>(&mut self, from: PortHandle<O>, to: PortHandle<I>) -> &mut Self
+    where
+        O: OutputPort,
+        I: InputPort,
+        I::Message: SameMessage<O::Message>,
+    {
+        if self.owns(from.instance()) && self.owns(to.instance()) {
+            self.connections.push(Connection {
+                from: (from.instance().index(), from.port_index()),
+                to: (to.instance().index(), to.port_index()),
+            });
+        } else {
+            self.problems
+                .push(Problem::ForeignHandle { context: "connect" });
+        }
+        self
+    }
+
+    /// Renames the stream of one port: relative names are resolved in the instance's
+    /// namespace, absolute ones (`/front/color`) are taken as they are.
+    pub fn remap<P: PortType>(&mut self, port: PortHandle<P>, stream: &str) -> &mut Self {
+        if !self.owns(port.instance()) {
+            self.problems
+                .push(Problem::ForeignHandle { context: "remap" });
+            return self;
+        }
+        if let Some(entry) = self.instances.get_mut(port.instance().index() as usize) {
+            if let Some(slot) = entry.remaps.get_mut(port.port_index()) {
+                *slot = Some(stream.to_owned());
+            }
+        }
+        self
+    }
+
+    /// Renames stream `from` to `to` for every port of instance `instance` that uses it
+    /// (a ROS-style `from:=to` remap), for blueprints assembled from names.
+    pub fn remap_stream(&mut self, instance: &str, from: &str, to: &str) -> &mut Self {
+        let Some(index) = self.instance_index("remap_stream", instance) else {
+            return self;
+        };
+        let entry = &mut self.instances[index];
+        let mut found = false;
+        for (port, slot) in entry.ports.iter().zip(entry.remaps.iter_mut()) {
+            let current = slot.as_deref().unwrap_or(port.stream());
+            if current == from {
+                *slot = Some(to.to_owned());
+                found = true;
+            }
+        }
+        if !found {
+            let mut known: Vec<String> = entry
+                .ports
+                .iter()
+                .zip(&entry.remaps)
+                .map(|(p, r)| r.clone().unwrap_or_else(|| p.stream().to_owned()))
+                .collect();
+            known.sort();
+            known.dedup();
+            self.problems.push(Problem::UnknownPortStream {
+                instance: instance.to_owned(),
+                stream: from.to_owned(),
+                known,
+            });
+        }
+        self
+    }
+
+    /// Runs `instance` in `placement` (default: `localhost/main`).
+    pub fn place<M: Module>(&mut self, instance: &Instance<M>, placement: Placement) -> &mut Self {
+        if !self.owns(instance.id()) {
+            self.problems
+                .push(Problem::ForeignHandle { context: "place" });
+            return self;
+        }
+        if let Some(entry) = self.instances.get_mut(instance.id().index() as usize) {
+            entry.placement = placement;
+        }
+        self
+    }
+
+    /// Runs the instance named `instance` in `placement`.
+    pub fn place_named(&mut self, instance: &str, placement: Placement) -> &mut Self {
+        if let Some(index) = self.instance_index("place_named", instance) {
+            self.instances[index].placement = placement;
+        }
+        self
+    }
+
+    /// Connects, when the blueprint is built, every input not connected explicitly to
+    /// the output of the same stream name and message type. Its errors (two producers of
+    /// one stream, one name with two message types, an input nobody feeds) come from
+    /// `build`, naming instances and ports.
+    pub fn autoconnect(&mut self) -> &mut Self {
+        self.autoconnect = true;
+        self
+    }
+
+    /// Global compression of `Out<Compressed<..>>` outputs (default `auto`). A plain
+    /// `Out<M>` compresses only when a per-stream setting asks.
+    pub fn compression(&mut self, compression: Compression) -> &mut Self {
+        self.settings.compression = compression;
+        self
+    }
+
+    /// The locality table of `auto` compression.
+    pub fn auto_table(&mut self, table: AutoTable) -> &mut Self {
+        self.settings.auto_table = table;
+        self
+    }
+
+    /// Settings of one stream (by its resolved name, e.g. `left/color_image`); they beat
+    /// the global ones.
+    pub fn stream(&mut self, stream: &str, settings: StreamSettings) -> &mut Self {
+        self.stream_settings.insert(stream.to_owned(), settings);
+        self
+    }
+
+    /// What to do about inputs that receive lossy or downscaled pixels (default `Warn`:
+    /// listed in the plan and logged).
+    pub fn lossy_pixels(&mut self, report: Report) -> &mut Self {
+        self.settings.lossy_pixels = report;
+        self
+    }
+
+    /// What to do about optional inputs that nobody feeds (default `Ignore`: listed in
+    /// the plan only).
+    pub fn unfed_optional(&mut self, report: Report) -> &mut Self {
+        self.settings.unfed_optional = report;
+        self
+    }
+
+    /// Wires the blueprint: matches ports, inserts codec nodes, checks every rule.
+    /// Reports every problem at once.
+    pub fn build(&self) -> Result<crate::Plan, BuildError> {
+        crate::planner::plan(self)
+    }
+
+    fn owns(&self, instance: InstanceId) -> bool {
+        instance.blueprint() == self.id && (instance.index() as usize) < self.instances.len()
+    }
+
+    fn instance_index(&mut self, context: &'static str, name: &str) -> Option<usize> {
+        let found = self.instances.iter().position(|i| i.name == name);
+        if found.is_none() {
+            let suggestion =
+                names::did_you_mean(name, self.instances.iter().map(|i| i.name.as_str()))
+                    .map(str::to_owned);
+            self.problems.push(Problem::UnknownInstance {
+                name: name.to_owned(),
+                context,
+                suggestion,
+            });
+        }
+        found
+    }
+}
+
+/// Adds instances under a name prefix; see [`Blueprint::namespace`].
+pub struct Namespace<'a> {
+    blueprint: &'a mut Blueprint,
+    prefix: String,
+}
+
+impl Namespace<'_> {
+    /// Adds `module` as `prefix/name`; its relative stream names get the prefix too.
+    pub fn add<M: Module>(&mut self, name: &str, module: M) -> Instance<M> {
+        let prefix = self.prefix.clone();
+        self.blueprint.add_in_namespace(&prefix, name, module)
+    }
+
+    /// A nested namespace `prefix/inner`.
+    pub fn namespace(&mut self, inner: &str) -> Namespace<'_> {
+        if let Some(reason) = names::instance_name_problem(inner) {
+            self.blueprint.problems.push(Problem::InvalidInstanceName {
+                name: inner.to_owned(),
+                reason,
+            });
+        }
+        Namespace {
+            prefix: join(&self.prefix, inner),
+            blueprint: self.blueprint,
+        }
+    }
+}

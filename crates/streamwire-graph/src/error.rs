@@ -1,0 +1,432 @@
+//! Build errors: what is wrong with a blueprint, naming instances, ports and types, and
+//! worded like the compile-time errors of explicit connections.
+
+use std::fmt;
+
+use streamwire_core::Direction;
+
+use crate::settings::Locality;
+
+/// One port of one instance, as errors show it: `front_cam.color_image`
+/// (`Out<Compressed<Image>>`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PortName {
+    /// The instance's full name (namespaces included).
+    pub instance: String,
+    /// The port's field.
+    pub port: &'static str,
+    /// The port's type as written in the module.
+    pub type_name: &'static str,
+}
+
+impl fmt::Display for PortName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}.{}` ({})", self.instance, self.port, self.type_name)
+    }
+}
+
+/// Everything wrong with a blueprint, found in one build.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", render_all(problems))]
+pub struct BuildError {
+    /// The problems, in a stable order.
+    pub problems: Vec<Problem>,
+}
+
+fn render_all(problems: &[Problem]) -> String {
+    match problems {
+        [one] => format!("blueprint error: {one}"),
+        many => {
+            let mut out = format!("the blueprint has {} errors", many.len());
+            for (i, problem) in many.iter().enumerate() {
+                out.push_str(&format!("\n\nerror {}: {problem}", i + 1));
+            }
+            out
+        }
+    }
+}
+
+/// One thing wrong with a blueprint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Problem {
+    /// An instance or namespace name breaks the naming rules.
+    InvalidInstanceName {
+        /// The name given.
+        name: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// Two instances have the same full name.
+    DuplicateInstance {
+        /// The name.
+        name: String,
+        /// Module type of the first instance.
+        first_module: &'static str,
+        /// Module type of the second.
+        second_module: &'static str,
+    },
+    /// A stream name (from a module or a remap) breaks the naming rules.
+    InvalidStreamName {
+        /// The port it names.
+        port: PortName,
+        /// The name given.
+        name: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// A setting names an instance the blueprint does not have.
+    UnknownInstance {
+        /// The name given.
+        name: String,
+        /// What named it: `remap_stream`, `place_named`.
+        context: &'static str,
+        /// A close existing name.
+        suggestion: Option<String>,
+    },
+    /// `remap_stream` names a stream the instance has no port for.
+    UnknownPortStream {
+        /// The instance.
+        instance: String,
+        /// The stream given.
+        stream: String,
+        /// The streams its ports use.
+        known: Vec<String>,
+    },
+    /// Two ports of one direction of one instance resolve to the same stream.
+    DuplicatePortStream {
+        /// The instance.
+        instance: String,
+        /// Input or output.
+        direction: Direction,
+        /// The stream.
+        stream: String,
+        /// The two ports.
+        ports: [PortName; 2],
+    },
+    /// A port handle or instance from another blueprint was used.
+    ForeignHandle {
+        /// What it was used for: `connect`, `remap`, `place`.
+        context: &'static str,
+    },
+    /// One stream, several producers.
+    TwoProducers {
+        /// The stream.
+        stream: String,
+        /// Its producers.
+        producers: Vec<PortName>,
+    },
+    /// An output and an input share a stream (or an explicit connection) but not the
+    /// message type.
+    MessageMismatch {
+        /// The stream.
+        stream: String,
+        /// The output.
+        output: PortName,
+        /// Its message type.
+        output_message: &'static str,
+        /// The input.
+        input: PortName,
+        /// Its message type.
+        input_message: &'static str,
+    },
+    /// An input connected explicitly more than once.
+    InputConnectedTwice {
+        /// The input.
+        input: PortName,
+        /// The outputs connected to it.
+        outputs: [PortName; 2],
+    },
+    /// An input nobody feeds.
+    UnfedInput {
+        /// The input.
+        input: PortName,
+        /// The stream it listens to.
+        stream: String,
+        /// A produced stream with a close name and the same message type.
+        suggestion: Option<String>,
+        /// True for an optional input (reported only when `unfed_optional` is `Error`).
+        optional: bool,
+    },
+    /// A `lossless` input would receive lossy or downscaled pixels because a per-stream
+    /// setting forces compression.
+    LosslessConflict {
+        /// The input.
+        input: PortName,
+        /// The stream.
+        stream: String,
+        /// The codec.
+        codec: &'static str,
+        /// What it does to pixels (`lossy`, `downscaled`).
+        fidelity: String,
+        /// The link's locality.
+        locality: Locality,
+    },
+    /// An input receives lossy or downscaled pixels and `lossy_pixels` is `Error`.
+    LossyPixels {
+        /// The input.
+        input: PortName,
+        /// The stream.
+        stream: String,
+        /// The codec.
+        codec: &'static str,
+        /// What it does to pixels.
+        fidelity: String,
+    },
+    /// A stream must be compressed but no codec is known for it.
+    NoCodec {
+        /// The stream.
+        stream: String,
+        /// Its producer.
+        producer: PortName,
+        /// Its message type.
+        message: &'static str,
+    },
+    /// A per-stream codec is for another message type than the stream's.
+    CodecForOtherMessage {
+        /// The stream.
+        stream: String,
+        /// The codec.
+        codec: &'static str,
+        /// The message the codec carries.
+        codec_message: &'static str,
+        /// The stream's message.
+        stream_message: &'static str,
+    },
+    /// Codec parameters were refused by the codec.
+    InvalidCodecParams {
+        /// The stream.
+        stream: String,
+        /// The codec.
+        codec: &'static str,
+        /// The codec's reason.
+        reason: String,
+    },
+    /// Settings name a stream that no output produces.
+    UnknownStreamSetting {
+        /// The stream named.
+        stream: String,
+        /// A produced stream with a close name.
+        suggestion: Option<String>,
+    },
+    /// The name of an encoded stream (`color_image/compressed`) is also a produced stream.
+    EncodedNameTaken {
+        /// The stream being encoded.
+        stream: String,
+        /// The encoded stream's name.
+        encoded: String,
+        /// The output that already produces a stream of that name.
+        producer: PortName,
+    },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::InvalidInstanceName { name, reason } => {
+                write!(f, "invalid instance name `{name}`: {reason}")
+            }
+            Problem::DuplicateInstance {
+                name,
+                first_module,
+                second_module,
+            } => write!(
+                f,
+                "two instances are named `{name}` (a `{first_module}` and a `{second_module}`)\n  \
+                 = note: instance names are unique in a blueprint; rename one, or add it in a \
+                 namespace (`blueprint.namespace(\"left\").add(..)`)"
+            ),
+            Problem::InvalidStreamName { port, name, reason } => {
+                write!(f, "invalid stream name `{name}` for {port}: {reason}")
+            }
+            Problem::UnknownInstance {
+                name,
+                context,
+                suggestion,
+            } => {
+                write!(
+                    f,
+                    "`{context}` names instance `{name}`, which the blueprint does not have"
+                )?;
+                note_suggestion(f, suggestion.as_deref())
+            }
+            Problem::UnknownPortStream {
+                instance,
+                stream,
+                known,
+            } => write!(
+                f,
+                "`remap_stream` names stream `{stream}` of `{instance}`, which has no port on it\n  \
+                 = note: its ports use: {}",
+                quoted_list(known)
+            ),
+            Problem::DuplicatePortStream {
+                instance,
+                direction,
+                stream,
+                ports: [a, b],
+            } => write!(
+                f,
+                "{a} and {b} are both {direction}s of stream `{stream}` in `{instance}`\n  \
+                 = note: two {direction}s of one instance cannot share a stream; remap one of them"
+            ),
+            Problem::ForeignHandle { context } => write!(
+                f,
+                "`{context}` was given a port or instance of another blueprint\n  \
+                 = note: handles are only valid in the blueprint whose `add` returned them"
+            ),
+            Problem::TwoProducers { stream, producers } => {
+                let names: Vec<String> = producers.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "stream `{stream}` has {} producers: {}\n  \
+                     = note: a stream has one producer; remap all but one \
+                     (`blueprint.remap(instance.port, \"new_name\")`), or add them in namespaces",
+                    producers.len(),
+                    and_list(&names)
+                )
+            }
+            Problem::MessageMismatch {
+                stream,
+                output,
+                output_message,
+                input,
+                input_message,
+            } => write!(
+                f,
+                "an output of `{output_message}` cannot feed an input of `{input_message}`: \
+                 {output} and {input} meet on stream `{stream}`\n  \
+                 = note: ports connect only when they carry the same message type; remap one \
+                 of them to another stream"
+            ),
+            Problem::InputConnectedTwice {
+                input,
+                outputs: [a, b],
+            } => write!(
+                f,
+                "input {input} is connected twice: from {a} and from {b}\n  \
+                 = note: an input has one producer; fan-in needs one input per producer"
+            ),
+            Problem::UnfedInput {
+                input,
+                stream,
+                suggestion,
+                optional,
+            } => {
+                write!(
+                    f,
+                    "input {input} is fed by nobody: no output produces stream `{stream}`"
+                )?;
+                match suggestion {
+                    Some(s) => write!(
+                        f,
+                        "\n  = help: did you mean `{s}`? remap it: `blueprint.remap(instance.{}, \"{s}\")`",
+                        input.port
+                    ),
+                    None if *optional => write!(
+                        f,
+                        "\n  = note: the input is optional, and `unfed_optional` is set to `Error`"
+                    ),
+                    None => write!(
+                        f,
+                        "\n  = note: connect it, remap it to a produced stream, or mark it \
+                         `#[port(optional)]`"
+                    ),
+                }
+            }
+            Problem::LosslessConflict {
+                input,
+                stream,
+                codec,
+                fidelity,
+                locality,
+            } => write!(
+                f,
+                "input {input} is lossless, but stream `{stream}` is set to compress with \
+                 `{codec}` ({fidelity}) on its {locality} link\n  \
+                 = note: a lossless input never receives lossy or downscaled pixels; set the \
+                 stream's compression to `auto` (which keeps this link raw) or `off`, or \
+                 choose a lossless codec"
+            ),
+            Problem::LossyPixels {
+                input,
+                stream,
+                codec,
+                fidelity,
+            } => write!(
+                f,
+                "input {input} receives {fidelity} pixels of stream `{stream}`, decoded from \
+                 `{codec}`\n  \
+                 = note: `lossy_pixels` is set to `Error`; mark the input `#[port(lossless)]` \
+                 to keep its link raw, or turn the stream's compression off"
+            ),
+            Problem::NoCodec {
+                stream,
+                producer,
+                message,
+            } => write!(
+                f,
+                "stream `{stream}` is set to compress, but its output {producer} names no codec\n  \
+                 = note: declare it `Out<Compressed<{message}>>`, or give the stream a codec: \
+                 `StreamSettings::new().codec::<{message}, SomeCodec>()`"
+            ),
+            Problem::CodecForOtherMessage {
+                stream,
+                codec,
+                codec_message,
+                stream_message,
+            } => write!(
+                f,
+                "codec `{codec}` set for stream `{stream}` carries `{codec_message}`, but the \
+                 stream carries `{stream_message}`"
+            ),
+            Problem::InvalidCodecParams {
+                stream,
+                codec,
+                reason,
+            } => write!(f, "codec `{codec}` of stream `{stream}`: {reason}"),
+            Problem::UnknownStreamSetting { stream, suggestion } => {
+                write!(
+                    f,
+                    "settings name stream `{stream}`, which no output produces"
+                )?;
+                note_suggestion(f, suggestion.as_deref())
+            }
+            Problem::EncodedNameTaken {
+                stream,
+                encoded,
+                producer,
+            } => write!(
+                f,
+                "stream `{stream}` is encoded as `{encoded}`, but {producer} already produces \
+                 a stream of that name\n  = note: remap one of the two streams"
+            ),
+        }
+    }
+}
+
+fn note_suggestion(f: &mut fmt::Formatter<'_>, suggestion: Option<&str>) -> fmt::Result {
+    match suggestion {
+        Some(s) => write!(f, "\n  = help: did you mean `{s}`?"),
+        None => Ok(()),
+    }
+}
+
+fn quoted_list(items: &[String]) -> String {
+    if items.is_empty() {
+        return "nothing".to_owned();
+    }
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
