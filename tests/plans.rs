@@ -1,6 +1,7 @@
 //! Plans and build errors, as a person reads them (insta snapshots), plus the codec
 //! rules of RFC.md checked as behaviour (counts of codec nodes, what each input gets)
 //! and as properties over random placements and settings.
+#![expect(missing_docs, reason = "test fixtures, not an API")]
 
 use proptest::prelude::*;
 use streamwire::msgs::{Jpeg, Zstd};
@@ -454,7 +455,7 @@ fn namespaces_remaps_and_explicit_connections() {
 fn filters_do_not_feed_themselves() {
     /// Drops frames: an input and an output share the name `color_image`.
     #[derive(Module)]
-    pub struct Throttle {
+    struct Throttle {
         #[port(name = "color_image")]
         pub input: In<Image>,
         #[port(name = "color_image")]
@@ -648,7 +649,7 @@ fn error_unknown_codec_parameter() {
 fn error_encoded_name_taken() {
     /// Produces a stream named like the camera's encoded stream.
     #[derive(Module)]
-    pub struct Impostor {
+    struct Impostor {
         #[port(name = "color_image/compressed")]
         pub jpeg: Out<CompressedImage>,
     }
@@ -665,7 +666,7 @@ fn error_encoded_name_taken() {
 fn error_remap_makes_two_inputs_share_a_stream() {
     /// Two inputs.
     #[derive(Module)]
-    pub struct Fusion {
+    struct Fusion {
         pub left: In<Image>,
         pub right: In<Image>,
     }

@@ -37,11 +37,23 @@ fn generate(model: &ModuleDef) -> TokenStream {
     let handle_fields = ports.iter().map(|p| {
         let field = &p.field;
         let ty = &p.ty;
-        let doc = &p.doc;
+        // The field's own docs, or a line saying what it is: generated public items must
+        // not trip a user's `missing_docs`.
+        let doc = if p.doc.is_empty() {
+            let line = format!("Handle of port `{field}` (`{}`).", type_to_string(ty));
+            quote!(#[doc = #line])
+        } else {
+            let doc = &p.doc;
+            quote!(#(#doc)*)
+        };
         quote! {
-            #(#doc)*
+            #doc
             pub #field: #krate::PortHandle<#ty>
         }
+    });
+    let visits = ports.iter().enumerate().map(|(index, p)| {
+        let field = &p.field;
+        quote! { visit(#index, &mut self.#field); }
     });
     let handle_inits = ports.iter().enumerate().map(|(index, p)| {
         let field = &p.field;
@@ -61,6 +73,13 @@ fn generate(model: &ModuleDef) -> TokenStream {
 
             fn port_handles(instance: #krate::InstanceId) -> #ports_ident {
                 #ports_ident { #(#handle_inits),* }
+            }
+
+            fn visit_ports(
+                &mut self,
+                visit: &mut dyn ::core::ops::FnMut(usize, &mut dyn ::core::any::Any),
+            ) {
+                #(#visits)*
             }
         }
 

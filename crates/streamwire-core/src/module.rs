@@ -35,6 +35,11 @@ use crate::port::PortInfo;
 /// assert_eq!(Shout::PORTS[1].stream(), "loud_text");
 /// assert_eq!(Shout::PORTS[1].direction(), Direction::Output);
 /// assert_eq!(Shout::CONFIG_FIELDS, ["exclamations"]);
+///
+/// let mut shout = Shout { input: In::new(), output: Out::new(), exclamations: 3 };
+/// let mut visited = Vec::new();
+/// shout.visit_ports(&mut |index, port| visited.push((index, port.is::<Out<Text>>())));
+/// assert_eq!(visited, [(0, false), (1, true)]);
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a streamwire module",
@@ -53,6 +58,11 @@ pub trait Module: Send + 'static {
 
     /// The typed handles of `instance`'s ports.
     fn port_handles(instance: InstanceId) -> Self::Ports;
+
+    /// Calls `visit` with each port field (`In<..>` or `Out<..>`) and its index in
+    /// [`PORTS`](Module::PORTS), so a runtime can bind the ports of a module value to its
+    /// transport without knowing the type.
+    fn visit_ports(&mut self, visit: &mut dyn FnMut(usize, &mut dyn std::any::Any));
 }
 
 /// Identifies a module instance within one blueprint. Handles carry the blueprint's

@@ -259,10 +259,10 @@ impl Blueprint {
                 .push(Problem::ForeignHandle { context: "remap" });
             return self;
         }
-        if let Some(entry) = self.instances.get_mut(port.instance().index() as usize) {
-            if let Some(slot) = entry.remaps.get_mut(port.port_index()) {
-                *slot = Some(stream.to_owned());
-            }
+        if let Some(entry) = self.instances.get_mut(port.instance().index() as usize)
+            && let Some(slot) = entry.remaps.get_mut(port.port_index())
+        {
+            *slot = Some(stream.to_owned());
         }
         self
     }

@@ -415,24 +415,22 @@ impl Plan {
                                     "input {name} wants {want:?} but its link carries {got}"
                                 )),
                             }
-                            if port.attrs().lossless {
-                                if let PlanNode::Codec(codec) = &g[feed.source()] {
-                                    if !codec.fidelity.is_exact() {
-                                        violations.push(format!(
-                                            "lossless input {name} is fed by a {} decoder",
-                                            codec.fidelity
-                                        ));
-                                    }
-                                }
+                            if port.attrs().lossless
+                                && let PlanNode::Codec(codec) = &g[feed.source()]
+                                && !codec.fidelity.is_exact()
+                            {
+                                violations.push(format!(
+                                    "lossless input {name} is fed by a {} decoder",
+                                    codec.fidelity
+                                ));
                             }
-                            if let PlanNode::Codec(codec) = &g[feed.source()] {
-                                if codec.kind == CodecKind::Decode
-                                    && codec.placement != instance.placement
-                                {
-                                    violations.push(format!(
-                                        "input {name} is fed by a decoder of another process"
-                                    ));
-                                }
+                            if let PlanNode::Codec(codec) = &g[feed.source()]
+                                && codec.kind == CodecKind::Decode
+                                && codec.placement != instance.placement
+                            {
+                                violations.push(format!(
+                                    "input {name} is fed by a decoder of another process"
+                                ));
                             }
                         }
                     }
@@ -478,13 +476,11 @@ impl Plan {
                                 violations.push(format!("{label} is fed by the wrong kind of node"))
                             }
                         }
-                        if let LinkPayload::Message(m) = edge.weight().payload {
-                            if m != codec.codec.message() {
-                                violations.push(format!(
-                                    "{label} is fed {m}, not {}",
-                                    codec.codec.message()
-                                ));
-                            }
+                        if let LinkPayload::Message(m) = edge.weight().payload
+                            && m != codec.codec.message()
+                        {
+                            violations
+                                .push(format!("{label} is fed {m}, not {}", codec.codec.message()));
                         }
                     }
                     for edge in &outgoing {

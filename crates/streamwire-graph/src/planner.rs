@@ -321,10 +321,10 @@ fn find_producer(
     instance: usize,
 ) -> Option<Option<PortKey>> {
     let mut candidates: Vec<&str> = vec![stream];
-    if let Transport::Codec(codec) = input.transport() {
-        if let Some(base) = stream.strip_suffix(&format!("/{}", codec.stream_suffix())) {
-            candidates.push(base);
-        }
+    if let Transport::Codec(codec) = input.transport()
+        && let Some(base) = stream.strip_suffix(&format!("/{}", codec.stream_suffix()))
+    {
+        candidates.push(base);
     }
     for name in candidates {
         if let Some(outputs) = producers.get(name) {
@@ -525,26 +525,27 @@ impl StreamPlanner<'_> {
                         }
                         compress = false;
                     }
-                    if let (true, Some((codec, summary))) = (compress, &wire) {
-                        if input.attrs().lossless && !summary.fidelity.is_exact() {
-                            if source == ModeSource::Stream && mode == Compression::On {
-                                problems.push(Problem::LosslessConflict {
-                                    input: PortName {
-                                        instance: consumer.name.clone(),
-                                        port: input.field(),
-                                        type_name: input.type_name(),
-                                    },
-                                    stream: self.name.to_owned(),
-                                    codec: codec.name(),
-                                    fidelity: summary.fidelity.to_string(),
-                                    locality,
-                                });
-                            }
-                            compress = false;
-                            reason = LinkReason::LosslessInput {
+                    if let (true, Some((codec, summary))) = (compress, &wire)
+                        && input.attrs().lossless
+                        && !summary.fidelity.is_exact()
+                    {
+                        if source == ModeSource::Stream && mode == Compression::On {
+                            problems.push(Problem::LosslessConflict {
+                                input: PortName {
+                                    instance: consumer.name.clone(),
+                                    port: input.field(),
+                                    type_name: input.type_name(),
+                                },
+                                stream: self.name.to_owned(),
                                 codec: codec.name(),
-                            };
+                                fidelity: summary.fidelity.to_string(),
+                                locality,
+                            });
                         }
+                        compress = false;
+                        reason = LinkReason::LosslessInput {
+                            codec: codec.name(),
+                        };
                     }
                     match (compress, &wire) {
                         (true, Some((codec, summary))) => {
@@ -748,14 +749,14 @@ fn name_encoded_streams(
                 n += 1;
             }
         }
-        if let Some(outputs) = producers.get(name.as_str()) {
-            if let Some(&first) = outputs.first() {
-                problems.push(Problem::EncodedNameTaken {
-                    stream: codec.stream.clone(),
-                    encoded: name.clone(),
-                    producer: port_name(first),
-                });
-            }
+        if let Some(outputs) = producers.get(name.as_str())
+            && let Some(&first) = outputs.first()
+        {
+            problems.push(Problem::EncodedNameTaken {
+                stream: codec.stream.clone(),
+                encoded: name.clone(),
+                producer: port_name(first),
+            });
         }
         taken.insert(name.clone());
         names_of.insert(node, name);
