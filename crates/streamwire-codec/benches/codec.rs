@@ -1,0 +1,195 @@
+//! Criterion benchmarks of the codec engines.
+//!
+//! ```text
+//! cargo bench -p streamwire-codec -- --warm-up-time 1 --measurement-time 3
+//! ```
+//!
+//! Uses the real cockatoo frame and depth PNG when the shared data directory exists, else a
+//! synthetic 1280x720 gradient with noise and a synthetic depth ramp (it prints which).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use streamwire_codec::jpeg::{
+    ChromaDownsampling, EncodeOptions, JpegDecoder, PixelFormat, PixelsRef, encode,
+};
+use streamwire_codec::lossless::{compress_rows, decompress_exact};
+
+const WIDTH: u32 = 1280;
+const HEIGHT: u32 = 720;
+
+/// Packed RGB pixels of a 1280x720 frame.
+fn frame() -> Vec<u8> {
+    let dir = common::data_dir();
+    let path = dir.join("cockatoo_720p/frames/000000.jpg");
+    match std::fs::read(&path) {
+        Ok(file) => {
+            println!("bench input: real frame {}", path.display());
+            let decoded = JpegDecoder::default()
+                .decode(&file, PixelFormat::Rgb8)
+                .expect("decode real frame");
+            assert_eq!((decoded.width, decoded.height), (WIDTH, HEIGHT));
+            decoded.data
+        }
+        Err(_) => {
+            println!(
+                "bench input: synthetic gradient + noise (no data at {})",
+                dir.display()
+            );
+            common::synthetic_frame()
+        }
+    }
+}
+
+/// (width, height, little-endian u16 rows) of a depth frame.
+fn depth() -> (u32, u32, Vec<u8>) {
+    let dir = common::data_dir();
+    match common::depth_pngs(&dir).first() {
+        Some(path) => {
+            println!("bench input: real depth {}", path.display());
+            common::read_depth_png(path)
+        }
+        None => {
+            println!(
+                "bench input: synthetic depth ramp (no data at {})",
+                dir.display()
+            );
+            let mut rng = common::Rng::new(3);
+            let data = (0..640 * 480u32)
+                .flat_map(|i| (800 + (i % 640) as u16 + (rng.next_u64() % 4) as u16).to_le_bytes())
+                .collect();
+            (640, 480, data)
+        }
+    }
+}
+
+fn options(chroma: ChromaDownsampling) -> EncodeOptions {
+    EncodeOptions {
+        chroma_downsampling: chroma,
+        ..EncodeOptions::default()
+    }
+}
+
+fn jpeg_benches(c: &mut Criterion) {
+    let rgb = frame();
+    let step = WIDTH as usize * 3;
+    let pixels = PixelsRef::new(WIDTH, HEIGHT, step, PixelFormat::Rgb8, &rgb).expect("layout");
+
+    let mut group = c.benchmark_group("encode_720p_q75_420");
+    for chroma in [ChromaDownsampling::Average, ChromaDownsampling::TopLeft] {
+        group.bench_function(chroma.to_string(), |b| {
+            b.iter(|| encode(black_box(&pixels), &options(chroma)).expect("encode"));
+        });
+    }
+    group.finish();
+
+    // Rows with 64 bytes of padding: the engine feeds them row by row to jpeg-encoder
+    // (`ImageBuffer`, our scalar colour conversion) versus packing them into a new buffer and
+    // encoding that (jpeg-encoder's AVX2 colour conversion plus a 2.7 MB copy).
+    let padded_step = step + 64;
+    let padded: Vec<u8> = rgb
+        .chunks_exact(step)
+        .flat_map(|row| row.iter().copied().chain(std::iter::repeat_n(0, 64)))
+        .collect();
+    let padded_pixels =
+        PixelsRef::new(WIDTH, HEIGHT, padded_step, PixelFormat::Rgb8, &padded).expect("layout");
+    let default_options = EncodeOptions::default();
+    let mut group = c.benchmark_group("encode_720p_padded_rows");
+    group.bench_function("packed_input_for_reference", |b| {
+        b.iter(|| encode(black_box(&pixels), &default_options).expect("encode"));
+    });
+    group.bench_function("engine", |b| {
+        b.iter(|| encode(black_box(&padded_pixels), &default_options).expect("encode"));
+    });
+    group.bench_function("pack_then_encode", |b| {
+        b.iter(|| {
+            let packed: Vec<u8> = padded_pixels.rows().flatten().copied().collect();
+            let pixels =
+                PixelsRef::new(WIDTH, HEIGHT, step, PixelFormat::Rgb8, &packed).expect("layout");
+            encode(black_box(&pixels), &default_options).expect("encode")
+        });
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("encode_720p_downscale_to_640");
+    let downscale = EncodeOptions {
+        max_width: Some(640),
+        ..EncodeOptions::default()
+    };
+    group.bench_function("bilinear_then_encode", |b| {
+        b.iter(|| encode(black_box(&pixels), &downscale).expect("encode"));
+    });
+    group.finish();
+
+    let jpeg = encode(&pixels, &EncodeOptions::default()).expect("encode");
+    let decoder = JpegDecoder::default();
+    let mut group = c.benchmark_group("decode_720p_rgb8");
+    group.bench_function("fresh_vec", |b| {
+        b.iter(|| {
+            decoder
+                .decode(black_box(&jpeg.data), PixelFormat::Rgb8)
+                .expect("decode")
+        });
+    });
+    let mut buffer = Vec::new();
+    group.bench_function("decode_into_reused", |b| {
+        b.iter(|| {
+            decoder
+                .decode_into(black_box(&jpeg.data), PixelFormat::Rgb8, &mut buffer)
+                .expect("decode")
+        });
+    });
+    group.finish();
+
+    let many_scans = common::craft::many_scans(1200);
+    let huge = common::craft::huge_header(60000, 60000, 118);
+    let tiny_16k = common::craft::huge_header(16000, 16000, 118);
+    let mut group = c.benchmark_group("refuse");
+    group.bench_function("1200_scans_38kb", |b| {
+        b.iter(|| {
+            decoder
+                .decode(black_box(&many_scans), PixelFormat::Rgb8)
+                .expect_err("refuse")
+        });
+    });
+    group.bench_function("header_60000x60000", |b| {
+        b.iter(|| {
+            decoder
+                .decode(black_box(&huge), PixelFormat::Rgb8)
+                .expect_err("refuse")
+        });
+    });
+    group.bench_function("258_bytes_16000x16000_mono", |b| {
+        b.iter(|| {
+            decoder
+                .decode(black_box(&tiny_16k), PixelFormat::Mono8)
+                .expect_err("refuse")
+        });
+    });
+    group.finish();
+}
+
+fn zstd_benches(c: &mut Criterion) {
+    let (width, _height, data) = depth();
+    let row = width as usize * 2;
+    let mut group = c.benchmark_group("zstd_depth");
+    for level in [1, 3] {
+        let frame = compress_rows(data.chunks_exact(row), data.len(), level).expect("compress");
+        group.bench_function(format!("compress_level_{level}"), |b| {
+            b.iter(|| {
+                compress_rows(black_box(&data).chunks_exact(row), data.len(), level)
+                    .expect("compress")
+            });
+        });
+        group.bench_function(format!("decompress_level_{level}"), |b| {
+            b.iter(|| decompress_exact(black_box(&frame), data.len()).expect("decompress"));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, jpeg_benches, zstd_benches);
+criterion_main!(benches);
