@@ -5,7 +5,7 @@ use quote::quote;
 use syn::{DeriveInput, LitStr, Path};
 
 use crate::ctxt::Ctxt;
-use crate::names::did_you_mean;
+use streamwire_names::did_you_mean;
 
 const MESSAGE_KEYS: &[&str] = &["crate", "name"];
 
@@ -29,7 +29,7 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
                     .get_ident()
                     .map(ToString::to_string)
                     .unwrap_or_default();
-                let hint = did_you_mean(&key, MESSAGE_KEYS)
+                let hint = did_you_mean(&key, MESSAGE_KEYS.iter().copied())
                     .map(|s| format!("; did you mean `{s}`?"))
                     .unwrap_or_default();
                 cx.error_spanned_by(

@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, Ident, LitInt, LitStr, Path, Type, Visibility};
 
 use crate::ctxt::Ctxt;
-use crate::names::{did_you_mean, stream_name_problem};
+use streamwire_names::{did_you_mean, stream_name_problem};
 
 /// Attribute names, in one place.
 pub(crate) mod attr {
@@ -353,7 +353,7 @@ fn path_to_string(path: &Path) -> String {
 }
 
 fn unknown_key(attribute: &str, key: &str, known: &[&str]) -> String {
-    let hint = match did_you_mean(key, known) {
+    let hint = match did_you_mean(key, known.iter().copied()) {
         Some(suggestion) => format!("; did you mean `{suggestion}`?"),
         None => String::new(),
     };
