@@ -42,11 +42,7 @@ pub(crate) fn plan(bp: &Blueprint) -> Result<Plan, BuildError> {
     let mut problems = bp.problems.clone();
     let streams = resolve_streams(bp, &mut problems);
     let port = |(i, p): PortKey| &bp.instances[i].ports[p];
-    let port_name = |(i, p): PortKey| PortName {
-        instance: bp.instances[i].name.clone(),
-        port: bp.instances[i].ports[p].field(),
-        type_name: bp.instances[i].ports[p].type_name(),
-    };
+    let port_name = |key: PortKey| port_name(bp, key);
 
     // Producers of each stream.
     let mut producers: BTreeMap<&str, Vec<PortKey>> = BTreeMap::new();
@@ -188,7 +184,7 @@ pub(crate) fn plan(bp: &Blueprint) -> Result<Plan, BuildError> {
     for (&to, &(from, explicit)) in &feeds {
         consumers.entry(from).or_default().push((to, explicit));
     }
-    let mut notes = Vec::new();
+    let mut lossy = Vec::new();
     let mut summaries = Vec::new();
     for (i, instance) in bp.instances.iter().enumerate() {
         for (p, info) in instance.ports.iter().enumerate() {
@@ -207,7 +203,7 @@ pub(crate) fn plan(bp: &Blueprint) -> Result<Plan, BuildError> {
                 consumers.get(&(i, p)).unwrap_or(&empty),
                 &mut builder,
                 &mut problems,
-                &mut notes,
+                &mut lossy,
             );
             summaries.push(summary);
         }
@@ -215,29 +211,27 @@ pub(crate) fn plan(bp: &Blueprint) -> Result<Plan, BuildError> {
     name_encoded_streams(&mut builder, &producers, &port_name, &mut problems);
 
     // Lossy inputs: listed always; logged with Warn; errors with Error.
-    for note in &notes {
+    let mut notes = Vec::with_capacity(lossy.len() + unfed_optional.len());
+    for (key, note) in lossy {
         if let Note::LossyPixels {
-            input,
             stream,
             codec,
             fidelity,
-        } = note
+            ..
+        } = &note
         {
             match bp.settings.lossy_pixels {
                 Report::Ignore => {}
-                Report::Warn => tracing::warn!(input = %input, stream = %stream, codec, "{note}"),
-                Report::Error => {
-                    if let Some(key) = find_port(bp, input) {
-                        problems.push(Problem::LossyPixels {
-                            input: port_name(key),
-                            stream: stream.clone(),
-                            codec,
-                            fidelity: fidelity.to_string(),
-                        });
-                    }
-                }
+                Report::Warn => tracing::warn!(stream = %stream, codec, "{note}"),
+                Report::Error => problems.push(Problem::LossyPixels {
+                    input: port_name(key),
+                    stream: stream.clone(),
+                    codec,
+                    fidelity: fidelity.to_string(),
+                }),
             }
         }
+        notes.push(note);
     }
     if bp.settings.unfed_optional == Report::Warn {
         for note in &unfed_optional {
@@ -262,20 +256,26 @@ pub(crate) fn plan(bp: &Blueprint) -> Result<Plan, BuildError> {
     })
 }
 
+/// How errors name port `key`: `instance.field` and its type.
+fn port_name(bp: &Blueprint, (i, p): PortKey) -> PortName {
+    let instance = &bp.instances[i];
+    PortName {
+        instance: instance.name.clone(),
+        port: instance.ports[p].field(),
+        type_name: instance.ports[p].type_name(),
+    }
+}
+
 /// Resolves every port's stream name (remaps, namespaces), checking names and that no
 /// two ports of one direction of one instance share a stream.
 fn resolve_streams(bp: &Blueprint, problems: &mut Vec<Problem>) -> Vec<Vec<String>> {
     let mut all = Vec::with_capacity(bp.instances.len());
-    for instance in &bp.instances {
+    for (index, instance) in bp.instances.iter().enumerate() {
         let mut resolved = Vec::with_capacity(instance.ports.len());
         let mut seen: BTreeMap<(bool, String), usize> = BTreeMap::new();
         for (p, (info, remap)) in instance.ports.iter().zip(&instance.remaps).enumerate() {
             let raw = remap.as_deref().unwrap_or(info.stream());
-            let name = PortName {
-                instance: instance.name.clone(),
-                port: info.field(),
-                type_name: info.type_name(),
-            };
+            let name = port_name(bp, (index, p));
             if let Some(reason) = names::stream_name_problem(raw) {
                 problems.push(Problem::InvalidStreamName {
                     port: name.clone(),
@@ -286,19 +286,11 @@ fn resolve_streams(bp: &Blueprint, problems: &mut Vec<Problem>) -> Vec<Vec<Strin
             let stream = resolve(&instance.namespace, raw);
             let is_input = info.direction() == Direction::Input;
             if let Some(&first) = seen.get(&(is_input, stream.clone())) {
-                let first_info = &instance.ports[first];
                 problems.push(Problem::DuplicatePortStream {
                     instance: instance.name.clone(),
                     direction: info.direction(),
                     stream: stream.clone(),
-                    ports: [
-                        PortName {
-                            instance: instance.name.clone(),
-                            port: first_info.field(),
-                            type_name: first_info.type_name(),
-                        },
-                        name,
-                    ],
+                    ports: [port_name(bp, (index, first)), name],
                 });
             } else {
                 seen.insert((is_input, stream.clone()), p);
@@ -359,16 +351,6 @@ fn mismatch(
     }
 }
 
-fn find_port(bp: &Blueprint, dotted: &str) -> Option<PortKey> {
-    let (instance, port) = dotted.rsplit_once('.')?;
-    let i = bp.instances.iter().position(|x| x.name == instance)?;
-    let p = bp.instances[i]
-        .ports
-        .iter()
-        .position(|x| x.field() == port)?;
-    Some((i, p))
-}
-
 /// The graph under construction, with the codec nodes made so far.
 struct GraphBuilder {
     graph: DiGraph<PlanNode, Link>,
@@ -396,7 +378,7 @@ impl StreamPlanner<'_> {
         consumers: &[(PortKey, bool)],
         builder: &mut GraphBuilder,
         problems: &mut Vec<Problem>,
-        notes: &mut Vec<Note>,
+        lossy: &mut Vec<(PortKey, Note)>,
     ) -> StreamSummary {
         let settings = self.bp.stream_settings.get(self.name);
         let producer_codec = self.info.transport().codec();
@@ -518,7 +500,7 @@ impl StreamPlanner<'_> {
                         if wire_codec.is_none() && !reported_no_codec {
                             problems.push(Problem::NoCodec {
                                 stream: self.name.to_owned(),
-                                producer: self.port_name(),
+                                producer: port_name(self.bp, self.producer),
                                 message: self.info.message().rust_name(),
                             });
                             reported_no_codec = true;
@@ -531,11 +513,7 @@ impl StreamPlanner<'_> {
                     {
                         if source == ModeSource::Stream && mode == Compression::On {
                             problems.push(Problem::LosslessConflict {
-                                input: PortName {
-                                    instance: consumer.name.clone(),
-                                    port: input.field(),
-                                    type_name: input.type_name(),
-                                },
+                                input: port_name(self.bp, (ci, cp)),
                                 stream: self.name.to_owned(),
                                 codec: codec.name(),
                                 fidelity: summary.fidelity.to_string(),
@@ -574,12 +552,15 @@ impl StreamPlanner<'_> {
                                 },
                             );
                             if !summary.fidelity.is_exact() {
-                                notes.push(Note::LossyPixels {
-                                    input: format!("{}.{}", consumer.name, input.field()),
-                                    stream: self.name.to_owned(),
-                                    codec: codec.name(),
-                                    fidelity: summary.fidelity,
-                                });
+                                lossy.push((
+                                    (ci, cp),
+                                    Note::LossyPixels {
+                                        input: format!("{}.{}", consumer.name, input.field()),
+                                        stream: self.name.to_owned(),
+                                        codec: codec.name(),
+                                        fidelity: summary.fidelity,
+                                    },
+                                ));
                             }
                         }
                         _ => {
@@ -614,15 +595,6 @@ impl StreamPlanner<'_> {
             producer_port: self.info,
             mode: mode_text,
             wire_codec: wire.map(|(c, _)| c),
-        }
-    }
-
-    fn port_name(&self) -> PortName {
-        let instance = &self.bp.instances[self.producer.0];
-        PortName {
-            instance: instance.name.clone(),
-            port: self.info.field(),
-            type_name: self.info.type_name(),
         }
     }
 
