@@ -36,28 +36,4 @@ mod tests {
         );
         assert_eq!(resolve("left", "/tf"), "tf");
     }
-
-    #[test]
-    fn names_are_checked() {
-        assert_eq!(stream_name_problem("a/b_c"), None);
-        assert_eq!(stream_name_problem("/tf"), None);
-        assert!(stream_name_problem("a b").is_some());
-        assert!(stream_name_problem("a//b").is_some());
-        assert!(stream_name_problem("").is_some());
-        assert_eq!(instance_name_problem("front_cam"), None);
-        assert!(instance_name_problem("/front_cam").is_some());
-        assert!(instance_name_problem("front-cam").is_some());
-    }
-
-    #[test]
-    fn suggestions() {
-        let streams = ["color_image", "depth", "points"];
-        assert_eq!(did_you_mean("colour_image", streams), Some("color_image"));
-        assert_eq!(did_you_mean("odometry", streams), None);
-        assert_eq!(
-            did_you_mean("depth", streams),
-            None,
-            "an exact match is not a suggestion"
-        );
-    }
 }

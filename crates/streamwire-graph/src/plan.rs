@@ -528,3 +528,123 @@ impl Plan {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use petgraph::visit::EdgeRef;
+    use streamwire_core::{Compressed, In, Out};
+    use streamwire_macros::Module;
+    use streamwire_msgs::Image;
+
+    use super::*;
+    use crate::{Blueprint, Placement};
+
+    #[derive(Module)]
+    #[module(crate = streamwire_core)]
+    struct Camera {
+        color_image: Out<Compressed<Image>>,
+    }
+
+    #[derive(Module)]
+    #[module(crate = streamwire_core)]
+    struct Viewer {
+        #[port(name = "color_image")]
+        frames: In<Image>,
+    }
+
+    /// Camera in `main`, viewer in `ui`: an encoder and a decoder.
+    fn plan() -> Plan {
+        let mut bp = Blueprint::new();
+        bp.add(
+            "cam",
+            Camera {
+                color_image: Out::new(),
+            },
+        );
+        let viewer = bp.add("viewer", Viewer { frames: In::new() });
+        bp.place(&viewer, Placement::process("ui"));
+        let plan = bp.autoconnect().build().unwrap();
+        assert_eq!(plan.verify(), Ok(()));
+        plan
+    }
+
+    fn violations(plan: &Plan) -> String {
+        plan.verify().unwrap_err().join("\n")
+    }
+
+    #[test]
+    fn an_unfed_input_is_caught() {
+        let mut plan = plan();
+        let to_viewer = plan
+            .graph
+            .edge_references()
+            .find(|e| e.weight().to_port == Some("frames"))
+            .map(|e| e.id())
+            .unwrap();
+        plan.graph.remove_edge(to_viewer);
+        assert!(violations(&plan).contains("viewer.frames (stream color_image) is not fed"));
+    }
+
+    #[test]
+    fn a_duplicated_decoder_is_caught() {
+        let mut plan = plan();
+        let decoder = plan
+            .graph
+            .node_indices()
+            .find(|&n| matches!(&plan.graph[n], PlanNode::Codec(c) if c.kind == CodecKind::Decode))
+            .unwrap();
+        let copy = plan.graph[decoder].clone();
+        let twin = plan.graph.add_node(copy);
+        let encoder = plan
+            .graph
+            .neighbors_directed(decoder, EdgeDirection::Incoming)
+            .next()
+            .unwrap();
+        let link = plan
+            .graph
+            .edges_connecting(encoder, decoder)
+            .next()
+            .unwrap()
+            .weight()
+            .clone();
+        plan.graph.add_edge(encoder, twin, link);
+        let found = violations(&plan);
+        assert!(
+            found.contains("decode jpeg of color_image is duplicated"),
+            "{found}"
+        );
+        assert!(
+            found.contains("decode jpeg of color_image feeds nothing"),
+            "{found}"
+        );
+    }
+
+    #[test]
+    fn pixels_sent_to_a_byte_input_are_caught() {
+        let mut plan = plan();
+        let edge = plan
+            .graph
+            .edge_references()
+            .find(|e| e.weight().to_port == Some("frames"))
+            .map(|e| e.id())
+            .unwrap();
+        let codec = plan.codec_nodes().next().unwrap().codec;
+        plan.graph[edge].payload = LinkPayload::Encoded(codec);
+        let found = violations(&plan);
+        assert!(found.contains("input viewer.frames wants"), "{found}");
+        assert!(found.contains("sends the wrong payload"), "{found}");
+    }
+
+    #[test]
+    fn an_encoder_outside_its_producers_process_is_caught() {
+        let mut plan = plan();
+        for node in plan.graph.node_weights_mut() {
+            if let PlanNode::Codec(codec) = node {
+                if codec.kind == CodecKind::Encode {
+                    codec.placement = Placement::process("elsewhere");
+                }
+            }
+        }
+        assert!(violations(&plan).contains("is not in its producer's process"));
+    }
+}
