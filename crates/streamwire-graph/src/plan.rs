@@ -639,10 +639,10 @@ mod tests {
     fn an_encoder_outside_its_producers_process_is_caught() {
         let mut plan = plan();
         for node in plan.graph.node_weights_mut() {
-            if let PlanNode::Codec(codec) = node {
-                if codec.kind == CodecKind::Encode {
-                    codec.placement = Placement::process("elsewhere");
-                }
+            if let PlanNode::Codec(codec) = node
+                && codec.kind == CodecKind::Encode
+            {
+                codec.placement = Placement::process("elsewhere");
             }
         }
         assert!(violations(&plan).contains("is not in its producer's process"));
