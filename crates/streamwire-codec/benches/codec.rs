@@ -17,14 +17,15 @@ use streamwire_codec::jpeg::{
     ChromaDownsampling, EncodeOptions, JpegDecoder, PixelFormat, PixelsRef, encode,
 };
 use streamwire_codec::lossless::{compress_rows, decompress_exact};
+use streamwire_testdata as data;
 
 const WIDTH: u32 = 1280;
 const HEIGHT: u32 = 720;
 
 /// Packed RGB pixels of a 1280x720 frame.
 fn frame() -> Vec<u8> {
-    let dir = common::data_dir();
-    let path = dir.join("cockatoo_720p/frames/000000.jpg");
+    let dir = data::dir();
+    let path = dir.join(data::cockatoo_frame(0));
     match std::fs::read(&path) {
         Ok(file) => {
             println!("bench input: real frame {}", path.display());
@@ -46,13 +47,19 @@ fn frame() -> Vec<u8> {
 
 /// (width, height, little-endian u16 rows) of a depth frame.
 fn depth() -> (u32, u32, Vec<u8>) {
-    let dir = common::data_dir();
-    match common::depth_pngs(&dir).first() {
-        Some(path) => {
-            println!("bench input: real depth {}", path.display());
-            common::read_depth_png(path)
+    let dir = data::dir();
+    match dir.is_dir() {
+        true => {
+            let capture = data::RGBD_CAPTURES[0];
+            println!("bench input: real depth {}", data::depth_png(capture));
+            let (width, height, mm) = data::read_depth_mm(capture);
+            (
+                width,
+                height,
+                mm.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            )
         }
-        None => {
+        false => {
             println!(
                 "bench input: synthetic depth ramp (no data at {})",
                 dir.display()

@@ -7,12 +7,10 @@
 //! cargo run --release -p streamwire-codec --example measure_depth [-- REPEATS]
 //! ```
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::time::Instant;
 
 use streamwire_codec::lossless::{compress_rows, decompress_exact};
+use streamwire_testdata as data;
 
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -37,24 +35,19 @@ fn main() {
         .nth(1)
         .and_then(|arg| arg.parse().ok())
         .unwrap_or(21);
-    let dir = common::require_data_dir();
-    let paths = common::depth_pngs(&dir);
-    assert!(
-        !paths.is_empty(),
-        "no *_depth16.png under {}",
-        dir.display()
-    );
-    for path in paths {
-        let (width, height, le) = common::read_depth_png(&path);
+    let dir = data::require_dir();
+    for capture in data::RGBD_CAPTURES {
+        let relative = data::depth_png(capture);
+        let path = dir.join(&relative);
+        let (width, height, mm) = data::read_depth_mm(capture);
+        let le: Vec<u8> = mm.iter().flat_map(|v| v.to_le_bytes()).collect();
         let row = width as usize * 2;
         let valid = le.chunks_exact(2).filter(|p| p != &[0, 0]).count();
-        let (png_ms, _) = time_ms(repeats, || common::read_depth_png(&path));
+        let (png_ms, _) = time_ms(repeats, || data::read_depth_mm(capture));
         println!(
             "{}: {width}x{height}, raw {} bytes, PNG file {} bytes (ratio {:.2}:1, decode {png_ms:.2} ms \
              incl. file read), {:.1}% valid pixels",
-            path.file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default(),
+            relative,
             le.len(),
             std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
             le.len() as f64 / std::fs::metadata(&path).map(|m| m.len()).unwrap_or(1) as f64,

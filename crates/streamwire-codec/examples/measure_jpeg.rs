@@ -12,15 +12,13 @@
 //! reference. The two methods are interleaved frame by frame (alternating which goes first)
 //! so drift in a shared machine's load hits both alike; each run prints medians and means.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::time::Instant;
 
 use streamwire_codec::jpeg::{
     ChromaDownsampling, EncodeOptions, JpegDecoder, PixelFormat, PixelsRef, Subsampling, encode,
     psnr,
 };
+use streamwire_testdata as data;
 
 #[derive(Default)]
 struct Stats {
@@ -45,12 +43,10 @@ fn main() {
         .nth(1)
         .and_then(|arg| arg.parse().ok())
         .unwrap_or(3);
-    let dir = common::require_data_dir();
     let decoder = JpegDecoder::default();
 
-    let files: Vec<Vec<u8>> = common::cockatoo_frames(&dir)
-        .iter()
-        .map(|path| std::fs::read(path).expect("read frame"))
+    let files: Vec<Vec<u8>> = (0..data::COCKATOO_FRAMES)
+        .map(|index| data::read(&data::cockatoo_frame(index)))
         .collect();
     let mut source_decode_ms = Vec::new();
     let mut sources = Vec::new();
@@ -157,16 +153,11 @@ fn main() {
     }
 
     // Never-compressed content: the PNGs, 25 repeats each for the times.
-    for path in common::rgb_pngs(&dir) {
-        let (width, height, rgb) = common::read_rgb_png(&path);
+    for capture in data::RGBD_CAPTURES {
+        let (width, height, rgb) = data::read_rgb(capture);
         let pixels = PixelsRef::new(width, height, width as usize * 3, PixelFormat::Rgb8, &rgb)
             .expect("layout");
-        let mut line = format!(
-            "{} {width}x{height} q75 4:2:0:",
-            path.file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        );
+        let mut line = format!("{} {width}x{height} q75 4:2:0:", data::rgb_png(capture));
         let mut times = [Vec::new(), Vec::new()];
         for repeat in 0..25 {
             let order = if repeat % 2 == 0 { [0, 1] } else { [1, 0] };

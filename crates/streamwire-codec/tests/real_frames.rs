@@ -9,6 +9,7 @@ use common::Rng;
 use streamwire_codec::jpeg::{
     EncodeOptions, JpegDecoder, JpegError, PixelFormat, PixelsRef, encode, psnr,
 };
+use streamwire_testdata as data;
 
 /// PSNR floor for a q75 4:2:0 re-encode of a real frame, against the decoded source pixels.
 ///
@@ -22,34 +23,25 @@ use streamwire_codec::jpeg::{
 const PSNR_FLOOR_DB: f64 = 44.0;
 
 fn read_frame(index: usize) -> Vec<u8> {
-    let dir = common::require_data_dir();
-    let path = &common::cockatoo_frames(&dir)[index];
-    std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+    data::read(&data::cockatoo_frame(index))
 }
 
 #[test]
 fn every_real_frame_reencodes_above_the_psnr_floor() {
-    let dir = common::require_data_dir();
     let decoder = JpegDecoder::default();
     let options = EncodeOptions::default();
     let (mut total_bytes, mut total_source_bytes) = (0usize, 0usize);
     let (mut min_psnr, mut sum_psnr) = (f64::INFINITY, 0.0);
     let mut source = Vec::new();
     let mut decoded = Vec::new();
-    let paths = common::cockatoo_frames(&dir);
-    for path in &paths {
-        let file =
-            std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    for index in 0..data::COCKATOO_FRAMES {
+        let file = read_frame(index);
+        let path = data::cockatoo_frame(index);
         total_source_bytes += file.len();
         let header = decoder
             .decode_into(&file, PixelFormat::Rgb8, &mut source)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert_eq!(
-            (header.width, header.height),
-            (1280, 720),
-            "{}",
-            path.display()
-        );
+            .unwrap_or_else(|e| panic!("{}: {e}", path));
+        assert_eq!((header.width, header.height), (1280, 720), "{}", path);
 
         let pixels = PixelsRef::new(1280, 720, 1280 * 3, PixelFormat::Rgb8, &source).unwrap();
         let jpeg = encode(&pixels, &options).unwrap();
@@ -61,12 +53,12 @@ fn every_real_frame_reencodes_above_the_psnr_floor() {
         assert!(
             db >= PSNR_FLOOR_DB,
             "{}: PSNR {db:.2} dB under the floor {PSNR_FLOOR_DB}",
-            path.display()
+            path
         );
         min_psnr = min_psnr.min(db);
         sum_psnr += db;
     }
-    let frames = paths.len();
+    let frames = data::COCKATOO_FRAMES;
     println!(
         "{frames} real frames, q75 4:2:0 {}: {} bytes/frame mean (source JPEGs {}), \
          PSNR mean {:.2} dB, min {min_psnr:.2} dB",

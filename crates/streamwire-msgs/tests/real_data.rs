@@ -1,15 +1,14 @@
 //! Round trips on the real data in `shared/data`: 280 camera frames through `Jpeg`, two
 //! real depth frames and two organized point clouds through the PCD reader and `Zstd`.
 //!
-//! These tests FAIL (never skip) when the data is missing; see `common::data_dir`.
-
-mod common;
+//! These tests FAIL (never skip) when the data is missing; see `streamwire_testdata`.
 
 use streamwire_codec::jpeg::{JpegDecoder, PixelFormat, psnr};
 use streamwire_core::{Codec, Timestamp};
 use streamwire_msgs::{DepthEncoding, DepthImage, Image, ImageEncoding, Jpeg, PointCloud, Zstd};
+use streamwire_testdata as data;
 
-const FRAMES: usize = 280;
+const FRAMES: usize = data::COCKATOO_FRAMES;
 
 /// The lowest PSNR any cockatoo frame may have after one more JPEG generation at the
 /// defaults (q75, 4:2:0, averaged chroma), against the decoded source frame.
@@ -62,8 +61,8 @@ fn cockatoo_frames_round_trip_through_jpeg_at_defaults() {
     let mut quality = Stats::new();
     let mut source_bytes = Stats::new();
     for i in 0..FRAMES {
-        let name = format!("cockatoo_720p/frames/{i:06}.jpg");
-        let source = common::read_data(&name);
+        let name = data::cockatoo_frame(i);
+        let source = data::read(&name);
         source_bytes.add(source.len() as f64);
         let decoded = decoder.decode(&source, PixelFormat::Rgb8).expect(&name);
         // 20 fps, as timestamps.txt lists.
@@ -121,7 +120,7 @@ fn cockatoo_frames_round_trip_through_jpeg_at_defaults() {
 
 #[test]
 fn camera_jpeg_passes_through_without_re_encoding() {
-    let source = common::read_data("cockatoo_720p/frames/000000.jpg");
+    let source = data::read(&data::cockatoo_frame(0));
     let frame = streamwire_msgs::CompressedImage::from_jpeg(source.clone())
         .expect("a real JPEG")
         .with_stamp(Timestamp::from_nanos(1));
@@ -162,8 +161,7 @@ const CLOUDS: [(&str, &str, usize, f32, f32); 2] = [
 fn real_depth_frames_round_trip_exactly_through_zstd() {
     let zstd = Zstd::default();
     for frame in DEPTH_FRAMES {
-        let (width, height, mm) =
-            common::read_depth_png(&format!("rgbd_pointcloud/{frame}_depth16.png"));
+        let (width, height, mm) = data::read_depth_mm(frame);
         assert_eq!((width, height), (640, 480));
         let depth = DepthImage::from_mm(width, height, &mm)
             .expect("valid depth")
@@ -184,7 +182,7 @@ fn real_depth_frames_round_trip_exactly_through_zstd() {
 }
 
 fn read_cloud(file: &str) -> PointCloud {
-    let bytes = common::read_data(&format!("rgbd_pointcloud/{file}"));
+    let bytes = data::read(&format!("rgbd_pointcloud/{file}"));
     PointCloud::from_pcd(&bytes).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
@@ -212,8 +210,7 @@ fn pcd_reader_agrees_with_the_depth_and_colour_pngs() {
         let names: Vec<&str> = cloud.fields().iter().map(|f| f.name.as_str()).collect();
         assert_eq!(&names[..3], ["x", "y", "z"]);
 
-        let (_, _, png_mm) =
-            common::read_depth_png(&format!("rgbd_pointcloud/{frame}_depth16.png"));
+        let (_, _, png_mm) = data::read_depth_mm(frame);
         let z: Vec<f32> = cloud.values::<f32>("z").expect("z").collect();
         assert_eq!(z.len(), png_mm.len());
         let ours: Vec<u16> = z.iter().map(|&z| depth_mm_of(z)).collect();
@@ -237,8 +234,7 @@ fn pcd_reader_agrees_with_the_depth_and_colour_pngs() {
         );
 
         // The colour field (rgba as U4, rgb as F4 holding the same bits) gives the RGB PNG.
-        let png = common::read_png(&format!("rgbd_pointcloud/{frame}_rgb.png"));
-        assert_eq!(png.color_type, png::ColorType::Rgb);
+        let (_, _, png_rgb) = data::read_rgb(frame);
         let packed: Vec<u32> = match cloud.values::<u32>("rgba") {
             Ok(values) => values.collect(),
             Err(_) => cloud
@@ -251,7 +247,7 @@ fn pcd_reader_agrees_with_the_depth_and_colour_pngs() {
             .iter()
             .flat_map(|p| [(p >> 16) as u8, (p >> 8) as u8, *p as u8])
             .collect();
-        assert!(rgb == png.data, "{file}: colours disagree with the RGB PNG");
+        assert!(rgb == png_rgb, "{file}: colours disagree with the RGB PNG");
     }
 }
 
