@@ -578,6 +578,20 @@ fn error_handle_from_another_blueprint() {
 }
 
 #[test]
+fn a_hand_made_handle_with_no_such_port_is_an_error_not_a_panic() {
+    let mut bp = Blueprint::new();
+    let cam = bp.add("cam", camera());
+    let v = bp.add("viewer", viewer());
+    let bogus: streamwire::PortHandle<In<Image>> = streamwire::PortHandle::new(v.id(), 7);
+    bp.connect(cam.color_image, bogus);
+    let message = build_error(&bp);
+    assert!(
+        message.contains("`connect` was given a port or instance this blueprint does not have"),
+        "{message}"
+    );
+}
+
+#[test]
 fn error_lossless_input_and_forced_compression() {
     let mut bp = Blueprint::new();
     bp.add("cam", camera());

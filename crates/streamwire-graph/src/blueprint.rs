@@ -239,7 +239,7 @@ impl Blueprint {
         I: InputPort,
         I::Message: SameMessage<O::Message>,
     {
-        if self.owns(from.instance()) && self.owns(to.instance()) {
+        if self.owns_port(from) && self.owns_port(to) {
             self.connections.push(Connection {
                 from: (from.instance().index(), from.port_index()),
                 to: (to.instance().index(), to.port_index()),
@@ -254,7 +254,7 @@ impl Blueprint {
     /// Renames the stream of one port: relative names are resolved in the instance's
     /// namespace, absolute ones (`/front/color`) are taken as they are.
     pub fn remap<P: PortType>(&mut self, port: PortHandle<P>, stream: &str) -> &mut Self {
-        if !self.owns(port.instance()) {
+        if !self.owns_port(port) {
             self.problems
                 .push(Problem::ForeignHandle { context: "remap" });
             return self;
@@ -372,6 +372,16 @@ impl Blueprint {
 
     fn owns(&self, instance: InstanceId) -> bool {
         instance.blueprint() == self.id && (instance.index() as usize) < self.instances.len()
+    }
+
+    /// A handle of this blueprint whose port exists. Handles made by the derive always
+    /// are; checking keeps the planner's indexing panic-free for hand-made ones too.
+    fn owns_port<P>(&self, port: PortHandle<P>) -> bool {
+        self.owns(port.instance())
+            && self
+                .instances
+                .get(port.instance().index() as usize)
+                .is_some_and(|entry| port.port_index() < entry.ports.len())
     }
 
     fn instance_index(&mut self, context: &'static str, name: &str) -> Option<usize> {

@@ -104,7 +104,8 @@ pub enum Problem {
         /// The two ports.
         ports: [PortName; 2],
     },
-    /// A port handle or instance from another blueprint was used.
+    /// A port handle or instance this blueprint does not have (from another blueprint,
+    /// or made by hand) was used.
     ForeignHandle {
         /// What it was used for: `connect`, `remap`, `place`.
         context: &'static str,
@@ -272,7 +273,7 @@ impl fmt::Display for Problem {
             ),
             Problem::ForeignHandle { context } => write!(
                 f,
-                "`{context}` was given a port or instance of another blueprint\n  \
+                "`{context}` was given a port or instance this blueprint does not have\n  \
                  = note: handles are only valid in the blueprint whose `add` returned them"
             ),
             Problem::TwoProducers { stream, producers } => {
