@@ -652,6 +652,22 @@ fn error_codec_settings() {
 }
 
 #[test]
+fn error_parameters_for_a_stream_without_a_codec() {
+    let mut bp = Blueprint::new();
+    bp.add(
+        "cam",
+        RawCamera {
+            color_image: Out::new(),
+        },
+    );
+    bp.stream(
+        "color_image",
+        StreamSettings::new().param("jpeg_quality", 90),
+    );
+    insta::assert_snapshot!(build_error(&bp));
+}
+
+#[test]
 fn error_unknown_codec_parameter() {
     let mut bp = Blueprint::new();
     bp.add("cam", camera());

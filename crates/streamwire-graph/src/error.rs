@@ -203,6 +203,18 @@ pub enum Problem {
         /// The codec's reason.
         reason: String,
     },
+    /// Codec parameters are set for a stream that has no codec (a plain `Out<M>` and no
+    /// codec in its settings).
+    ParamsWithoutCodec {
+        /// The stream.
+        stream: String,
+        /// The parameters, as given.
+        params: String,
+        /// Its producer.
+        producer: PortName,
+        /// Its message type.
+        message: &'static str,
+    },
     /// Settings name a stream that no output produces.
     UnknownStreamSetting {
         /// The stream named.
@@ -386,6 +398,18 @@ impl fmt::Display for Problem {
                 codec,
                 reason,
             } => write!(f, "codec `{codec}` of stream `{stream}`: {reason}"),
+            Problem::ParamsWithoutCodec {
+                stream,
+                params,
+                producer,
+                message,
+            } => write!(
+                f,
+                "stream `{stream}` sets codec parameters `{params}`, but its output {producer} \
+                 names no codec\n  \
+                 = note: declare it `Out<Compressed<{message}>>`, or give the stream a codec: \
+                 `StreamSettings::new().codec::<{message}, SomeCodec>()`"
+            ),
             Problem::UnknownStreamSetting { stream, suggestion } => {
                 write!(
                     f,

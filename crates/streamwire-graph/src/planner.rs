@@ -418,12 +418,11 @@ impl StreamPlanner<'_> {
             },
             None => {
                 if !stream_params.is_empty() {
-                    problems.push(Problem::InvalidCodecParams {
+                    problems.push(Problem::ParamsWithoutCodec {
                         stream: self.name.to_owned(),
-                        codec: "none",
-                        reason: format!(
-                            "parameters `{stream_params}` are set, but the stream has no codec"
-                        ),
+                        params: stream_params.to_string(),
+                        producer: port_name(self.bp, self.producer),
+                        message: self.info.message().rust_name(),
                     });
                 }
                 None
