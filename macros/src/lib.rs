@@ -29,9 +29,11 @@ use syn::{DeriveInput, parse_macro_input};
 /// - `#[port(lossless)]` (inputs): never receives lossy or downscaled data.
 /// - `#[port(reliable | best_effort, volatile | transient_local, depth = N | keep_all)]`: QoS.
 /// - `#[config]`: a configuration field, not a port.
+/// - `#[state]`: the module's own run-time state (buffers, counters): neither a port nor
+///   configuration.
 ///
 /// Struct attribute: `#[module(name = "...", crate = path)]`.
-#[proc_macro_derive(Module, attributes(module, port, config))]
+#[proc_macro_derive(Module, attributes(module, port, config, state))]
 pub fn derive_module(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     module::expand(&input).into()

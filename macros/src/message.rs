@@ -81,6 +81,7 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
             #[automatically_derived]
             impl #krate::Payload for #ident {
                 type Logical = Self;
+                type Delivered = Self;
                 const TRANSPORT: #krate::Transport = #krate::Transport::Raw;
             }
 

@@ -15,6 +15,7 @@ pub(crate) mod attr {
     pub(crate) const MODULE: &str = "module";
     pub(crate) const PORT: &str = "port";
     pub(crate) const CONFIG: &str = "config";
+    pub(crate) const STATE: &str = "state";
 
     pub(crate) const MODULE_KEYS: &[&str] = &["crate", "name"];
     pub(crate) const PORT_KEYS: &[&str] = &[
@@ -122,6 +123,27 @@ impl ModuleDef {
             let Some(ident) = field.ident.clone() else {
                 continue;
             };
+            // `#[state]`: the module's own run-time state (buffers, counters), neither a
+            // port nor configuration.
+            if let Some(state_attr) = field.attrs.iter().find(|a| a.path().is_ident(attr::STATE)) {
+                if !matches!(state_attr.meta, syn::Meta::Path(_)) {
+                    cx.error_spanned_by(
+                        state_attr,
+                        "`#[state]` takes no arguments: it only marks a run-time state field",
+                    );
+                }
+                for other in field
+                    .attrs
+                    .iter()
+                    .filter(|a| a.path().is_ident(attr::PORT) || a.path().is_ident(attr::CONFIG))
+                {
+                    cx.error_spanned_by(
+                        other,
+                        "a `#[state]` field is neither a port nor configuration: keep one of the attributes",
+                    );
+                }
+                continue;
+            }
             let config_attr = field.attrs.iter().find(|a| a.path().is_ident(attr::CONFIG));
             let port_attrs: Vec<_> = field
                 .attrs

@@ -51,10 +51,24 @@ fn generate(model: &ModuleDef) -> TokenStream {
             pub #field: #krate::PortHandle<#ty>
         }
     });
+    // Through the probes: a field that is not a port (already reported by its metadata)
+    // is skipped instead of failing a second time here.
     let visits = ports.iter().enumerate().map(|(index, p)| {
         let field = &p.field;
-        quote! { visit(#index, &mut self.#field); }
+        quote! {
+            if let ::core::option::Option::Some(port) =
+                #krate::__private::probe::Probe(&mut self.#field).erase_port()
+            {
+                visit(#index, port);
+            }
+        }
     });
+    // Only when there are ports to probe: an unused import would warn in the user's crate.
+    let probe_imports = if ports.is_empty() {
+        quote!(let _ = visit;)
+    } else {
+        quote!(use #krate::__private::probe::{IsPort as _, NotPort as _};)
+    };
     let handle_inits = ports.iter().enumerate().map(|(index, p)| {
         let field = &p.field;
         quote! { #field: #krate::PortHandle::new(instance, #index) }
@@ -77,9 +91,15 @@ fn generate(model: &ModuleDef) -> TokenStream {
 
             fn visit_ports(
                 &mut self,
-                visit: &mut dyn ::core::ops::FnMut(usize, &mut dyn ::core::any::Any),
+                visit: &mut dyn ::core::ops::FnMut(usize, &mut dyn #krate::AnyPort),
             ) {
+                #probe_imports
                 #(#visits)*
+            }
+
+            fn behaviour(&mut self) -> ::core::option::Option<&mut dyn #krate::Node> {
+                use #krate::__private::probe::{IsNode as _, NotNode as _};
+                #krate::__private::probe::Probe(self).erase_node()
             }
         }
 

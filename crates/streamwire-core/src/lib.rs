@@ -16,21 +16,32 @@
 //!   `Out<Compressed<Image>>` emits images that the wire may compress; `In<Image>` wants
 //!   pixels; `In<Compressed<Image>>` wants the encoded bytes.
 //! - [`Module`]: the port metadata and typed handles that `#[derive(Module)]` generates.
+//! - [`Node`]: a module's behaviour (`step` on a [`Trigger`]), and [`Context`], what a
+//!   running module sees of the runtime.
+//! - [`AnyPort`], [`InputBinding`], [`OutputBinding`], [`Envelope`]: the seam through
+//!   which a runtime binds ports whose types it cannot name.
 //! - [`Header`]: the sequence number and publish time the runtime puts on every delivered
 //!   message (separate from a message's own sensor stamp).
 
+mod bind;
 pub mod codec;
 mod header;
 pub mod message;
 mod module;
+mod node;
 pub mod port;
 
+pub use bind::{
+    AnyPort, DropReason, Envelope, InputBinding, OutputBinding, PortError, Slop, Stamped,
+    pair_by_stamp,
+};
 pub use codec::{
     Codec, CodecError, CodecInfo, CodecParams, CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity,
 };
 pub use header::{Delivered, Header, Timestamp};
 pub use message::{AnyMessage, Message, MessageInfo, Payload};
-pub use module::{InstanceId, Module};
+pub use module::{InstanceId, Module, ModuleValue};
+pub use node::{Context, Counter, Node, NodeError, NodeResult, PortRef, RunContext, Trigger};
 pub use port::{
     Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,
     PortHandle, PortInfo, PortType, Qos, Reliability, SameMessage, Transport,
@@ -40,5 +51,6 @@ pub use port::{
 /// Not a public API: it may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::module::probe;
     pub use typetag;
 }

@@ -72,6 +72,9 @@ pub trait Payload: 'static {
     /// The logical message: `Image` for both `Image` and `Compressed<Image>`. Ports are
     /// matched on it.
     type Logical: Message;
+    /// What an input of this payload receives: the message itself, or for
+    /// `Compressed<M, C>` the encoded message (`CompressedImage` for JPEG).
+    type Delivered: Message;
     /// How the payload may travel: raw, or through a codec.
     const TRANSPORT: Transport;
 }

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::bind::AnyPort;
+use crate::node::Node;
 use crate::port::PortInfo;
 
 /// A module: a struct of ports (and configuration) that a blueprint instantiates.
@@ -38,8 +40,10 @@ use crate::port::PortInfo;
 ///
 /// let mut shout = Shout { input: In::new(), output: Out::new(), exclamations: 3 };
 /// let mut visited = Vec::new();
-/// shout.visit_ports(&mut |index, port| visited.push((index, port.is::<Out<Text>>())));
-/// assert_eq!(visited, [(0, false), (1, true)]);
+/// shout.visit_ports(&mut |index, port| visited.push((index, port.direction())));
+/// assert_eq!(visited, [(0, Direction::Input), (1, Direction::Output)]);
+/// // No `impl Node for Shout`: it describes ports only, and a runtime says so.
+/// assert!(shout.behaviour().is_none());
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a streamwire module",
@@ -61,8 +65,99 @@ pub trait Module: Send + 'static {
 
     /// Calls `visit` with each port field (`In<..>` or `Out<..>`) and its index in
     /// [`PORTS`](Module::PORTS), so a runtime can bind the ports of a module value to its
-    /// transport without knowing the type.
-    fn visit_ports(&mut self, visit: &mut dyn FnMut(usize, &mut dyn std::any::Any));
+    /// queues without knowing their types.
+    fn visit_ports(&mut self, visit: &mut dyn FnMut(usize, &mut dyn AnyPort));
+
+    /// The module's behaviour: `Some` when its type implements [`Node`], `None` for a
+    /// module that only describes ports (fine for printing plans; a runtime refuses to
+    /// run it, naming the instance). The derive writes this.
+    fn behaviour(&mut self) -> Option<&mut dyn Node>;
+}
+
+/// A module value with its type erased: what a blueprint holds and hands to a runtime.
+pub trait ModuleValue: Send {
+    /// The module's type name.
+    fn module_type(&self) -> &'static str;
+    /// Its ports' metadata.
+    fn ports(&self) -> &'static [PortInfo];
+    /// See [`Module::visit_ports`].
+    fn visit_ports(&mut self, visit: &mut dyn FnMut(usize, &mut dyn AnyPort));
+    /// See [`Module::behaviour`].
+    fn behaviour(&mut self) -> Option<&mut dyn Node>;
+    /// The value itself, for code that knows its type (tests, harnesses).
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+impl<M: Module> ModuleValue for M {
+    fn module_type(&self) -> &'static str {
+        M::TYPE_NAME
+    }
+
+    fn ports(&self) -> &'static [PortInfo] {
+        M::PORTS
+    }
+
+    fn visit_ports(&mut self, visit: &mut dyn FnMut(usize, &mut dyn AnyPort)) {
+        Module::visit_ports(self, visit);
+    }
+
+    fn behaviour(&mut self) -> Option<&mut dyn Node> {
+        Module::behaviour(self)
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// Probes used by the derive's generated code ("autoref specialization": the generated
+/// code names a concrete type, so method resolution picks the first probe whose bound
+/// holds, and a field that is not a port, or a module without `Node`, compiles to
+/// `None` instead of a second error).
+#[doc(hidden)]
+pub mod probe {
+    use super::{AnyPort, Node};
+
+    /// Wraps a field or the module for probing.
+    pub struct Probe<'a, T: ?Sized>(pub &'a mut T);
+
+    /// Picked when the field is a port.
+    pub trait IsPort<'a> {
+        fn erase_port(self) -> Option<&'a mut dyn AnyPort>;
+    }
+    impl<'a, T: AnyPort> IsPort<'a> for Probe<'a, T> {
+        fn erase_port(self) -> Option<&'a mut dyn AnyPort> {
+            Some(self.0)
+        }
+    }
+    /// Picked otherwise (the metadata already reported the field).
+    pub trait NotPort<'a> {
+        fn erase_port(self) -> Option<&'a mut dyn AnyPort>;
+    }
+    impl<'a, T: ?Sized> NotPort<'a> for &Probe<'a, T> {
+        fn erase_port(self) -> Option<&'a mut dyn AnyPort> {
+            None
+        }
+    }
+
+    /// Picked when the module implements `Node`.
+    pub trait IsNode<'a> {
+        fn erase_node(self) -> Option<&'a mut dyn Node>;
+    }
+    impl<'a, T: Node> IsNode<'a> for Probe<'a, T> {
+        fn erase_node(self) -> Option<&'a mut dyn Node> {
+            Some(self.0)
+        }
+    }
+    /// Picked for a module without behaviour.
+    pub trait NotNode<'a> {
+        fn erase_node(self) -> Option<&'a mut dyn Node>;
+    }
+    impl<'a, T: ?Sized> NotNode<'a> for &Probe<'a, T> {
+        fn erase_node(self) -> Option<&'a mut dyn Node> {
+            None
+        }
+    }
 }
 
 /// Identifies a module instance within one blueprint. Handles carry the blueprint's

@@ -22,6 +22,8 @@ use crate::module::InstanceId;
 /// An input port receiving `T`: a message (`In<Image>`: pixels) or
 /// `Compressed<M, C>` (`In<Compressed<Image>>`: the bytes, encoded by codec `C`).
 pub struct In<T> {
+    /// Set by the runtime when the module runs (see [`AnyPort`](crate::AnyPort)).
+    pub(crate) state: Option<crate::bind::InputState>,
     _payload: PhantomData<fn() -> T>,
 }
 
@@ -29,6 +31,8 @@ pub struct In<T> {
 /// setting asks) or `Compressed<M, C>` (`Out<Compressed<Image>>`: images that the wire
 /// may compress with `C`).
 pub struct Out<T> {
+    /// Set by the runtime when the module runs: the port index and the fan-out.
+    pub(crate) binding: Option<(usize, std::sync::Arc<dyn crate::bind::OutputBinding>)>,
     _payload: PhantomData<fn() -> T>,
 }
 
@@ -47,15 +51,17 @@ pub struct Compressed<M, C = DefaultCodecOf<M>> {
 
 impl<M: Message, C: Codec<M>> Payload for Compressed<M, C> {
     type Logical = M;
+    type Delivered = C::Encoded;
     const TRANSPORT: Transport = Transport::Codec(C::INFO);
 }
 
 macro_rules! port_basics {
-    ($port:ident) => {
+    ($port:ident, $slot:ident) => {
         impl<T> $port<T> {
             /// A port, to be bound by the runtime when the blueprint runs.
             pub const fn new() -> Self {
                 $port {
+                    $slot: None,
                     _payload: PhantomData,
                 }
             }
@@ -75,8 +81,8 @@ macro_rules! port_basics {
     };
 }
 
-port_basics!(In);
-port_basics!(Out);
+port_basics!(In, state);
+port_basics!(Out, binding);
 
 /// How a payload travels: raw, or encoded by a codec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,14 +1,14 @@
 //! The blueprint builder: module instances, namespaces, remaps, placement, connections
 //! and settings. `build()` turns it into a [`Plan`](crate::Plan).
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use streamwire_core::{
-    InputPort, InstanceId, Module, OutputPort, PortHandle, PortInfo, PortType, SameMessage,
+    InputPort, InstanceId, Module, ModuleValue, OutputPort, PortHandle, PortInfo, PortType,
+    SameMessage,
 };
 
 use crate::error::{BuildError, Problem};
@@ -64,12 +64,8 @@ pub(crate) struct InstanceEntry {
     /// Per port (same order as `ports`): the remapped stream name, if any.
     pub(crate) remaps: Vec<Option<String>>,
     pub(crate) placement: Placement,
-    /// The module value, kept for the runtime.
-    #[expect(
-        dead_code,
-        reason = "kept for the runtime, which takes the modules to run them"
-    )]
-    pub(crate) module: Box<dyn Any + Send>,
+    /// The module value, handed to the runtime by [`Blueprint::into_runnable`].
+    pub(crate) module: Box<dyn ModuleValue>,
 }
 
 /// An explicit `connect(from, to)`.
@@ -365,9 +361,18 @@ impl Blueprint {
     }
 
     /// Wires the blueprint: matches ports, inserts codec nodes, checks every rule.
-    /// Reports every problem at once.
+    /// Reports every problem at once. The blueprint stays usable (to print, change and
+    /// build again); [`into_runnable`](Blueprint::into_runnable) is the form a runtime
+    /// takes.
     pub fn build(&self) -> Result<crate::Plan, BuildError> {
         crate::planner::plan(self)
+    }
+
+    /// Builds the plan and hands over the module values with it: what a runtime runs.
+    pub fn into_runnable(self) -> Result<crate::RunnablePlan, BuildError> {
+        let plan = crate::planner::plan(&self)?;
+        let modules = self.instances.into_iter().map(|i| i.module).collect();
+        Ok(crate::RunnablePlan::new(plan, modules))
     }
 
     fn owns(&self, instance: InstanceId) -> bool {

@@ -16,6 +16,7 @@ mod names;
 mod plan;
 mod planner;
 mod render;
+mod runnable;
 mod settings;
 
 pub use blueprint::{Blueprint, Instance, Namespace};
@@ -24,6 +25,7 @@ pub use plan::{
     CodecKind, CodecNode, Endpoint, InstanceNode, Link, LinkPayload, LinkReason, LinkView, Note,
     Plan, PlanNodeId,
 };
+pub use runnable::RunnablePlan;
 pub use settings::{
     AutoTable, Compression, Locality, Placement, Report, StreamSettings, WireFormat,
 };

@@ -171,3 +171,17 @@ pub use odometry::{
     Covariance6, Odometry, OdometryError, Pose, QUATERNION_TOLERANCE, Quaternion, Twist, Vector3,
 };
 pub use pcd::PcdError;
+
+/// Every built-in message carries its sensor stamp, so inputs of them can be paired by
+/// it (`pair_by_stamp`).
+macro_rules! stamped {
+    ($($message:ty),*) => {
+        $(impl streamwire_core::Stamped for $message {
+            fn stamp(&self) -> streamwire_core::Timestamp {
+                <$message>::stamp(self)
+            }
+        })*
+    };
+}
+
+stamped!(Image, DepthImage, CompressedImage, PointCloud, Odometry);

@@ -1,0 +1,255 @@
+//! Behaviour: what a module does when it runs.
+//!
+//! [`Module`](crate::Module) (derived) says what a module's ports are; [`Node`]
+//! (written by hand) says what it does. The runtime calls [`Node::step`] on a named
+//! thread per instance whenever the module's [`Trigger`] fires: an input arrived, all of
+//! several inputs have a message, a period elapsed, or (free-running) as soon as the
+//! previous step returned. `start` and `stop` are optional. Every blocking wait the
+//! runtime does for a module wakes when the run stops.
+//!
+//! The trait lives here, beside the ports, so that module crates depend on the core
+//! only, and so that a blueprint (which knows nothing of threads) can carry module values
+//! to whichever runtime runs them.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::bind::Slop;
+use crate::header::Timestamp;
+use crate::port::In;
+
+/// An error a module returns from `start`, `step` or `stop`: any error type, boxed. It
+/// stops the run, reported with the instance's name.
+pub type NodeError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What `start`, `step` and `stop` return.
+pub type NodeResult = Result<(), NodeError>;
+
+/// A module's behaviour. Implement it next to `#[derive(Module)]`:
+///
+/// ```
+/// # use serde::{Deserialize, Serialize};
+/// # use streamwire_core::{Context, In, Node, NodeResult, Out, Trigger};
+/// # use streamwire_macros::{Message, Module};
+/// # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+/// # #[message(name = "doc/Text", crate = streamwire_core)]
+/// # pub struct Text(String);
+/// /// Turns text upper case: a reactor, stepped once per message.
+/// #[derive(Module)]
+/// #[module(crate = streamwire_core)]
+/// pub struct Shout {
+///     pub text: In<Text>,
+///     pub loud_text: Out<Text>,
+/// }
+///
+/// impl Node for Shout {
+///     // The default trigger: step when any input has a message.
+///     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+///         while let Some(text) = self.text.recv()? {
+///             self.loud_text.publish(Text(text.message.0.to_uppercase()))?;
+///         }
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Node: Send + 'static {
+    /// When the runtime calls [`step`](Node::step). Asked once, after the ports are
+    /// bound (so it may name them: `Trigger::input(&self.frames)`). The default steps
+    /// when any input has a message; a module without inputs must choose
+    /// [`Trigger::Period`] or [`Trigger::FreeRunning`].
+    fn trigger(&self) -> Trigger {
+        Trigger::AnyInput
+    }
+
+    /// Called once before the first step, on the module's thread.
+    fn start(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        Ok(())
+    }
+
+    /// Does the module's work. Called each time the trigger fires; read inputs with
+    /// `recv`/`latest`, publish with `publish`, end a finite module with
+    /// [`Context::finish`].
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult;
+
+    /// Called once after the last step (the run stops, or the module finished).
+    fn stop(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        Ok(())
+    }
+}
+
+/// An input named by a trigger: its port index, known once the port is bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortRef {
+    index: Option<usize>,
+    type_name: &'static str,
+}
+
+impl PortRef {
+    /// The input's index in its module's `PORTS`; `None` when the port is not bound.
+    pub fn index(&self) -> Option<usize> {
+        self.index
+    }
+
+    /// The port's type, for errors about it.
+    pub fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+}
+
+impl<T: crate::Payload> From<&In<T>> for PortRef {
+    fn from(port: &In<T>) -> PortRef {
+        PortRef {
+            index: port.port_index(),
+            type_name: std::any::type_name::<In<T>>(),
+        }
+    }
+}
+
+/// When the runtime steps a module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Trigger {
+    /// Whenever any input has a message (the default).
+    AnyInput,
+    /// Whenever this input has a message; other inputs are read as they are (`latest`).
+    Input(PortRef),
+    /// When every one of these inputs has a message (pair them by stamp in the step with
+    /// [`pair_by_stamp`](crate::pair_by_stamp); unpaired messages are dropped and
+    /// counted).
+    All {
+        /// The inputs that must all have a message.
+        inputs: Vec<PortRef>,
+        /// How close their stamps must be (for documentation and reports; the pairing
+        /// itself is done by `pair_by_stamp`).
+        slop: Slop,
+    },
+    /// Every `period` of run-clock time (a source at a fixed rate, like ROS `Rate`).
+    Period(Duration),
+    /// Again as soon as the previous step returned: the module paces itself, e.g. with
+    /// [`Context::sleep_until`], which wakes on stop.
+    FreeRunning,
+}
+
+impl Trigger {
+    /// Step whenever `port` has a message.
+    pub fn input(port: impl Into<PortRef>) -> Trigger {
+        Trigger::Input(port.into())
+    }
+
+    /// Step when every one of `inputs` has a message.
+    pub fn all(inputs: impl IntoIterator<Item = PortRef>, slop: Slop) -> Trigger {
+        Trigger::All {
+            inputs: inputs.into_iter().collect(),
+            slop,
+        }
+    }
+
+    /// Step at `hz` times a second of run-clock time.
+    pub fn rate(hz: f64) -> Trigger {
+        let period = if hz.is_finite() && hz > 0.0 {
+            Duration::from_secs_f64(1.0 / hz)
+        } else {
+            Duration::from_secs(1)
+        };
+        Trigger::Period(period)
+    }
+}
+
+/// A counter a module adds to its instance's statistics (`cx.counter("skipped")`).
+#[derive(Clone, Debug, Default)]
+pub struct Counter(Arc<AtomicU64>);
+
+impl Counter {
+    /// A counter at zero, not registered anywhere (runtimes register theirs).
+    pub fn new() -> Counter {
+        Counter::default()
+    }
+
+    /// Adds `n`.
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Adds one.
+    pub fn increment(&self) {
+        self.add(1);
+    }
+
+    /// The current value.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// What a runtime provides to a running module, behind [`Context`].
+pub trait RunContext: Send + Sync {
+    /// The instance's full name.
+    fn instance_name(&self) -> &str;
+    /// The run clock: wall time, a replay's time scaled by its rate, or a test's manual
+    /// clock.
+    fn now(&self) -> Timestamp;
+    /// True once the run is stopping.
+    fn is_stopping(&self) -> bool;
+    /// Marks the module finished: no more steps; its outputs close.
+    fn finish(&self);
+    /// The module's counter `name`, created at zero on first use.
+    fn counter(&self, name: &str) -> Counter;
+    /// Waits until the run clock reaches `deadline` or the run stops; returns false when
+    /// it stopped.
+    fn sleep_until(&self, deadline: Timestamp) -> bool;
+}
+
+/// What a module's `start`, `step` and `stop` see of the runtime.
+pub struct Context<'a> {
+    run: &'a dyn RunContext,
+}
+
+impl<'a> Context<'a> {
+    /// A context over a runtime's services. Made by runtimes and harnesses.
+    pub fn new(run: &'a dyn RunContext) -> Context<'a> {
+        Context { run }
+    }
+
+    /// The instance's full name (namespaces included).
+    pub fn instance_name(&self) -> &str {
+        self.run.instance_name()
+    }
+
+    /// Now, on the run clock.
+    pub fn now(&self) -> Timestamp {
+        self.run.now()
+    }
+
+    /// True once the run is stopping: a long step should return.
+    pub fn is_stopping(&self) -> bool {
+        self.run.is_stopping()
+    }
+
+    /// Ends this module: no more steps after this one, and its outputs close (their
+    /// consumers see `is_closed` once they have read everything). A finite source calls
+    /// it at its end; when every module has finished, the run ends with `finished`.
+    pub fn finish(&mut self) {
+        self.run.finish();
+    }
+
+    /// The module's own counter `name`, shown in the run's statistics.
+    pub fn counter(&self, name: &str) -> Counter {
+        self.run.counter(name)
+    }
+
+    /// Sleeps until the run clock reaches `deadline`; returns false (at once) when the
+    /// run is stopping.
+    pub fn sleep_until(&self, deadline: Timestamp) -> bool {
+        self.run.sleep_until(deadline)
+    }
+}
+
+impl fmt::Debug for Context<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("instance", &self.instance_name())
+            .finish_non_exhaustive()
+    }
+}
