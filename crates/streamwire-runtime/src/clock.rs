@@ -1,0 +1,154 @@
+//! The run clock, and the one wake-up primitive every waiting thread uses.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use streamwire_core::Timestamp;
+
+/// The run clock that `cx.now()` reads and that publish times and latencies use.
+pub trait Clock: Send + Sync + 'static {
+    /// Now, on this clock.
+    fn now(&self) -> Timestamp;
+
+    /// How long, in real time, until this clock reaches `deadline`; `None` when the
+    /// clock does not follow real time (a manual clock), so waiters poll instead.
+    fn real_time_until(&self, deadline: Timestamp) -> Option<Duration>;
+}
+
+/// Wall time (the system clock): the default.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+
+    fn real_time_until(&self, deadline: Timestamp) -> Option<Duration> {
+        Some(deadline.saturating_since(Timestamp::now()))
+    }
+}
+
+/// A clock that moves only when told: timing behaviour in tests is deterministic.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use streamwire_core::Timestamp;
+/// # use streamwire_runtime::{Clock, ManualClock};
+/// let clock = ManualClock::new(Timestamp::from_nanos(1_000));
+/// clock.advance(Duration::from_micros(2));
+/// assert_eq!(clock.now(), Timestamp::from_nanos(3_000));
+/// ```
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    nanos: AtomicU64,
+}
+
+impl ManualClock {
+    /// A manual clock reading `start`.
+    pub fn new(start: Timestamp) -> ManualClock {
+        ManualClock {
+            nanos: AtomicU64::new(start.as_nanos()),
+        }
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        self.nanos.fetch_add(by, Ordering::SeqCst);
+    }
+
+    /// Sets the clock to `to` (also backwards, to simulate clocks that disagree).
+    pub fn set(&self, to: Timestamp) {
+        self.nanos.store(to.as_nanos(), Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_nanos(self.nanos.load(Ordering::SeqCst))
+    }
+
+    fn real_time_until(&self, _: Timestamp) -> Option<Duration> {
+        None
+    }
+}
+
+/// A replay's clock: starts at `start` and runs `rate` times as fast as wall time (a rate
+/// multiplier of 2 replays a recording in half the time).
+#[derive(Debug)]
+pub struct ScaledClock {
+    origin: Instant,
+    start: Timestamp,
+    rate: f64,
+}
+
+impl ScaledClock {
+    /// A clock reading `start` now and advancing `rate` times as fast as wall time. A rate
+    /// that is not a positive finite number is taken as 1.
+    pub fn new(start: Timestamp, rate: f64) -> ScaledClock {
+        let rate = if rate.is_finite() && rate > 0.0 {
+            rate
+        } else {
+            1.0
+        };
+        ScaledClock {
+            origin: Instant::now(),
+            start,
+            rate,
+        }
+    }
+}
+
+impl Clock for ScaledClock {
+    fn now(&self) -> Timestamp {
+        let scaled = self.origin.elapsed().as_secs_f64() * self.rate * 1e9;
+        Timestamp::from_nanos(self.start.as_nanos().saturating_add(scaled as u64))
+    }
+
+    fn real_time_until(&self, deadline: Timestamp) -> Option<Duration> {
+        let clock_time = deadline.saturating_since(self.now());
+        Some(clock_time.div_f64(self.rate))
+    }
+}
+
+/// How often a waiter re-reads a clock that does not follow real time.
+pub(crate) const MANUAL_POLL: Duration = Duration::from_millis(1);
+
+/// A wake-up counter: producers bump it after queueing, the stop bumps every one, and a
+/// waiter sleeps until it changes. Reading the count before checking for work and waiting
+/// "since" that count means no wake-up is ever lost.
+#[derive(Debug, Default)]
+pub(crate) struct Signal {
+    count: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Signal {
+    pub(crate) fn new() -> Arc<Signal> {
+        Arc::new(Signal::default())
+    }
+
+    /// The current count, to wait "since".
+    pub(crate) fn count(&self) -> u64 {
+        self.count.lock().map(|c| *c).unwrap_or(0)
+    }
+
+    pub(crate) fn notify(&self) {
+        if let Ok(mut count) = self.count.lock() {
+            *count = count.wrapping_add(1);
+        }
+        self.changed.notify_all();
+    }
+
+    /// Waits until the count differs from `since`, or `timeout` passes.
+    pub(crate) fn wait(&self, since: u64, timeout: Duration) {
+        let Ok(guard) = self.count.lock() else {
+            return;
+        };
+        let _ = self
+            .changed
+            .wait_timeout_while(guard, timeout, |count| *count == since);
+    }
+}

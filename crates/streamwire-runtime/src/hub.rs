@@ -1,0 +1,303 @@
+//! Output hubs: one per stream in a process. A publish stamps the header once and hands
+//! the same shared message to every subscriber queue (a reference-count bump each).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use streamwire_core::{
+    AnyMessage, DropReason, Envelope, Header, OutputBinding, PortError, codec::DynCodec,
+};
+use streamwire_msgs::{CompressedImage, DepthImage, Image, PointCloud};
+
+use crate::clock::Clock;
+use crate::queue::InputQueue;
+
+/// What a subscriber takes from a hub.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wants {
+    /// Messages of this wire type name (a pixel input: `streamwire/Image`; a byte input:
+    /// `streamwire/CompressedImage`).
+    Message(&'static str),
+    /// Whatever is published (an encode node, which passes ready-made bytes through; an
+    /// untyped tap).
+    Any,
+}
+
+/// Whether a subscriber needs the stream now.
+#[derive(Clone)]
+pub(crate) enum Demand {
+    /// A module input or a tap: needed while subscribed.
+    Always,
+    /// A codec node: needed while its own output has demand.
+    Via(Arc<Hub>),
+}
+
+/// Counters of one link (hub to queue).
+#[derive(Debug, Default)]
+pub(crate) struct LinkCounters {
+    pub(crate) messages: AtomicU64,
+    /// Payload bytes of the messages (image data, point data): content bytes, in
+    /// process. Wire bytes belong to a transport and are never mixed in here.
+    pub(crate) content_bytes: AtomicU64,
+}
+
+pub(crate) struct Subscriber {
+    pub(crate) id: u64,
+    pub(crate) queue: Arc<InputQueue>,
+    pub(crate) wants: Wants,
+    pub(crate) demand: Demand,
+    pub(crate) link: Arc<LinkCounters>,
+}
+
+/// Decodes ready-made bytes published on an `Out<Compressed<..>>` for the pixel
+/// subscribers of the same process: once per publish, however many they are.
+pub(crate) struct Passthrough {
+    /// The encoded message's wire name (`streamwire/CompressedImage`).
+    pub(crate) encoded: &'static str,
+    pub(crate) codec: Box<dyn DynCodec>,
+    pub(crate) decoded: AtomicU64,
+    pub(crate) failed: AtomicU64,
+}
+
+/// One stream's fan-out.
+pub(crate) struct Hub {
+    pub(crate) stream: String,
+    /// The wire name of the message this hub carries.
+    pub(crate) message: &'static str,
+    subscribers: RwLock<Vec<Subscriber>>,
+    next_subscriber: AtomicU64,
+    seq: AtomicU64,
+    pub(crate) published: AtomicU64,
+    open: AtomicBool,
+    clock: Arc<dyn Clock>,
+    stopping: Arc<AtomicBool>,
+    pub(crate) passthrough: Option<Passthrough>,
+    /// Serialises logging of decode failures to once per burst.
+    failing: Mutex<bool>,
+}
+
+impl Hub {
+    pub(crate) fn new(
+        stream: String,
+        message: &'static str,
+        clock: Arc<dyn Clock>,
+        stopping: Arc<AtomicBool>,
+        passthrough: Option<Passthrough>,
+    ) -> Arc<Hub> {
+        Arc::new(Hub {
+            stream,
+            message,
+            subscribers: RwLock::new(Vec::new()),
+            next_subscriber: AtomicU64::new(0),
+            seq: AtomicU64::new(0),
+            published: AtomicU64::new(0),
+            open: AtomicBool::new(true),
+            clock,
+            stopping,
+            passthrough,
+            failing: Mutex::new(false),
+        })
+    }
+
+    /// Adds a subscriber; returns its id (to unsubscribe) and its link counters.
+    pub(crate) fn subscribe(
+        &self,
+        queue: Arc<InputQueue>,
+        wants: Wants,
+        demand: Demand,
+    ) -> (u64, Arc<LinkCounters>) {
+        let id = self.next_subscriber.fetch_add(1, Ordering::Relaxed);
+        let link = Arc::new(LinkCounters::default());
+        queue.add_upstream();
+        if let Ok(mut subscribers) = self.subscribers.write() {
+            subscribers.push(Subscriber {
+                id,
+                queue: queue.clone(),
+                wants,
+                demand,
+                link: link.clone(),
+            });
+        }
+        if !self.open.load(Ordering::SeqCst) {
+            queue.upstream_closed();
+        }
+        (id, link)
+    }
+
+    /// Removes subscriber `id` (a tap detached, a module finished).
+    pub(crate) fn unsubscribe(&self, id: u64) {
+        let removed = self.subscribers.write().ok().and_then(|mut subscribers| {
+            let at = subscribers.iter().position(|s| s.id == id)?;
+            Some(subscribers.remove(at))
+        });
+        if let Some(subscriber) = removed
+            && self.open.load(Ordering::SeqCst)
+        {
+            subscriber.queue.upstream_closed();
+        }
+    }
+
+    /// True while some subscriber needs this stream.
+    pub(crate) fn has_demand(&self) -> bool {
+        self.subscribers.read().is_ok_and(|subscribers| {
+            subscribers.iter().any(|s| match &s.demand {
+                Demand::Always => true,
+                Demand::Via(downstream) => downstream.has_demand(),
+            })
+        })
+    }
+
+    /// The producer finished: subscribers see their input close once drained.
+    pub(crate) fn close(&self) {
+        if self.open.swap(false, Ordering::SeqCst)
+            && let Ok(subscribers) = self.subscribers.read()
+        {
+            for s in subscribers.iter() {
+                s.queue.upstream_closed();
+            }
+        }
+    }
+
+    /// Counts a message lost upstream (a failed decode) on every subscriber's input.
+    pub(crate) fn count_on_subscribers(&self, reason: DropReason) {
+        if let Ok(subscribers) = self.subscribers.read() {
+            for s in subscribers.iter() {
+                s.queue.count(reason);
+            }
+        }
+    }
+
+    /// Wakes every producer blocked on a subscriber's full queue (stopping).
+    pub(crate) fn wake_blocked_producers(&self) {
+        if let Ok(subscribers) = self.subscribers.read() {
+            for s in subscribers.iter() {
+                s.queue.wake_producers();
+            }
+        }
+    }
+
+    /// Stamps a new header and fans `message` out.
+    pub(crate) fn publish_new(&self, message: Arc<dyn AnyMessage>) -> Header {
+        let header = Header {
+            seq: self.seq.fetch_add(1, Ordering::Relaxed),
+            publish_time: self.clock.now(),
+        };
+        self.forward(Envelope { header, message });
+        header
+    }
+
+    /// Fans `envelope` out with its header unchanged (codec nodes keep the producer's
+    /// header, so latency at a pixel consumer includes encode and decode).
+    pub(crate) fn forward(&self, envelope: Envelope) {
+        self.published.fetch_add(1, Ordering::Relaxed);
+        let Ok(subscribers) = self.subscribers.read() else {
+            return;
+        };
+        let published_type = envelope.message.type_name();
+        let mut decoded: Option<Option<Envelope>> = None;
+        for s in subscribers.iter() {
+            let delivery = match s.wants {
+                Wants::Any => Some(envelope.clone()),
+                Wants::Message(want) if want == published_type => Some(envelope.clone()),
+                Wants::Message(want)
+                    if want == self.message
+                        && self
+                            .passthrough
+                            .as_ref()
+                            .is_some_and(|p| p.encoded == published_type) =>
+                {
+                    decoded
+                        .get_or_insert_with(|| self.decode_ready_made(&envelope))
+                        .clone()
+                }
+                Wants::Message(_) => {
+                    s.queue.count(DropReason::DeserializeFailed);
+                    None
+                }
+            };
+            match delivery {
+                Some(delivery) => {
+                    s.link.messages.fetch_add(1, Ordering::Relaxed);
+                    s.link
+                        .content_bytes
+                        .fetch_add(content_bytes(delivery.message.as_ref()), Ordering::Relaxed);
+                    s.queue.push(delivery);
+                }
+                None if decoded.as_ref().is_some_and(Option::is_none) => {
+                    s.queue.count(DropReason::DecodeFailed);
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// One decode of ready-made bytes for this process's pixel subscribers.
+    fn decode_ready_made(&self, envelope: &Envelope) -> Option<Envelope> {
+        let passthrough = self.passthrough.as_ref()?;
+        match passthrough.codec.decode_any(envelope.message.as_ref()) {
+            Ok(message) => {
+                passthrough.decoded.fetch_add(1, Ordering::Relaxed);
+                self.recovered();
+                Some(Envelope {
+                    header: envelope.header,
+                    message: Arc::from(message),
+                })
+            }
+            Err(error) => {
+                passthrough.failed.fetch_add(1, Ordering::Relaxed);
+                self.failed(&error);
+                None
+            }
+        }
+    }
+
+    /// Logs the first failure of a burst, with the stream's name; counts all of them.
+    pub(crate) fn failed(&self, error: &dyn std::error::Error) {
+        if let Ok(mut failing) = self.failing.lock()
+            && !*failing
+        {
+            *failing = true;
+            tracing::warn!(stream = %self.stream, "corrupt frame skipped: {error}");
+        }
+    }
+
+    pub(crate) fn recovered(&self) {
+        if let Ok(mut failing) = self.failing.lock() {
+            *failing = false;
+        }
+    }
+
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+}
+
+impl OutputBinding for Hub {
+    fn publish(&self, message: Arc<dyn AnyMessage>) -> Result<Header, PortError> {
+        if self.is_stopping() {
+            return Err(PortError::Stopped);
+        }
+        Ok(self.publish_new(message))
+    }
+
+    fn has_consumers(&self) -> bool {
+        self.has_demand()
+    }
+}
+
+/// The payload bytes of the built-in messages (zero for messages it does not know).
+pub(crate) fn content_bytes(message: &dyn AnyMessage) -> u64 {
+    let any = message.as_any();
+    let len = if let Some(m) = any.downcast_ref::<Image>() {
+        m.data().len()
+    } else if let Some(m) = any.downcast_ref::<CompressedImage>() {
+        m.data().len()
+    } else if let Some(m) = any.downcast_ref::<DepthImage>() {
+        m.data().len()
+    } else if let Some(m) = any.downcast_ref::<PointCloud>() {
+        m.data().len()
+    } else {
+        0
+    };
+    u64::try_from(len).unwrap_or(u64::MAX)
+}

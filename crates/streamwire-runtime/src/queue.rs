@@ -1,0 +1,243 @@
+//! Input queues: bounded by the port's QoS, counting every drop, timing every delivery.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use streamwire_core::{DropReason, Envelope, History, InputBinding, Timestamp};
+
+use crate::clock::{Clock, MANUAL_POLL, Signal};
+
+/// How an input queue bounds itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// Keep the newest `n`: a full queue evicts its oldest message, counted.
+    KeepLast(usize),
+    /// Hold up to `depth`; a producer finding it full waits up to `deadline` (run-clock
+    /// time) for room, then drops the new message, counted.
+    KeepAll { depth: usize, deadline: Duration },
+}
+
+impl Bound {
+    pub(crate) fn from_history(history: History, keep_all_depth: usize, deadline: Duration) -> Bound {
+        match history {
+            History::KeepLast(n) => Bound::KeepLast(usize::try_from(n.max(1)).unwrap_or(1)),
+            History::KeepAll => Bound::KeepAll {
+                depth: keep_all_depth.max(1),
+                deadline,
+            },
+        }
+    }
+}
+
+/// Latency statistics of one input: a histogram of arrival minus publish time, and the
+/// deliveries whose publish time lay in the future (clocks that disagree).
+pub(crate) struct Latency {
+    histogram: Histogram<u64>,
+    pub(crate) clock_skew: u64,
+}
+
+impl Latency {
+    fn new() -> Latency {
+        // 1 ns to 1 h at 3 significant digits; larger values saturate into the top bucket.
+        // These bounds are valid constants, so construction cannot fail.
+        let histogram = Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+            .expect("constant histogram bounds are valid");
+        Latency {
+            histogram,
+            clock_skew: 0,
+        }
+    }
+
+    fn record(&mut self, publish: Timestamp, arrival: Timestamp) {
+        if arrival < publish {
+            self.clock_skew += 1;
+            return;
+        }
+        let nanos = arrival.as_nanos() - publish.as_nanos();
+        self.histogram.saturating_record(nanos.max(1));
+    }
+
+    pub(crate) fn summary(&self) -> LatencySummary {
+        let h = &self.histogram;
+        LatencySummary {
+            count: h.len(),
+            p50: Duration::from_nanos(h.value_at_quantile(0.5)),
+            p99: Duration::from_nanos(h.value_at_quantile(0.99)),
+            max: Duration::from_nanos(h.max()),
+            clock_skew: self.clock_skew,
+        }
+    }
+}
+
+/// Latency of one input, as reported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatencySummary {
+    /// Deliveries recorded (every delivery whose publish time was not in the future).
+    pub count: u64,
+    /// Median.
+    pub p50: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// Largest.
+    pub max: Duration,
+    /// Deliveries published "after" they arrived: the clocks of two hosts disagree.
+    /// Counted here, never read as zero latency.
+    pub clock_skew: u64,
+}
+
+/// One input's queue. Producers push (fan-out from a hub); the module pops through the
+/// [`InputBinding`] seam.
+pub(crate) struct InputQueue {
+    items: Mutex<VecDeque<Envelope>>,
+    room: Condvar,
+    bound: Bound,
+    /// The consumer's wake-up.
+    signal: Arc<Signal>,
+    clock: Arc<dyn Clock>,
+    stopping: Arc<AtomicBool>,
+    /// Hubs still feeding this queue; zero and empty means closed.
+    open_upstreams: AtomicUsize,
+    pub(crate) delivered: AtomicU64,
+    dropped: [AtomicU64; DropReason::ALL.len()],
+    latency: Mutex<Latency>,
+}
+
+impl InputQueue {
+    pub(crate) fn new(
+        bound: Bound,
+        signal: Arc<Signal>,
+        clock: Arc<dyn Clock>,
+        stopping: Arc<AtomicBool>,
+    ) -> Arc<InputQueue> {
+        Arc::new(InputQueue {
+            items: Mutex::new(VecDeque::new()),
+            room: Condvar::new(),
+            bound,
+            signal,
+            clock,
+            stopping,
+            open_upstreams: AtomicUsize::new(0),
+            delivered: AtomicU64::new(0),
+            dropped: Default::default(),
+            latency: Mutex::new(Latency::new()),
+        })
+    }
+
+    /// One more hub feeds this queue.
+    pub(crate) fn add_upstream(&self) {
+        self.open_upstreams.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A hub feeding this queue closed (its producer finished).
+    pub(crate) fn upstream_closed(&self) {
+        let _ = self
+            .open_upstreams
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        self.signal.notify();
+    }
+
+    /// Queues `envelope` by the queue's bound. Returns false when it was dropped (and
+    /// counted) instead.
+    pub(crate) fn push(&self, envelope: Envelope) -> bool {
+        let Ok(mut items) = self.items.lock() else {
+            return false;
+        };
+        let queued = match self.bound {
+            Bound::KeepLast(n) => {
+                while items.len() >= n {
+                    items.pop_front();
+                    self.count(DropReason::QueueFull);
+                }
+                items.push_back(envelope);
+                true
+            }
+            Bound::KeepAll { depth, deadline } => {
+                let give_up = self.clock.now().as_nanos().saturating_add(
+                    u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX),
+                );
+                loop {
+                    if items.len() < depth {
+                        items.push_back(envelope);
+                        break true;
+                    }
+                    let now = self.clock.now().as_nanos();
+                    if now >= give_up || self.stopping.load(Ordering::SeqCst) {
+                        self.count(DropReason::QueueFull);
+                        break false;
+                    }
+                    let wait = self
+                        .clock
+                        .real_time_until(Timestamp::from_nanos(give_up))
+                        .unwrap_or(MANUAL_POLL)
+                        .min(Duration::from_millis(5))
+                        .max(Duration::from_micros(50));
+                    items = match self.room.wait_timeout(items, wait) {
+                        Ok((guard, _)) => guard,
+                        Err(_) => return false,
+                    };
+                }
+            }
+        };
+        drop(items);
+        if queued {
+            self.signal.notify();
+        }
+        queued
+    }
+
+    /// Wakes producers blocked on a full keep-all queue (the run is stopping).
+    pub(crate) fn wake_producers(&self) {
+        self.room.notify_all();
+    }
+
+    pub(crate) fn count(&self, reason: DropReason) {
+        if let Some(slot) = DropReason::ALL.iter().position(|r| *r == reason) {
+            self.dropped[slot].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn dropped(&self, reason: DropReason) -> u64 {
+        DropReason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .map_or(0, |slot| self.dropped[slot].load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn latency(&self) -> LatencySummary {
+        self.latency
+            .lock()
+            .map(|l| l.summary())
+            .unwrap_or_default()
+    }
+}
+
+impl InputBinding for InputQueue {
+    fn pop(&self) -> Option<Envelope> {
+        let envelope = self.items.lock().ok()?.pop_front()?;
+        self.room.notify_one();
+        self.delivered.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut latency) = self.latency.lock() {
+            latency.record(envelope.header.publish_time, self.clock.now());
+        }
+        Some(envelope)
+    }
+
+    fn peek(&self) -> Option<Envelope> {
+        self.items.lock().ok()?.front().cloned()
+    }
+
+    fn len(&self) -> usize {
+        self.items.lock().map(|q| q.len()).unwrap_or(0)
+    }
+
+    fn is_closed(&self) -> bool {
+        self.open_upstreams.load(Ordering::SeqCst) == 0 && self.is_empty()
+    }
+
+    fn count_drop(&self, reason: DropReason) {
+        self.count(reason);
+    }
+}

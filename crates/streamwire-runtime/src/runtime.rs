@@ -1,0 +1,1045 @@
+//! Starting a run from a plan, and the handle that watches, taps and stops it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use streamwire_core::{
+    CodecParams, Delivered, Direction, DropReason, InputBinding, Message, ModuleValue, Trigger,
+};
+use streamwire_graph::{CodecKind, RunnablePlan};
+
+use crate::clock::{Clock, Signal, SystemClock};
+use crate::hub::{Demand, Hub, LinkCounters, Passthrough, Wants};
+use crate::queue::{Bound, InputQueue};
+use crate::stats::{
+    CodecRole, CodecStats, DropCounts, EndReason, InputStats, InstanceStats, LinkStats,
+    OutputStats, RunReport, RunStats, TapStats,
+};
+use crate::wiring::{End, Wiring};
+use crate::worker::{
+    CodecCounters, CodecWorker, Exit, InstanceCounters, InstanceWorker, Outcome, Shared,
+};
+
+/// How a run behaves: its clock, queue bounds and deadlines.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// The run clock (default: wall time). Tests pass a [`ManualClock`](crate::ManualClock).
+    pub clock: Arc<dyn Clock>,
+    /// How long `stop` waits for threads to return before naming them (default 2 s).
+    pub stop_deadline: Duration,
+    /// Depth of a `keep_all` input's queue (default 10).
+    pub keep_all_depth: usize,
+    /// How long a producer waits on a full `keep_all` queue before dropping, run-clock
+    /// time (default 100 ms).
+    pub keep_all_deadline: Duration,
+    /// A step running longer than this marks its instance `stalled` (default 1 s).
+    pub stall_after: Duration,
+    /// Depth of a tap's keep-last queue (default 16).
+    pub tap_depth: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            clock: Arc::new(SystemClock),
+            stop_deadline: Duration::from_secs(2),
+            keep_all_depth: 10,
+            keep_all_deadline: Duration::from_millis(100),
+            stall_after: Duration::from_secs(1),
+            tap_depth: 16,
+        }
+    }
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("stop_deadline", &self.stop_deadline)
+            .field("keep_all_depth", &self.keep_all_depth)
+            .field("keep_all_deadline", &self.keep_all_deadline)
+            .field("stall_after", &self.stall_after)
+            .field("tap_depth", &self.tap_depth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// A module type has no `impl Node`: it describes ports but does nothing.
+    #[error(
+        "instance `{instance}` ({module_type}) has no behaviour: implement `streamwire::Node` for `{module_type}` (its `step` is what runs)"
+    )]
+    NoBehaviour {
+        /// The instance.
+        instance: String,
+        /// Its module type.
+        module_type: &'static str,
+    },
+    /// A module's trigger cannot fire.
+    #[error("instance `{instance}` ({module_type}): {reason}")]
+    BadTrigger {
+        /// The instance.
+        instance: String,
+        /// Its module type.
+        module_type: &'static str,
+        /// What is wrong, and what to write instead.
+        reason: String,
+    },
+    /// A codec node could not be built from the plan's parameters.
+    #[error("codec node `{node}` cannot be built: {error}")]
+    Codec {
+        /// The node, e.g. `encode jpeg color_image`.
+        node: String,
+        /// The codec's error.
+        #[source]
+        error: streamwire_core::CodecError,
+    },
+    /// A port refused its binding.
+    #[error("port `{port}` cannot be bound: {error}")]
+    Bind {
+        /// `instance.port`.
+        port: String,
+        /// Why.
+        #[source]
+        error: streamwire_core::PortError,
+    },
+    /// The operating system refused a thread.
+    #[error("cannot start the thread of `{name}`")]
+    Spawn {
+        /// The thread's name.
+        name: String,
+        /// The OS error.
+        #[source]
+        error: std::io::Error,
+    },
+}
+
+/// Why a tap could not attach.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TapError {
+    /// No stream of that name runs here.
+    #[error("no stream `{stream}` in this run (streams: {known})")]
+    UnknownStream {
+        /// The name asked for.
+        stream: String,
+        /// The streams that exist, comma separated.
+        known: String,
+    },
+    /// The stream carries another message type.
+    #[error("stream `{stream}` carries `{carries}`, not `{asked}`")]
+    WrongType {
+        /// The stream.
+        stream: String,
+        /// What it carries (and its encoded forms, if any).
+        carries: String,
+        /// The type asked for.
+        asked: &'static str,
+    },
+}
+
+/// Starts runs.
+#[derive(Debug)]
+pub struct Runtime;
+
+struct ThreadRecord {
+    name: String,
+    is_instance: bool,
+    handle: Option<JoinHandle<()>>,
+    exited: bool,
+}
+
+struct InputRecord {
+    port: String,
+    stream: String,
+    queue: Arc<InputQueue>,
+}
+
+struct LinkRecord {
+    from: String,
+    to: String,
+    stream: String,
+    counters: Arc<LinkCounters>,
+}
+
+struct CodecRecord {
+    role: CodecRole,
+    codec: &'static str,
+    stream: String,
+    placement: String,
+    counters: Arc<CodecCounters>,
+    passthrough_of: Option<Arc<Hub>>,
+}
+
+struct TapRecord {
+    stream: String,
+    queue: Arc<InputQueue>,
+    attached: Arc<AtomicBool>,
+}
+
+/// Everything `stats()` reads.
+struct Records {
+    instances: Vec<(String, &'static str, Arc<InstanceCounters>)>,
+    outputs: Vec<(String, Arc<Hub>)>,
+    inputs: Vec<InputRecord>,
+    links: Vec<LinkRecord>,
+    codecs: Vec<CodecRecord>,
+    taps: Mutex<Vec<TapRecord>>,
+    stall_after: Duration,
+}
+
+/// A running blueprint: watch it (`stats`), listen in (`tap`), stop it, wait for it.
+pub struct RunHandle {
+    shared: Arc<Shared>,
+    records: Arc<Records>,
+    /// Hubs by stream name, for taps: (stream, hub), producers first.
+    streams: Vec<(String, Arc<Hub>)>,
+    threads: Vec<ThreadRecord>,
+    exits: Receiver<Exit>,
+    failure: Option<String>,
+    tap_depth: usize,
+    stop_deadline: Duration,
+    stop_requested: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for RunHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHandle")
+            .field(
+                "threads",
+                &self.threads.iter().map(|t| &t.name).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Starts every instance and codec node of `runnable` in this process, each on a
+    /// named thread, and returns the handle of the run.
+    ///
+    /// Placement is shown in the plan and kept for the codec nodes (an encoder and a
+    /// decoder run where the plan put them), but every node runs in this one process.
+    pub fn start(runnable: RunnablePlan, options: RunOptions) -> Result<RunHandle, StartError> {
+        let (plan, mut modules) = runnable.into_parts();
+        let wiring = Wiring::of(&plan);
+        let stopping = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(Shared {
+            clock: options.clock.clone(),
+            stopping: stopping.clone(),
+            started: Instant::now(),
+            signals: Mutex::new(Vec::new()),
+            hubs: Mutex::new(Vec::new()),
+        });
+        let new_signal = || {
+            let signal = Signal::new();
+            if let Ok(mut signals) = shared.signals.lock() {
+                signals.push(signal.clone());
+            }
+            signal
+        };
+        let new_hub = |stream: &str, message: &'static str, passthrough: Option<Passthrough>| {
+            let hub = Hub::new(
+                stream.to_owned(),
+                message,
+                options.clock.clone(),
+                stopping.clone(),
+                passthrough,
+            );
+            if let Ok(mut hubs) = shared.hubs.lock() {
+                hubs.push(hub.clone());
+            }
+            hub
+        };
+        let bound_of = |history| {
+            Bound::from_history(history, options.keep_all_depth, options.keep_all_deadline)
+        };
+
+        // Behaviour and triggers first: refuse to start before any thread exists.
+        let mut triggers = Vec::with_capacity(modules.len());
+        for (desc, module) in wiring.instances.iter().zip(modules.iter_mut()) {
+            let Some(node) = module.behaviour() else {
+                return Err(StartError::NoBehaviour {
+                    instance: desc.name.clone(),
+                    module_type: desc.module_type,
+                });
+            };
+            triggers.push(node.trigger());
+        }
+
+        // Hubs: one per instance output, one per codec node.
+        let mut signals = Vec::new();
+        let mut port_hubs: Vec<Vec<Option<Arc<Hub>>>> = Vec::new();
+        let mut port_queues: Vec<Vec<Option<Arc<InputQueue>>>> = Vec::new();
+        let mut streams = Vec::new();
+        let mut outputs = Vec::new();
+        for desc in &wiring.instances {
+            let signal = new_signal();
+            let mut hubs = Vec::new();
+            let mut queues = Vec::new();
+            for port in &desc.ports {
+                match port.info.direction() {
+                    Direction::Output => {
+                        let passthrough = match port.info.transport().codec() {
+                            Some(codec) => Some(Passthrough {
+                                encoded: codec.encoded().name(),
+                                codec: codec.instantiate(&CodecParams::new()).map_err(|error| {
+                                    StartError::Codec {
+                                        node: format!("decode of ready-made {}", port.stream),
+                                        error,
+                                    }
+                                })?,
+                                decoded: Default::default(),
+                                failed: Default::default(),
+                            }),
+                            None => None,
+                        };
+                        let hub = new_hub(&port.stream, port.info.message().name(), passthrough);
+                        streams.push((port.stream.clone(), hub.clone()));
+                        outputs.push((format!("{}.{}", desc.name, port.info.field()), hub.clone()));
+                        hubs.push(Some(hub));
+                        queues.push(None);
+                    }
+                    Direction::Input => {
+                        hubs.push(None);
+                        queues.push(Some(InputQueue::new(
+                            bound_of(port.info.attrs().qos.history),
+                            signal.clone(),
+                            options.clock.clone(),
+                            stopping.clone(),
+                        )));
+                    }
+                }
+            }
+            signals.push(signal);
+            port_hubs.push(hubs);
+            port_queues.push(queues);
+        }
+        let mut codec_hubs = Vec::new();
+        let mut codec_queues = Vec::new();
+        let mut codec_signals = Vec::new();
+        for codec in &wiring.codecs {
+            let signal = new_signal();
+            let hub = new_hub(codec.output_stream(), codec.output_type(), None);
+            streams.push((codec.output_stream().to_owned(), hub.clone()));
+            // A codec node's queue follows its producer's history.
+            let history = wiring
+                .links
+                .iter()
+                .find(|l| l.to == End::Codec(codec_hubs.len()))
+                .and_then(|l| match l.from {
+                    End::Port(i, p) => Some(wiring.instances[i].ports[p].info.attrs().qos.history),
+                    End::Codec(_) => None,
+                })
+                .unwrap_or(streamwire_core::History::KeepLast(1));
+            codec_queues.push(InputQueue::new(
+                bound_of(history),
+                signal.clone(),
+                options.clock.clone(),
+                stopping.clone(),
+            ));
+            codec_signals.push(signal);
+            codec_hubs.push(hub);
+        }
+
+        // Links: subscribe each receiving queue to its sending hub.
+        let mut links = Vec::new();
+        let mut subscriptions: Vec<Vec<(Arc<Hub>, u64)>> = vec![Vec::new(); wiring.instances.len()];
+        let mut codec_subscriptions: Vec<Option<(Arc<Hub>, u64)>> = vec![None; wiring.codecs.len()];
+        for link in &wiring.links {
+            let hub = match link.from {
+                End::Port(i, p) => port_hubs[i][p].clone(),
+                End::Codec(c) => Some(codec_hubs[c].clone()),
+            };
+            let (queue, wants, demand) = match link.to {
+                End::Port(i, p) => (
+                    port_queues[i][p].clone(),
+                    Wants::Message(wiring.instances[i].ports[p].delivered_type()),
+                    Demand::Always,
+                ),
+                End::Codec(c) => (
+                    Some(codec_queues[c].clone()),
+                    match wiring.codecs[c].kind {
+                        CodecKind::Encode => Wants::Any,
+                        _ => Wants::Message(wiring.codecs[c].codec.encoded().name()),
+                    },
+                    Demand::Via(codec_hubs[c].clone()),
+                ),
+            };
+            let (Some(hub), Some(queue)) = (hub, queue) else {
+                continue;
+            };
+            let (id, counters) = hub.subscribe(queue, wants, demand);
+            match link.to {
+                End::Port(i, _) => subscriptions[i].push((hub.clone(), id)),
+                End::Codec(c) => codec_subscriptions[c] = Some((hub.clone(), id)),
+            }
+            links.push(LinkRecord {
+                from: wiring.end_name(link.from),
+                to: wiring.end_name(link.to),
+                stream: if link.stream.is_empty() {
+                    hub.stream.clone()
+                } else {
+                    link.stream.clone()
+                },
+                counters,
+            });
+        }
+
+        // Bind every module's ports.
+        let mut inputs = Vec::new();
+        for (i, (desc, module)) in wiring.instances.iter().zip(modules.iter_mut()).enumerate() {
+            let mut failure = None;
+            module.visit_ports(&mut |p, port| {
+                let result = match (&port_hubs[i].get(p), &port_queues[i].get(p)) {
+                    (Some(Some(hub)), _) => port.bind_output(p, hub.clone()),
+                    (_, Some(Some(queue))) => port.bind_input(p, queue.clone()),
+                    _ => Ok(()),
+                };
+                if let Err(error) = result
+                    && failure.is_none()
+                {
+                    failure = Some((p, error));
+                }
+            });
+            if let Some((p, error)) = failure {
+                return Err(StartError::Bind {
+                    port: format!("{}.{}", desc.name, desc.ports[p].info.field()),
+                    error,
+                });
+            }
+            for (p, port) in desc.ports.iter().enumerate() {
+                if let Some(Some(queue)) = port_queues[i].get(p) {
+                    inputs.push(InputRecord {
+                        port: format!("{}.{}", desc.name, port.info.field()),
+                        stream: port.stream.clone(),
+                        queue: queue.clone(),
+                    });
+                }
+            }
+        }
+        // Triggers are read after binding, so they can name bound ports.
+        for (i, (desc, module)) in wiring.instances.iter().zip(modules.iter_mut()).enumerate() {
+            if let Some(node) = module.behaviour() {
+                triggers[i] = node.trigger();
+            }
+            check_trigger(desc, &triggers[i], &port_queues[i])?;
+        }
+
+        let mut codec_records = Vec::new();
+        let mut codec_workers = Vec::new();
+        for (c, codec) in wiring.codecs.iter().enumerate() {
+            let counters = Arc::new(CodecCounters::default());
+            let role = match codec.kind {
+                CodecKind::Encode => CodecRole::Encode,
+                _ => CodecRole::Decode,
+            };
+            let engine = codec
+                .codec
+                .instantiate(&codec.params)
+                .map_err(|error| StartError::Codec {
+                    node: codec.label(),
+                    error,
+                })?;
+            codec_records.push(CodecRecord {
+                role,
+                codec: codec.codec.name(),
+                stream: codec.stream.clone(),
+                placement: codec.placement.clone(),
+                counters: counters.clone(),
+                passthrough_of: None,
+            });
+            codec_workers.push(CodecWorker {
+                thread: 0,
+                role,
+                codec: engine,
+                encoded_type: codec.codec.encoded().name(),
+                input: codec_queues[c].clone(),
+                output: codec_hubs[c].clone(),
+                subscription: codec_subscriptions[c].take(),
+                signal: codec_signals[c].clone(),
+                counters,
+                shared: shared.clone(),
+            });
+        }
+        // Ready-made bytes decoded once per publish for in-process pixel consumers.
+        for (name, hub) in &outputs {
+            if hub.passthrough.is_some() {
+                codec_records.push(CodecRecord {
+                    role: CodecRole::Decode,
+                    codec: "ready-made",
+                    stream: hub.stream.clone(),
+                    placement: format!("in {name}"),
+                    counters: Arc::new(CodecCounters::default()),
+                    passthrough_of: Some(hub.clone()),
+                });
+            }
+        }
+
+        let records = Arc::new(Records {
+            instances: wiring
+                .instances
+                .iter()
+                .map(|d| (d.name.clone(), d.module_type, Arc::new(InstanceCounters::default())))
+                .collect(),
+            outputs,
+            inputs,
+            links,
+            codecs: codec_records,
+            taps: Mutex::new(Vec::new()),
+            stall_after: options.stall_after,
+        });
+
+        // Threads: codec nodes first, so they are ready before producers publish.
+        let (exit_tx, exits) = mpsc::channel();
+        let mut threads = Vec::new();
+        let spawn = |threads: &mut Vec<ThreadRecord>,
+                     name: String,
+                     is_instance: bool,
+                     body: Box<dyn FnOnce() + Send>|
+         -> Result<(), StartError> {
+            let handle = std::thread::Builder::new()
+                .name(name.clone())
+                .spawn(body)
+                .map_err(|error| StartError::Spawn {
+                    name: name.clone(),
+                    error,
+                })?;
+            threads.push(ThreadRecord {
+                name,
+                is_instance,
+                handle: Some(handle),
+                exited: false,
+            });
+            Ok(())
+        };
+        for (mut worker, codec) in codec_workers.into_iter().zip(&wiring.codecs) {
+            worker.thread = threads.len();
+            let exits = exit_tx.clone();
+            spawn(
+                &mut threads,
+                format!("sw {}", codec.label()),
+                false,
+                Box::new(move || worker.run(exits)),
+            )?;
+        }
+        let mut modules: Vec<Option<Box<dyn ModuleValue>>> = modules.into_iter().map(Some).collect();
+        for (i, desc) in wiring.instances.iter().enumerate() {
+            let Some(module) = modules[i].take() else {
+                continue;
+            };
+            let worker = InstanceWorker {
+                thread: threads.len(),
+                name: desc.name.clone(),
+                module_type: desc.module_type,
+                module,
+                trigger: triggers[i].clone(),
+                inputs: port_queues[i]
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(p, q)| q.clone().map(|q| (p, q)))
+                    .collect(),
+                outputs: port_hubs[i].iter().flatten().cloned().collect(),
+                subscriptions: std::mem::take(&mut subscriptions[i]),
+                signal: signals[i].clone(),
+                counters: records.instances[i].2.clone(),
+                shared: shared.clone(),
+            };
+            let exits = exit_tx.clone();
+            spawn(
+                &mut threads,
+                format!("sw {}", desc.name),
+                true,
+                Box::new(move || worker.run(exits)),
+            )?;
+        }
+
+        Ok(RunHandle {
+            shared,
+            records,
+            streams,
+            threads,
+            exits,
+            failure: None,
+            tap_depth: options.tap_depth,
+            stop_deadline: options.stop_deadline,
+            stop_requested: Arc::new(AtomicBool::new(false)),
+        })
+    }
+}
+
+fn check_trigger(
+    desc: &crate::wiring::InstanceDesc,
+    trigger: &Trigger,
+    queues: &[Option<Arc<InputQueue>>],
+) -> Result<(), StartError> {
+    let has_inputs = queues.iter().any(Option::is_some);
+    let bad = |reason: String| StartError::BadTrigger {
+        instance: desc.name.clone(),
+        module_type: desc.module_type,
+        reason,
+    };
+    let named = |port: &streamwire_core::PortRef| -> Result<(), StartError> {
+        match port.index() {
+            Some(index) if matches!(queues.get(index), Some(Some(_))) => Ok(()),
+            _ => Err(bad(format!(
+                "its trigger names `{}`, which is not a bound input of this module",
+                port.type_name()
+            ))),
+        }
+    };
+    match trigger {
+        Trigger::AnyInput if !has_inputs => Err(bad(
+            "it has no inputs, so the default trigger (any input) never fires: return \
+             `Trigger::Period(..)` or `Trigger::FreeRunning` from `Node::trigger`"
+                .to_owned(),
+        )),
+        Trigger::Input(port) => named(port),
+        Trigger::All { inputs, .. } => {
+            if inputs.is_empty() {
+                return Err(bad("its `all` trigger names no inputs".to_owned()));
+            }
+            inputs.iter().try_for_each(named)
+        }
+        Trigger::Period(period) if period.is_zero() => Err(bad(
+            "its period is zero: use `Trigger::FreeRunning` to step as fast as possible"
+                .to_owned(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl RunHandle {
+    /// Asks every thread to stop; returns at once. [`wait`](RunHandle::wait) joins them.
+    pub fn stop(&self) {
+        self.stop_requested.store(true, Ordering::SeqCst);
+        self.shared.stop();
+    }
+
+    /// A flag that stops the run when set (for a Ctrl+C handler in a binary).
+    pub fn stop_flag(&self) -> StopFlag {
+        StopFlag {
+            shared: self.shared.clone(),
+            requested: self.stop_requested.clone(),
+        }
+    }
+
+    /// Waits until the run ends (every module finished, a module failed, or `stop`
+    /// was called), stops what still runs, joins with the deadline and reports.
+    pub fn wait(self) -> RunReport {
+        self.wait_at_most(None)
+    }
+
+    /// Like [`wait`](RunHandle::wait), but stops the run after `limit` if it has not
+    /// ended by then (its reason is then `stopped`).
+    pub fn wait_timeout(self, limit: Duration) -> RunReport {
+        self.wait_at_most(Some(Instant::now() + limit))
+    }
+
+    fn wait_at_most(mut self, limit: Option<Instant>) -> RunReport {
+        let mut reason = None;
+        while reason.is_none() {
+            if self.stop_requested.load(Ordering::SeqCst) {
+                reason = Some(EndReason::Stopped);
+                break;
+            }
+            if limit.is_some_and(|l| Instant::now() >= l) {
+                reason = Some(EndReason::Stopped);
+                break;
+            }
+            match self.exits.recv_timeout(Duration::from_millis(20)) {
+                Ok(exit) => {
+                    if self.record_exit(exit) {
+                        reason = Some(EndReason::Failed);
+                    } else if self.threads.iter().all(|t| !t.is_instance || t.exited) {
+                        reason = Some(EndReason::Finished);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => reason = Some(EndReason::Finished),
+            }
+        }
+        self.shared.stop();
+        let deadline = Instant::now() + self.stop_deadline;
+        while self.threads.iter().any(|t| !t.exited) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match self.exits.recv_timeout(left) {
+                Ok(exit) => {
+                    self.record_exit(exit);
+                }
+                Err(_) => break,
+            }
+        }
+        let mut stragglers = Vec::new();
+        for thread in &mut self.threads {
+            if thread.exited {
+                if let Some(handle) = thread.handle.take() {
+                    let _ = handle.join();
+                }
+            } else {
+                // Left running (detached): it ignored the stop; the report names it.
+                stragglers.push(thread.name.trim_start_matches("sw ").to_owned());
+            }
+        }
+        let reason = reason.unwrap_or(EndReason::Stopped);
+        let reason = if self.failure.is_some() {
+            EndReason::Failed
+        } else {
+            reason
+        };
+        RunReport {
+            reason,
+            failure: self.failure.clone(),
+            stragglers,
+            stats: self.stats(),
+        }
+    }
+
+    /// Marks a thread exited; true when it failed (the first failure is kept).
+    fn record_exit(&mut self, exit: Exit) -> bool {
+        if let Some(thread) = self.threads.get_mut(exit.thread) {
+            thread.exited = true;
+        }
+        match exit.outcome {
+            Outcome::Finished => false,
+            Outcome::Failed(text) => {
+                if self.failure.is_none() {
+                    self.failure = Some(text);
+                }
+                true
+            }
+        }
+    }
+
+    /// A snapshot of every counter, while the run goes on.
+    pub fn stats(&self) -> RunStats {
+        let r = &self.records;
+        let now_mark = self.shared.mark();
+        let stall = u64::try_from(r.stall_after.as_nanos()).unwrap_or(u64::MAX);
+        RunStats {
+            elapsed: self.shared.started.elapsed(),
+            instances: r
+                .instances
+                .iter()
+                .map(|(name, module_type, c)| {
+                    let began = c.step_began.load(Ordering::SeqCst);
+                    InstanceStats {
+                        name: name.clone(),
+                        module_type: (*module_type).to_owned(),
+                        steps: c.steps.load(Ordering::Relaxed),
+                        cpu: Duration::from_nanos(c.cpu_nanos.load(Ordering::Relaxed)),
+                        longest_step: Duration::from_nanos(
+                            c.longest_step_nanos.load(Ordering::Relaxed),
+                        ),
+                        stalled: began != 0 && now_mark.saturating_sub(began) > stall,
+                        finished: c.finished.load(Ordering::SeqCst),
+                        counters: c
+                            .counters
+                            .lock()
+                            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.get())).collect())
+                            .unwrap_or_default(),
+                    }
+                })
+                .collect(),
+            outputs: r
+                .outputs
+                .iter()
+                .map(|(port, hub)| OutputStats {
+                    port: port.clone(),
+                    stream: hub.stream.clone(),
+                    published: hub.published.load(Ordering::Relaxed),
+                })
+                .collect(),
+            inputs: r
+                .inputs
+                .iter()
+                .map(|i| InputStats {
+                    port: i.port.clone(),
+                    stream: i.stream.clone(),
+                    delivered: i.queue.delivered.load(Ordering::Relaxed),
+                    dropped: drops(&i.queue),
+                    latency: i.queue.latency(),
+                })
+                .collect(),
+            links: r
+                .links
+                .iter()
+                .map(|l| LinkStats {
+                    from: l.from.clone(),
+                    to: l.to.clone(),
+                    stream: l.stream.clone(),
+                    messages: l.counters.messages.load(Ordering::Relaxed),
+                    content_bytes: l.counters.content_bytes.load(Ordering::Relaxed),
+                })
+                .collect(),
+            codecs: r
+                .codecs
+                .iter()
+                .map(|c| {
+                    let n = &c.counters;
+                    let (done, failed) = match c.passthrough_of.as_ref().and_then(|h| h.passthrough.as_ref()) {
+                        Some(p) => (
+                            p.decoded.load(Ordering::Relaxed),
+                            p.failed.load(Ordering::Relaxed),
+                        ),
+                        None => (n.done.load(Ordering::Relaxed), n.failed.load(Ordering::Relaxed)),
+                    };
+                    CodecStats {
+                        role: c.role,
+                        codec: c.codec.to_owned(),
+                        stream: c.stream.clone(),
+                        placement: c.placement.clone(),
+                        done,
+                        skipped: n.skipped.load(Ordering::Relaxed),
+                        passed_through: n.passed_through.load(Ordering::Relaxed),
+                        failed,
+                        bytes_in: n.bytes_in.load(Ordering::Relaxed),
+                        bytes_out: n.bytes_out.load(Ordering::Relaxed),
+                        busy: Duration::from_nanos(n.busy_nanos.load(Ordering::Relaxed)),
+                    }
+                })
+                .collect(),
+            taps: r
+                .taps
+                .lock()
+                .map(|taps| {
+                    taps.iter()
+                        .map(|t| TapStats {
+                            stream: t.stream.clone(),
+                            attached: t.attached.load(Ordering::SeqCst),
+                            delivered: t.queue.delivered.load(Ordering::Relaxed),
+                            dropped: t.queue.dropped(DropReason::QueueFull),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Subscribes to stream `stream` while the run goes on, typed: `tap::<Image>("color_image")`
+    /// gets pixels; `tap::<CompressedImage>("color_image")` (or
+    /// `"color_image/compressed"`) gets the encoded bytes of the stream's encode node,
+    /// which then encodes for the tap. A tap counts as a consumer until dropped.
+    pub fn tap<M: Message>(&self, stream: &str) -> Result<Tap<M>, TapError> {
+        let inner = self.attach(stream, Some(M::TYPE_NAME))?;
+        Ok(Tap {
+            inner,
+            _message: std::marker::PhantomData,
+        })
+    }
+
+    /// Subscribes to stream `stream` whatever it carries.
+    pub fn tap_any(&self, stream: &str) -> Result<AnyTap, TapError> {
+        self.attach(stream, None)
+    }
+
+    fn attach(&self, stream: &str, wanted: Option<&'static str>) -> Result<AnyTap, TapError> {
+        let named: Vec<&Arc<Hub>> = self
+            .streams
+            .iter()
+            .filter(|(name, _)| name == stream)
+            .map(|(_, hub)| hub)
+            .collect();
+        // By its own name, or an encoded form of it (`color_image` asked as bytes).
+        let encoded: Vec<&Arc<Hub>> = self
+            .streams
+            .iter()
+            .filter(|(name, _)| {
+                name.strip_prefix(stream)
+                    .is_some_and(|rest| rest.starts_with('/'))
+            })
+            .map(|(_, hub)| hub)
+            .collect();
+        if named.is_empty() && encoded.is_empty() {
+            let mut known: Vec<&str> = self.streams.iter().map(|(n, _)| n.as_str()).collect();
+            known.sort_unstable();
+            known.dedup();
+            return Err(TapError::UnknownStream {
+                stream: stream.to_owned(),
+                known: known.join(", "),
+            });
+        }
+        let hub = match wanted {
+            None => named.first().copied(),
+            Some(want) => named
+                .iter()
+                .chain(&encoded)
+                .find(|hub| {
+                    hub.message == want
+                        || hub.passthrough.as_ref().is_some_and(|p| p.encoded == want)
+                })
+                .copied(),
+        };
+        let Some(hub) = hub.or(named.first().copied()).filter(|h| {
+            wanted.is_none_or(|want| {
+                h.message == want || h.passthrough.as_ref().is_some_and(|p| p.encoded == want)
+            })
+        }) else {
+            let carries: Vec<&str> = named.iter().chain(&encoded).map(|h| h.message).collect();
+            return Err(TapError::WrongType {
+                stream: stream.to_owned(),
+                carries: carries.join(", "),
+                asked: wanted.unwrap_or("any"),
+            });
+        };
+        let signal = Signal::new();
+        if let Ok(mut signals) = self.shared.signals.lock() {
+            signals.push(signal.clone());
+        }
+        let queue = InputQueue::new(
+            Bound::KeepLast(self.tap_depth.max(1)),
+            signal.clone(),
+            self.shared.clock.clone(),
+            self.shared.stopping.clone(),
+        );
+        let wants = wanted.map_or(Wants::Any, Wants::Message);
+        let (id, _) = hub.subscribe(queue.clone(), wants, Demand::Always);
+        let attached = Arc::new(AtomicBool::new(true));
+        if let Ok(mut taps) = self.records.taps.lock() {
+            taps.push(TapRecord {
+                stream: stream.to_owned(),
+                queue: queue.clone(),
+                attached: attached.clone(),
+            });
+        }
+        Ok(AnyTap {
+            hub: hub.clone(),
+            id,
+            queue,
+            signal,
+            attached,
+            stopping: self.shared.stopping.clone(),
+        })
+    }
+}
+
+fn drops(queue: &InputQueue) -> DropCounts {
+    let mut counts = DropCounts::default();
+    for reason in DropReason::ALL {
+        counts.set(reason, queue.dropped(reason));
+    }
+    counts
+}
+
+/// Stops a run from anywhere (a Ctrl+C handler, another thread).
+#[derive(Clone)]
+pub struct StopFlag {
+    shared: Arc<Shared>,
+    requested: Arc<AtomicBool>,
+}
+
+impl StopFlag {
+    /// Stops the run.
+    pub fn stop(&self) {
+        self.requested.store(true, Ordering::SeqCst);
+        self.shared.stop();
+    }
+}
+
+impl std::fmt::Debug for StopFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StopFlag")
+    }
+}
+
+/// A subscription to a stream at run time, whatever it carries. Detaches when dropped.
+pub struct AnyTap {
+    hub: Arc<Hub>,
+    id: u64,
+    queue: Arc<InputQueue>,
+    signal: Arc<Signal>,
+    attached: Arc<AtomicBool>,
+    stopping: Arc<AtomicBool>,
+}
+
+impl AnyTap {
+    /// The next message, waiting up to `timeout`; `None` on timeout, when the stream
+    /// closed, or when the run stops.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<streamwire_core::Envelope> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let since = self.signal.count();
+            if let Some(envelope) = self.queue.pop() {
+                return Some(envelope);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.queue.is_closed() || self.stopping.load(Ordering::SeqCst) {
+                return None;
+            }
+            self.signal.wait(since, left);
+        }
+    }
+
+    /// The next message if one is queued.
+    pub fn try_recv(&self) -> Option<streamwire_core::Envelope> {
+        self.queue.pop()
+    }
+
+    /// Messages this tap's keep-last queue dropped.
+    pub fn dropped(&self) -> u64 {
+        self.queue.dropped(DropReason::QueueFull)
+    }
+
+    /// Detaches now (dropping the tap does the same).
+    pub fn detach(self) {}
+}
+
+impl Drop for AnyTap {
+    fn drop(&mut self) {
+        self.attached.store(false, Ordering::SeqCst);
+        self.hub.unsubscribe(self.id);
+    }
+}
+
+impl std::fmt::Debug for AnyTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnyTap")
+            .field("stream", &self.hub.stream)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A typed subscription to a stream at run time. Detaches when dropped.
+pub struct Tap<M> {
+    inner: AnyTap,
+    _message: std::marker::PhantomData<fn() -> M>,
+}
+
+impl<M: Message> Tap<M> {
+    /// The next message with its header, waiting up to `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<Delivered<M>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let envelope = self.inner.recv_timeout(left)?;
+            if let Some(message) = envelope.message.as_any().downcast_ref::<M>() {
+                return Some(Delivered {
+                    header: envelope.header,
+                    message: message.clone(),
+                });
+            }
+            self.inner.queue.count(DropReason::DeserializeFailed);
+        }
+    }
+
+    /// Messages this tap's keep-last queue dropped.
+    pub fn dropped(&self) -> u64 {
+        self.inner.dropped()
+    }
+
+    /// Detaches now (dropping the tap does the same).
+    pub fn detach(self) {}
+}
+
+impl<M> std::fmt::Debug for Tap<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}

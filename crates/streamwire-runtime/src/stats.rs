@@ -1,0 +1,465 @@
+//! Statistics of a run: a snapshot while it runs (`stats()`), a report at its end, each a
+//! table a person reads.
+
+use std::fmt::{self, Write as _};
+use std::time::Duration;
+
+use streamwire_core::DropReason;
+
+pub use crate::queue::LatencySummary;
+
+/// Everything counted so far in a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RunStats {
+    /// Wall time since the run started.
+    pub elapsed: Duration,
+    /// Per module instance.
+    pub instances: Vec<InstanceStats>,
+    /// Per output port.
+    pub outputs: Vec<OutputStats>,
+    /// Per input port (module inputs only; taps are listed apart).
+    pub inputs: Vec<InputStats>,
+    /// Per link of the plan.
+    pub links: Vec<LinkStats>,
+    /// Per codec node.
+    pub codecs: Vec<CodecStats>,
+    /// Per attached (or once attached) tap.
+    pub taps: Vec<TapStats>,
+}
+
+/// One module instance.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct InstanceStats {
+    /// Full name.
+    pub name: String,
+    /// Module type.
+    pub module_type: String,
+    /// Steps taken.
+    pub steps: u64,
+    /// CPU time of the instance's thread.
+    pub cpu: Duration,
+    /// The longest single step (wall time).
+    pub longest_step: Duration,
+    /// True while the current step has run longer than the stall threshold.
+    pub stalled: bool,
+    /// True once the module finished (or the run stopped it).
+    pub finished: bool,
+    /// The module's own counters (`cx.counter(..)`), by name.
+    pub counters: Vec<(String, u64)>,
+}
+
+/// One output.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutputStats {
+    /// `instance.port`.
+    pub port: String,
+    /// Its stream.
+    pub stream: String,
+    /// Messages published.
+    pub published: u64,
+}
+
+/// Messages an input dropped, by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DropCounts {
+    /// Queue full (keep-last eviction, or keep-all past its deadline).
+    pub queue_full: u64,
+    /// No partner for an `all` trigger.
+    pub unpaired: u64,
+    /// The decode node upstream could not decode it.
+    pub decode_failed: u64,
+    /// Could not be deserialized, or of another type.
+    pub deserialize_failed: u64,
+}
+
+impl DropCounts {
+    /// The count for `reason`.
+    pub fn get(&self, reason: DropReason) -> u64 {
+        match reason {
+            DropReason::QueueFull => self.queue_full,
+            DropReason::Unpaired => self.unpaired,
+            DropReason::DecodeFailed => self.decode_failed,
+            DropReason::DeserializeFailed => self.deserialize_failed,
+            _ => 0,
+        }
+    }
+
+    pub(crate) fn set(&mut self, reason: DropReason, n: u64) {
+        match reason {
+            DropReason::QueueFull => self.queue_full = n,
+            DropReason::Unpaired => self.unpaired = n,
+            DropReason::DecodeFailed => self.decode_failed = n,
+            DropReason::DeserializeFailed => self.deserialize_failed = n,
+            _ => {}
+        }
+    }
+
+    /// Every drop.
+    pub fn total(&self) -> u64 {
+        self.queue_full + self.unpaired + self.decode_failed + self.deserialize_failed
+    }
+}
+
+impl fmt::Display for DropCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        for reason in DropReason::ALL {
+            let n = self.get(reason);
+            if n > 0 {
+                parts.push(format!("{n} {reason}"));
+            }
+        }
+        if parts.is_empty() {
+            f.write_str("0")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
+/// One input.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InputStats {
+    /// `instance.port`.
+    pub port: String,
+    /// Its stream.
+    pub stream: String,
+    /// Messages the module took.
+    pub delivered: u64,
+    /// Messages dropped before the module saw them.
+    pub dropped: DropCounts,
+    /// Arrival minus publish time of every delivery.
+    pub latency: LatencySummary,
+}
+
+/// One link of the plan.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LinkStats {
+    /// Where it starts (`camera.color_image`, `encode jpeg color_image`).
+    pub from: String,
+    /// Where it ends.
+    pub to: String,
+    /// The stream it carries.
+    pub stream: String,
+    /// Messages handed to the receiving queue.
+    pub messages: u64,
+    /// Payload bytes of those messages, in process (not wire bytes).
+    pub content_bytes: u64,
+}
+
+/// Encode or decode, at run time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CodecRole {
+    /// An encode node.
+    #[default]
+    Encode,
+    /// A decode node.
+    Decode,
+}
+
+impl fmt::Display for CodecRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CodecRole::Encode => "encode",
+            CodecRole::Decode => "decode",
+        })
+    }
+}
+
+/// One codec node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CodecStats {
+    /// Encode or decode.
+    pub role: CodecRole,
+    /// The codec, e.g. `jpeg`.
+    pub codec: String,
+    /// The stream it encodes or decodes.
+    pub stream: String,
+    /// Where the plan placed it.
+    pub placement: String,
+    /// Messages encoded or decoded.
+    pub done: u64,
+    /// Messages not encoded because nobody needed the bytes.
+    pub skipped: u64,
+    /// Ready-made encoded messages passed through unchanged (an encode node fed bytes).
+    pub passed_through: u64,
+    /// Messages that failed (corrupt input), counted and skipped.
+    pub failed: u64,
+    /// Payload bytes in.
+    pub bytes_in: u64,
+    /// Payload bytes out.
+    pub bytes_out: u64,
+    /// Total time spent encoding or decoding.
+    pub busy: Duration,
+}
+
+impl CodecStats {
+    /// Mean time per encoded or decoded message.
+    pub fn time_per_message(&self) -> Duration {
+        match u32::try_from(self.done) {
+            Ok(0) | Err(_) => Duration::ZERO,
+            Ok(n) => self.busy / n,
+        }
+    }
+}
+
+/// One tap.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TapStats {
+    /// The stream it listens to.
+    pub stream: String,
+    /// Attached now.
+    pub attached: bool,
+    /// Messages taken.
+    pub delivered: u64,
+    /// Messages its keep-last queue dropped.
+    pub dropped: u64,
+}
+
+/// Why a run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndReason {
+    /// Every module finished (a finite source ended and its consumers drained).
+    Finished,
+    /// `stop()` was called (or Ctrl+C in a binary).
+    Stopped,
+    /// A module failed; see the report's failure.
+    Failed,
+}
+
+impl fmt::Display for EndReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EndReason::Finished => "finished",
+            EndReason::Stopped => "stopped",
+            EndReason::Failed => "failed",
+        })
+    }
+}
+
+/// What a run left behind: why it ended, who did not stop in time, and every counter.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct RunReport {
+    /// Why it ended.
+    pub reason: EndReason,
+    /// The module failure that ended it, if any, as it was reported.
+    pub failure: Option<String>,
+    /// Threads that had not returned by the stop deadline, by name.
+    pub stragglers: Vec<String>,
+    /// Every counter, flushed after the threads were joined.
+    pub stats: RunStats,
+}
+
+impl fmt::Display for RunReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "run {} after {}", self.reason, ms(self.stats.elapsed))?;
+        if let Some(failure) = &self.failure {
+            writeln!(f, "failure: {failure}")?;
+        }
+        if !self.stragglers.is_empty() {
+            writeln!(
+                f,
+                "did not stop within the deadline: {}",
+                self.stragglers.join(", ")
+            )?;
+        }
+        write!(f, "{}", self.stats)
+    }
+}
+
+fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms >= 100.0 {
+        format!("{ms:.0} ms")
+    } else if ms >= 1.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.3} ms")
+    }
+}
+
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// Writes rows as left-aligned columns under a title.
+fn table(out: &mut String, title: &str, header: &[&str], rows: &[Vec<String>]) {
+    if rows.is_empty() {
+        return;
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut text = String::from("  ");
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                let _ = write!(text, "{cell:<w$}  ");
+            }
+        }
+        text.trim_end().to_owned()
+    };
+    let _ = writeln!(out, "{title}");
+    let _ = writeln!(out, "{}", line(header.to_vec()));
+    for row in rows {
+        let _ = writeln!(out, "{}", line(row.iter().map(String::as_str).collect()));
+    }
+}
+
+impl fmt::Display for RunStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        let rows: Vec<Vec<String>> = self
+            .instances
+            .iter()
+            .map(|i| {
+                let mut state = if i.finished { "finished" } else { "running" }.to_owned();
+                if i.stalled {
+                    state.push_str(", STALLED");
+                }
+                let counters = i
+                    .counters
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                vec![
+                    i.name.clone(),
+                    i.module_type.clone(),
+                    i.steps.to_string(),
+                    ms(i.cpu),
+                    ms(i.longest_step),
+                    state,
+                    counters,
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            "instances",
+            &["instance", "module", "steps", "cpu", "longest step", "state", "counters"],
+            &rows,
+        );
+        let rows: Vec<Vec<String>> = self
+            .outputs
+            .iter()
+            .map(|o| vec![o.port.clone(), o.stream.clone(), o.published.to_string()])
+            .collect();
+        table(&mut out, "outputs", &["output", "stream", "published"], &rows);
+        let rows: Vec<Vec<String>> = self
+            .inputs
+            .iter()
+            .map(|i| {
+                vec![
+                    i.port.clone(),
+                    i.stream.clone(),
+                    i.delivered.to_string(),
+                    i.dropped.to_string(),
+                    ms(i.latency.p50),
+                    ms(i.latency.p99),
+                    i.latency.clock_skew.to_string(),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            "inputs",
+            &[
+                "input",
+                "stream",
+                "delivered",
+                "dropped",
+                "latency p50",
+                "p99",
+                "clock skew",
+            ],
+            &rows,
+        );
+        let rows: Vec<Vec<String>> = self
+            .links
+            .iter()
+            .map(|l| {
+                vec![
+                    format!("{} -> {}", l.from, l.to),
+                    l.stream.clone(),
+                    l.messages.to_string(),
+                    bytes(l.content_bytes),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            "links (content bytes, in process)",
+            &["link", "stream", "messages", "content"],
+            &rows,
+        );
+        let rows: Vec<Vec<String>> = self
+            .codecs
+            .iter()
+            .map(|c| {
+                vec![
+                    format!("{} {}", c.role, c.codec),
+                    c.stream.clone(),
+                    c.placement.clone(),
+                    c.done.to_string(),
+                    c.skipped.to_string(),
+                    c.passed_through.to_string(),
+                    c.failed.to_string(),
+                    bytes(c.bytes_in),
+                    bytes(c.bytes_out),
+                    ms(c.time_per_message()),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            "codec nodes",
+            &[
+                "node", "stream", "where", "done", "skipped", "passed", "failed", "in", "out",
+                "per msg",
+            ],
+            &rows,
+        );
+        let rows: Vec<Vec<String>> = self
+            .taps
+            .iter()
+            .map(|t| {
+                vec![
+                    t.stream.clone(),
+                    if t.attached { "attached" } else { "detached" }.to_owned(),
+                    t.delivered.to_string(),
+                    t.dropped.to_string(),
+                ]
+            })
+            .collect();
+        table(&mut out, "taps", &["stream", "state", "delivered", "dropped"], &rows);
+        f.write_str(&out)
+    }
+}

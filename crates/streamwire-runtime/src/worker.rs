@@ -1,0 +1,432 @@
+//! The threads of a run: one per module instance, one per codec node.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use streamwire_core::codec::DynCodec;
+use streamwire_core::{
+    Context, Counter, DropReason, Envelope, InputBinding, ModuleValue, RunContext,
+    Timestamp, Trigger,
+};
+
+use crate::clock::{Clock, MANUAL_POLL, Signal};
+use crate::hub::{Hub, content_bytes};
+use crate::queue::InputQueue;
+use crate::stats::CodecRole;
+
+/// How long a waiting thread sleeps at most before re-checking its state (a guard: every
+/// real wake-up comes through its signal).
+const IDLE_RECHECK: Duration = Duration::from_millis(100);
+
+/// What every thread of a run shares.
+pub(crate) struct Shared {
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) stopping: Arc<AtomicBool>,
+    pub(crate) started: Instant,
+    /// Every waiter's signal, to wake them all on stop.
+    pub(crate) signals: Mutex<Vec<Arc<Signal>>>,
+    /// Every hub, to wake producers blocked on full queues on stop.
+    pub(crate) hubs: Mutex<Vec<Arc<Hub>>>,
+}
+
+impl Shared {
+    pub(crate) fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let Ok(signals) = self.signals.lock() {
+            for signal in signals.iter() {
+                signal.notify();
+            }
+        }
+        if let Ok(hubs) = self.hubs.lock() {
+            for hub in hubs.iter() {
+                hub.wake_blocked_producers();
+            }
+        }
+    }
+
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Wall nanoseconds since the run started, plus one (zero means "not set").
+    pub(crate) fn mark(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_nanos())
+            .unwrap_or(u64::MAX)
+            .saturating_add(1)
+    }
+}
+
+/// How a thread ended.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Finished,
+    Failed(String),
+}
+
+pub(crate) struct Exit {
+    pub(crate) thread: usize,
+    pub(crate) outcome: Outcome,
+}
+
+/// Counters of one instance, read by `stats()` while it runs.
+#[derive(Default)]
+pub(crate) struct InstanceCounters {
+    pub(crate) steps: AtomicU64,
+    pub(crate) cpu_nanos: AtomicU64,
+    pub(crate) longest_step_nanos: AtomicU64,
+    /// `Shared::mark()` when the current step began; zero between steps.
+    pub(crate) step_began: AtomicU64,
+    pub(crate) finished: AtomicBool,
+    pub(crate) counters: Mutex<BTreeMap<String, Counter>>,
+}
+
+/// What a module's `Context` reads.
+struct InstanceContext {
+    name: String,
+    shared: Arc<Shared>,
+    signal: Arc<Signal>,
+    counters: Arc<InstanceCounters>,
+    finish_requested: AtomicBool,
+}
+
+impl RunContext for InstanceContext {
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+
+    fn now(&self) -> Timestamp {
+        self.shared.clock.now()
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.shared.is_stopping()
+    }
+
+    fn finish(&self) {
+        self.finish_requested.store(true, Ordering::SeqCst);
+    }
+
+    fn counter(&self, name: &str) -> Counter {
+        match self.counters.counters.lock() {
+            Ok(mut counters) => counters.entry(name.to_owned()).or_default().clone(),
+            Err(_) => Counter::new(),
+        }
+    }
+
+    fn sleep_until(&self, deadline: Timestamp) -> bool {
+        loop {
+            if self.shared.is_stopping() {
+                return false;
+            }
+            if self.shared.clock.now() >= deadline {
+                return true;
+            }
+            let since = self.signal.count();
+            let wait = self
+                .shared
+                .clock
+                .real_time_until(deadline)
+                .unwrap_or(MANUAL_POLL)
+                .min(IDLE_RECHECK);
+            self.signal.wait(since, wait);
+        }
+    }
+}
+
+/// One instance's thread: its module, its bound inputs, its outputs.
+pub(crate) struct InstanceWorker {
+    pub(crate) thread: usize,
+    pub(crate) name: String,
+    pub(crate) module_type: &'static str,
+    pub(crate) module: Box<dyn ModuleValue>,
+    pub(crate) trigger: Trigger,
+    /// (port index, queue) of every input.
+    pub(crate) inputs: Vec<(usize, Arc<InputQueue>)>,
+    /// The hubs this instance's outputs publish into.
+    pub(crate) outputs: Vec<Arc<Hub>>,
+    /// (hub, subscriber id) of every subscription of its inputs, to detach on finish.
+    pub(crate) subscriptions: Vec<(Arc<Hub>, u64)>,
+    pub(crate) signal: Arc<Signal>,
+    pub(crate) counters: Arc<InstanceCounters>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// The text of a panic payload.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Phase {
+    Start,
+    Step,
+    Stop,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Start => "start",
+            Phase::Step => "step",
+            Phase::Stop => "stop",
+        }
+    }
+}
+
+impl InstanceWorker {
+    pub(crate) fn run(mut self, exits: Sender<Exit>) {
+        let context = InstanceContext {
+            name: self.name.clone(),
+            shared: self.shared.clone(),
+            signal: self.signal.clone(),
+            counters: self.counters.clone(),
+            finish_requested: AtomicBool::new(false),
+        };
+        let cpu_origin = cpu_time::ThreadTime::try_now().ok();
+        let _span = tracing::info_span!("module", module = %self.name).entered();
+        let mut outcome = self.call(Phase::Start, &context);
+        let mut next_tick = self.shared.clock.now();
+        while outcome.is_none() {
+            if self.shared.is_stopping() || context.finish_requested.load(Ordering::SeqCst) {
+                break;
+            }
+            let since = self.signal.count();
+            let (ready, done, wait) = self.readiness(&mut next_tick);
+            if ready {
+                let began = Instant::now();
+                self.counters
+                    .step_began
+                    .store(self.shared.mark(), Ordering::SeqCst);
+                outcome = self.call(Phase::Step, &context);
+                self.counters.step_began.store(0, Ordering::SeqCst);
+                let took = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                self.counters.steps.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .longest_step_nanos
+                    .fetch_max(took, Ordering::Relaxed);
+                if let Some(cpu) = cpu_origin.as_ref().and_then(|t| t.try_elapsed().ok()) {
+                    self.counters.cpu_nanos.store(
+                        u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX),
+                        Ordering::Relaxed,
+                    );
+                }
+            } else if done {
+                break;
+            } else {
+                self.signal.wait(since, wait);
+            }
+        }
+        // `stop` runs even after a failed step, so a module can release what it holds;
+        // the first failure is the one reported.
+        let stopped = self.call(Phase::Stop, &context);
+        let outcome = outcome.or(stopped);
+        for hub in &self.outputs {
+            hub.close();
+        }
+        for (hub, id) in &self.subscriptions {
+            hub.unsubscribe(*id);
+        }
+        self.module.visit_ports(&mut |_, port| port.unbind());
+        self.counters.finished.store(true, Ordering::SeqCst);
+        let _ = exits.send(Exit {
+            thread: self.thread,
+            outcome: outcome.unwrap_or(Outcome::Finished),
+        });
+    }
+
+    /// Calls one phase, turning an error or a panic into the failure that stops the run.
+    /// An error while the run is stopping (a publish refused) is not a failure.
+    fn call(&mut self, phase: Phase, context: &InstanceContext) -> Option<Outcome> {
+        let Some(node) = self.module.behaviour() else {
+            return Some(Outcome::Failed(format!(
+                "instance `{}` ({}) has no behaviour",
+                self.name, self.module_type
+            )));
+        };
+        let mut cx = Context::new(context);
+        let result = catch_unwind(AssertUnwindSafe(|| match phase {
+            Phase::Start => node.start(&mut cx),
+            Phase::Step => node.step(&mut cx),
+            Phase::Stop => node.stop(&mut cx),
+        }));
+        let failure = match result {
+            Ok(Ok(())) => return None,
+            Ok(Err(_)) if self.shared.is_stopping() => return None,
+            Ok(Err(error)) => format!("returned an error: {error}"),
+            Err(payload) => format!("panicked: {}", panic_text(payload.as_ref())),
+        };
+        let text = format!(
+            "instance `{}` ({}) failed in {}: {failure}",
+            self.name,
+            self.module_type,
+            phase.name()
+        );
+        tracing::error!("{text}");
+        Some(Outcome::Failed(text))
+    }
+
+    fn queue(&self, index: Option<usize>) -> Option<&Arc<InputQueue>> {
+        let index = index?;
+        self.inputs.iter().find(|(i, _)| *i == index).map(|(_, q)| q)
+    }
+
+    /// (ready to step, will never be ready again, how long to wait otherwise).
+    fn readiness(&self, next_tick: &mut Timestamp) -> (bool, bool, Duration) {
+        let all_closed =
+            !self.inputs.is_empty() && self.inputs.iter().all(|(_, q)| q.is_closed());
+        match &self.trigger {
+            Trigger::AnyInput => (
+                self.inputs.iter().any(|(_, q)| !q.is_empty()),
+                all_closed,
+                IDLE_RECHECK,
+            ),
+            Trigger::Input(port) => match self.queue(port.index()) {
+                Some(q) => (!q.is_empty(), q.is_closed(), IDLE_RECHECK),
+                None => (false, true, IDLE_RECHECK),
+            },
+            Trigger::All { inputs, .. } => {
+                let queues: Vec<_> = inputs.iter().filter_map(|p| self.queue(p.index())).collect();
+                (
+                    !queues.is_empty() && queues.iter().all(|q| !q.is_empty()),
+                    queues.is_empty() || queues.iter().any(|q| q.is_closed()),
+                    IDLE_RECHECK,
+                )
+            }
+            Trigger::Period(period) => {
+                let now = self.shared.clock.now();
+                if now >= *next_tick {
+                    let period_nanos = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+                    let mut next = next_tick.as_nanos().saturating_add(period_nanos.max(1));
+                    // Behind by more than a period (a slow step): skip the missed ticks
+                    // instead of bursting to catch up.
+                    if next <= now.as_nanos() {
+                        next = now.as_nanos().saturating_add(period_nanos.max(1));
+                    }
+                    *next_tick = Timestamp::from_nanos(next);
+                    (true, false, Duration::ZERO)
+                } else {
+                    let wait = self
+                        .shared
+                        .clock
+                        .real_time_until(*next_tick)
+                        .unwrap_or(MANUAL_POLL)
+                        .min(IDLE_RECHECK);
+                    (false, all_closed, wait)
+                }
+            }
+            Trigger::FreeRunning => (true, all_closed, Duration::ZERO),
+            _ => (false, true, IDLE_RECHECK),
+        }
+    }
+}
+
+/// Counters of one codec node.
+#[derive(Default)]
+pub(crate) struct CodecCounters {
+    pub(crate) done: AtomicU64,
+    pub(crate) skipped: AtomicU64,
+    pub(crate) passed_through: AtomicU64,
+    pub(crate) failed: AtomicU64,
+    pub(crate) bytes_in: AtomicU64,
+    pub(crate) bytes_out: AtomicU64,
+    pub(crate) busy_nanos: AtomicU64,
+}
+
+/// One codec node's thread.
+pub(crate) struct CodecWorker {
+    pub(crate) thread: usize,
+    pub(crate) role: CodecRole,
+    pub(crate) codec: Box<dyn DynCodec>,
+    /// The encoded message's wire name (what an encoder passes through unchanged).
+    pub(crate) encoded_type: &'static str,
+    pub(crate) input: Arc<InputQueue>,
+    pub(crate) output: Arc<Hub>,
+    pub(crate) subscription: Option<(Arc<Hub>, u64)>,
+    pub(crate) signal: Arc<Signal>,
+    pub(crate) counters: Arc<CodecCounters>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl CodecWorker {
+    pub(crate) fn run(self, exits: Sender<Exit>) {
+        let _span = tracing::info_span!("codec", stream = %self.output.stream).entered();
+        loop {
+            let since = self.signal.count();
+            if self.shared.is_stopping() {
+                break;
+            }
+            match self.input.pop() {
+                Some(envelope) => self.handle(envelope),
+                None if self.input.is_closed() => break,
+                None => self.signal.wait(since, IDLE_RECHECK),
+            }
+        }
+        self.output.close();
+        if let Some((hub, id)) = &self.subscription {
+            hub.unsubscribe(*id);
+        }
+        let _ = exits.send(Exit {
+            thread: self.thread,
+            outcome: Outcome::Finished,
+        });
+    }
+
+    fn handle(&self, envelope: Envelope) {
+        let c = &self.counters;
+        if self.role == CodecRole::Encode {
+            // Encode only while someone needs the bytes (ROS image_transport publishes
+            // compressed images only while subscribed).
+            if !self.output.has_demand() {
+                c.skipped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            if envelope.message.type_name() == self.encoded_type {
+                // Ready-made bytes from the producer: byte-identical, never re-encoded.
+                c.passed_through.fetch_add(1, Ordering::Relaxed);
+                self.output.forward(envelope);
+                return;
+            }
+        }
+        let bytes_in = content_bytes(envelope.message.as_ref());
+        let began = Instant::now();
+        let result = match self.role {
+            CodecRole::Encode => self.codec.encode_any(envelope.message.as_ref()),
+            _ => self.codec.decode_any(envelope.message.as_ref()),
+        };
+        c.busy_nanos.fetch_add(
+            u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        match result {
+            Ok(message) => {
+                let message: Arc<dyn streamwire_core::AnyMessage> = Arc::from(message);
+                c.done.fetch_add(1, Ordering::Relaxed);
+                c.bytes_in.fetch_add(bytes_in, Ordering::Relaxed);
+                c.bytes_out
+                    .fetch_add(content_bytes(message.as_ref()), Ordering::Relaxed);
+                self.output.recovered();
+                self.output.forward(Envelope {
+                    header: envelope.header,
+                    message,
+                });
+            }
+            Err(error) => {
+                c.failed.fetch_add(1, Ordering::Relaxed);
+                self.output.failed(&error);
+                if self.role == CodecRole::Decode {
+                    self.output.count_on_subscribers(DropReason::DecodeFailed);
+                }
+            }
+        }
+    }
+}
