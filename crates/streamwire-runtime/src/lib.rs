@@ -25,7 +25,7 @@
 //! A single module is tested without a blueprint with the [`Harness`].
 
 mod clock;
-
+mod harness;
 mod hub;
 mod queue;
 mod runtime;
@@ -34,7 +34,7 @@ mod wiring;
 mod worker;
 
 pub use clock::{Clock, ManualClock, ScaledClock, SystemClock};
-
+pub use harness::{Harness, HarnessError};
 pub use runtime::{AnyTap, RunHandle, RunOptions, Runtime, StartError, StopFlag, Tap, TapError};
 pub use stats::{
     CodecRole, CodecStats, DropCounts, EndReason, InputStats, InstanceStats, LatencySummary,

@@ -21,7 +21,11 @@ pub(crate) enum Bound {
 }
 
 impl Bound {
-    pub(crate) fn from_history(history: History, keep_all_depth: usize, deadline: Duration) -> Bound {
+    pub(crate) fn from_history(
+        history: History,
+        keep_all_depth: usize,
+        deadline: Duration,
+    ) -> Bound {
         match history {
             History::KeepLast(n) => Bound::KeepLast(usize::try_from(n.max(1)).unwrap_or(1)),
             History::KeepAll => Bound::KeepAll {
@@ -155,9 +159,11 @@ impl InputQueue {
                 true
             }
             Bound::KeepAll { depth, deadline } => {
-                let give_up = self.clock.now().as_nanos().saturating_add(
-                    u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX),
-                );
+                let give_up = self
+                    .clock
+                    .now()
+                    .as_nanos()
+                    .saturating_add(u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX));
                 loop {
                     if items.len() < depth {
                         items.push_back(envelope);
@@ -207,10 +213,7 @@ impl InputQueue {
     }
 
     pub(crate) fn latency(&self) -> LatencySummary {
-        self.latency
-            .lock()
-            .map(|l| l.summary())
-            .unwrap_or_default()
+        self.latency.lock().map(|l| l.summary()).unwrap_or_default()
     }
 }
 

@@ -438,13 +438,14 @@ impl Runtime {
                 CodecKind::Encode => CodecRole::Encode,
                 _ => CodecRole::Decode,
             };
-            let engine = codec
-                .codec
-                .instantiate(&codec.params)
-                .map_err(|error| StartError::Codec {
-                    node: codec.label(),
-                    error,
-                })?;
+            let engine =
+                codec
+                    .codec
+                    .instantiate(&codec.params)
+                    .map_err(|error| StartError::Codec {
+                        node: codec.label(),
+                        error,
+                    })?;
             codec_records.push(CodecRecord {
                 role,
                 codec: codec.codec.name(),
@@ -466,6 +467,69 @@ impl Runtime {
                 shared: shared.clone(),
             });
         }
+        // Encoders for taps: an `Out<Compressed<..>>` whose plan has no encoder of its
+        // codec still offers its bytes (`<stream>/compressed`) to taps, encoding only
+        // while one is attached.
+        let mut tap_encoders = Vec::new();
+        for (i, desc) in wiring.instances.iter().enumerate() {
+            for (p, port) in desc.ports.iter().enumerate() {
+                let (Some(codec), Some(Some(producer))) =
+                    (port.info.transport().codec(), port_hubs[i].get(p))
+                else {
+                    continue;
+                };
+                let planned = wiring.codecs.iter().any(|c| {
+                    c.kind == CodecKind::Encode && c.stream == port.stream && c.codec == codec
+                });
+                if planned {
+                    continue;
+                }
+                let label = format!("tap encoder {} {}", codec.name(), port.stream);
+                let engine =
+                    codec
+                        .instantiate(&CodecParams::new())
+                        .map_err(|error| StartError::Codec {
+                            node: label.clone(),
+                            error,
+                        })?;
+                let encoded_stream = format!("{}/{}", port.stream, codec.stream_suffix());
+                let hub = new_hub(&encoded_stream, codec.encoded().name(), None);
+                streams.push((encoded_stream, hub.clone()));
+                let signal = new_signal();
+                let queue = InputQueue::new(
+                    Bound::KeepLast(1),
+                    signal.clone(),
+                    options.clock.clone(),
+                    stopping.clone(),
+                );
+                let (id, _) =
+                    producer.subscribe(queue.clone(), Wants::Any, Demand::Via(hub.clone()));
+                let counters = Arc::new(CodecCounters::default());
+                codec_records.push(CodecRecord {
+                    role: CodecRole::Encode,
+                    codec: codec.name(),
+                    stream: port.stream.clone(),
+                    placement: "for taps".to_owned(),
+                    counters: counters.clone(),
+                    passthrough_of: None,
+                });
+                tap_encoders.push((
+                    label,
+                    CodecWorker {
+                        thread: 0,
+                        role: CodecRole::Encode,
+                        codec: engine,
+                        encoded_type: codec.encoded().name(),
+                        input: queue,
+                        output: hub,
+                        subscription: Some((producer.clone(), id)),
+                        signal,
+                        counters,
+                        shared: shared.clone(),
+                    },
+                ));
+            }
+        }
         // Ready-made bytes decoded once per publish for in-process pixel consumers.
         for (name, hub) in &outputs {
             if hub.passthrough.is_some() {
@@ -484,7 +548,13 @@ impl Runtime {
             instances: wiring
                 .instances
                 .iter()
-                .map(|d| (d.name.clone(), d.module_type, Arc::new(InstanceCounters::default())))
+                .map(|d| {
+                    (
+                        d.name.clone(),
+                        d.module_type,
+                        Arc::new(InstanceCounters::default()),
+                    )
+                })
                 .collect(),
             outputs,
             inputs,
@@ -527,7 +597,18 @@ impl Runtime {
                 Box::new(move || worker.run(exits)),
             )?;
         }
-        let mut modules: Vec<Option<Box<dyn ModuleValue>>> = modules.into_iter().map(Some).collect();
+        for (label, mut worker) in tap_encoders {
+            worker.thread = threads.len();
+            let exits = exit_tx.clone();
+            spawn(
+                &mut threads,
+                format!("sw {label}"),
+                false,
+                Box::new(move || worker.run(exits)),
+            )?;
+        }
+        let mut modules: Vec<Option<Box<dyn ModuleValue>>> =
+            modules.into_iter().map(Some).collect();
         for (i, desc) in wiring.instances.iter().enumerate() {
             let Some(module) = modules[i].take() else {
                 continue;
@@ -606,8 +687,7 @@ fn check_trigger(
             inputs.iter().try_for_each(named)
         }
         Trigger::Period(period) if period.is_zero() => Err(bad(
-            "its period is zero: use `Trigger::FreeRunning` to step as fast as possible"
-                .to_owned(),
+            "its period is zero: use `Trigger::FreeRunning` to step as fast as possible".to_owned(),
         )),
         _ => Ok(()),
     }
@@ -784,12 +864,19 @@ impl RunHandle {
                 .iter()
                 .map(|c| {
                     let n = &c.counters;
-                    let (done, failed) = match c.passthrough_of.as_ref().and_then(|h| h.passthrough.as_ref()) {
+                    let (done, failed) = match c
+                        .passthrough_of
+                        .as_ref()
+                        .and_then(|h| h.passthrough.as_ref())
+                    {
                         Some(p) => (
                             p.decoded.load(Ordering::Relaxed),
                             p.failed.load(Ordering::Relaxed),
                         ),
-                        None => (n.done.load(Ordering::Relaxed), n.failed.load(Ordering::Relaxed)),
+                        None => (
+                            n.done.load(Ordering::Relaxed),
+                            n.failed.load(Ordering::Relaxed),
+                        ),
                     };
                     CodecStats {
                         role: c.role,
@@ -866,22 +953,16 @@ impl RunHandle {
                 known: known.join(", "),
             });
         }
+        // Pixels from the stream's producer, bytes from its encode node.
         let hub = match wanted {
             None => named.first().copied(),
             Some(want) => named
                 .iter()
                 .chain(&encoded)
-                .find(|hub| {
-                    hub.message == want
-                        || hub.passthrough.as_ref().is_some_and(|p| p.encoded == want)
-                })
+                .find(|hub| hub.message == want)
                 .copied(),
         };
-        let Some(hub) = hub.or(named.first().copied()).filter(|h| {
-            wanted.is_none_or(|want| {
-                h.message == want || h.passthrough.as_ref().is_some_and(|p| p.encoded == want)
-            })
-        }) else {
+        let Some(hub) = hub else {
             let carries: Vec<&str> = named.iter().chain(&encoded).map(|h| h.message).collect();
             return Err(TapError::WrongType {
                 stream: stream.to_owned(),

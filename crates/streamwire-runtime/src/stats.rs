@@ -364,7 +364,15 @@ impl fmt::Display for RunStats {
         table(
             &mut out,
             "instances",
-            &["instance", "module", "steps", "cpu", "longest step", "state", "counters"],
+            &[
+                "instance",
+                "module",
+                "steps",
+                "cpu",
+                "longest step",
+                "state",
+                "counters",
+            ],
             &rows,
         );
         let rows: Vec<Vec<String>> = self
@@ -372,7 +380,12 @@ impl fmt::Display for RunStats {
             .iter()
             .map(|o| vec![o.port.clone(), o.stream.clone(), o.published.to_string()])
             .collect();
-        table(&mut out, "outputs", &["output", "stream", "published"], &rows);
+        table(
+            &mut out,
+            "outputs",
+            &["output", "stream", "published"],
+            &rows,
+        );
         let rows: Vec<Vec<String>> = self
             .inputs
             .iter()
@@ -459,7 +472,12 @@ impl fmt::Display for RunStats {
                 ]
             })
             .collect();
-        table(&mut out, "taps", &["stream", "state", "delivered", "dropped"], &rows);
+        table(
+            &mut out,
+            "taps",
+            &["stream", "state", "delivered", "dropped"],
+            &rows,
+        );
         f.write_str(&out)
     }
 }

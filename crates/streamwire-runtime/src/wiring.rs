@@ -86,7 +86,9 @@ impl Wiring {
             match endpoint {
                 Endpoint::Port { instance, port } => {
                     let i = instances.iter().position(|n| std::ptr::eq(*n, *instance))?;
-                    let p = instance.ports().position(|(info, _)| info.field() == *port)?;
+                    let p = instance
+                        .ports()
+                        .position(|(info, _)| info.field() == *port)?;
                     Some(End::Port(i, p))
                 }
                 Endpoint::Codec(codec) => codecs

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use streamwire_core::codec::DynCodec;
 use streamwire_core::{
-    Context, Counter, DropReason, Envelope, InputBinding, ModuleValue, RunContext,
-    Timestamp, Trigger,
+    Context, Counter, DropReason, Envelope, InputBinding, ModuleValue, RunContext, Timestamp,
+    Trigger,
 };
 
 use crate::clock::{Clock, MANUAL_POLL, Signal};
@@ -85,12 +85,12 @@ pub(crate) struct InstanceCounters {
 }
 
 /// What a module's `Context` reads.
-struct InstanceContext {
-    name: String,
-    shared: Arc<Shared>,
-    signal: Arc<Signal>,
-    counters: Arc<InstanceCounters>,
-    finish_requested: AtomicBool,
+pub(crate) struct InstanceContext {
+    pub(crate) name: String,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) signal: Arc<Signal>,
+    pub(crate) counters: Arc<InstanceCounters>,
+    pub(crate) finish_requested: AtomicBool,
 }
 
 impl RunContext for InstanceContext {
@@ -275,58 +275,69 @@ impl InstanceWorker {
         Some(Outcome::Failed(text))
     }
 
-    fn queue(&self, index: Option<usize>) -> Option<&Arc<InputQueue>> {
-        let index = index?;
-        self.inputs.iter().find(|(i, _)| *i == index).map(|(_, q)| q)
-    }
-
-    /// (ready to step, will never be ready again, how long to wait otherwise).
     fn readiness(&self, next_tick: &mut Timestamp) -> (bool, bool, Duration) {
-        let all_closed =
-            !self.inputs.is_empty() && self.inputs.iter().all(|(_, q)| q.is_closed());
-        match &self.trigger {
-            Trigger::AnyInput => (
-                self.inputs.iter().any(|(_, q)| !q.is_empty()),
-                all_closed,
+        readiness(
+            &self.trigger,
+            &self.inputs,
+            self.shared.clock.as_ref(),
+            next_tick,
+        )
+    }
+}
+
+/// For `trigger` over `inputs`: (ready to step, will never be ready again, how long to
+/// wait otherwise). Shared by the run's threads and the harness.
+pub(crate) fn readiness(
+    trigger: &Trigger,
+    inputs: &[(usize, Arc<InputQueue>)],
+    clock: &dyn Clock,
+    next_tick: &mut Timestamp,
+) -> (bool, bool, Duration) {
+    let queue = |index: Option<usize>| {
+        let index = index?;
+        inputs.iter().find(|(i, _)| *i == index).map(|(_, q)| q)
+    };
+    let all_closed = !inputs.is_empty() && inputs.iter().all(|(_, q)| q.is_closed());
+    match trigger {
+        Trigger::AnyInput => (
+            inputs.iter().any(|(_, q)| !q.is_empty()),
+            all_closed,
+            IDLE_RECHECK,
+        ),
+        Trigger::Input(port) => match queue(port.index()) {
+            Some(q) => (!q.is_empty(), q.is_closed(), IDLE_RECHECK),
+            None => (false, true, IDLE_RECHECK),
+        },
+        Trigger::All { inputs: ports, .. } => {
+            let queues: Vec<_> = ports.iter().filter_map(|p| queue(p.index())).collect();
+            (
+                !queues.is_empty() && queues.iter().all(|q| !q.is_empty()),
+                queues.is_empty() || queues.iter().any(|q| q.is_closed()),
                 IDLE_RECHECK,
-            ),
-            Trigger::Input(port) => match self.queue(port.index()) {
-                Some(q) => (!q.is_empty(), q.is_closed(), IDLE_RECHECK),
-                None => (false, true, IDLE_RECHECK),
-            },
-            Trigger::All { inputs, .. } => {
-                let queues: Vec<_> = inputs.iter().filter_map(|p| self.queue(p.index())).collect();
-                (
-                    !queues.is_empty() && queues.iter().all(|q| !q.is_empty()),
-                    queues.is_empty() || queues.iter().any(|q| q.is_closed()),
-                    IDLE_RECHECK,
-                )
-            }
-            Trigger::Period(period) => {
-                let now = self.shared.clock.now();
-                if now >= *next_tick {
-                    let period_nanos = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
-                    let mut next = next_tick.as_nanos().saturating_add(period_nanos.max(1));
-                    // Behind by more than a period (a slow step): skip the missed ticks
-                    // instead of bursting to catch up.
-                    if next <= now.as_nanos() {
-                        next = now.as_nanos().saturating_add(period_nanos.max(1));
-                    }
-                    *next_tick = Timestamp::from_nanos(next);
-                    (true, false, Duration::ZERO)
-                } else {
-                    let wait = self
-                        .shared
-                        .clock
-                        .real_time_until(*next_tick)
-                        .unwrap_or(MANUAL_POLL)
-                        .min(IDLE_RECHECK);
-                    (false, all_closed, wait)
-                }
-            }
-            Trigger::FreeRunning => (true, all_closed, Duration::ZERO),
-            _ => (false, true, IDLE_RECHECK),
+            )
         }
+        Trigger::Period(period) => {
+            let now = clock.now();
+            if now >= *next_tick {
+                let period_nanos = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX).max(1);
+                let mut next = next_tick.as_nanos().saturating_add(period_nanos);
+                // Behind by more than a period (a slow step): skip the missed ticks
+                // instead of bursting to catch up.
+                if next <= now.as_nanos() {
+                    next = now.as_nanos().saturating_add(period_nanos);
+                }
+                *next_tick = Timestamp::from_nanos(next);
+                (true, false, Duration::ZERO)
+            } else {
+                let wait = clock
+                    .real_time_until(*next_tick)
+                    .unwrap_or(MANUAL_POLL)
+                    .min(IDLE_RECHECK);
+                (false, all_closed, wait)
+            }
+        }
+        Trigger::FreeRunning => (true, all_closed, Duration::ZERO),
+        _ => (false, true, IDLE_RECHECK),
     }
 }
 

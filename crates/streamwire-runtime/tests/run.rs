@@ -1,0 +1,539 @@
+//! Whole runs: blueprints started, watched, tapped and stopped. Every assertion is on a
+//! count or a reason; waits have generous guards only.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Camera, GUARD, Recorder, Viewer};
+use streamwire_core::{Compressed, Context, In, Node, NodeResult, Out, Timestamp, Trigger};
+use streamwire_graph::{Blueprint, Placement};
+use streamwire_macros::Module;
+use streamwire_msgs::{CompressedImage, Image};
+use streamwire_runtime::{EndReason, RunHandle, RunOptions, RunStats, Runtime, StartError};
+
+fn start(blueprint: Blueprint) -> RunHandle {
+    Runtime::start(blueprint.into_runnable().unwrap(), RunOptions::default()).unwrap()
+}
+
+/// Polls `stats` until `done` holds, within the guard.
+fn wait_until(handle: &RunHandle, done: impl Fn(&RunStats) -> bool) -> RunStats {
+    let began = Instant::now();
+    loop {
+        let stats = handle.stats();
+        if done(&stats) || began.elapsed() > GUARD {
+            return stats;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn input<'a>(stats: &'a RunStats, port: &str) -> &'a streamwire_runtime::InputStats {
+    stats
+        .inputs
+        .iter()
+        .find(|i| i.port == port)
+        .unwrap_or_else(|| panic!("no input {port} in {stats}"))
+}
+
+fn codec<'a>(stats: &'a RunStats, role: &str, stream: &str) -> &'a streamwire_runtime::CodecStats {
+    stats
+        .codecs
+        .iter()
+        .find(|c| c.role.to_string() == role && c.stream == stream && c.codec == "jpeg")
+        .unwrap_or_else(|| panic!("no {role} of {stream} in {stats}"))
+}
+
+#[test]
+fn a_finite_source_ends_the_run_with_finished() {
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(5, Duration::from_millis(1)));
+    bp.add("viewer", Viewer::new());
+    bp.autoconnect();
+    let report = start(bp).wait_timeout(GUARD);
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    assert!(report.stragglers.is_empty());
+    let viewer = input(&report.stats, "viewer.frames");
+    // Keep-last queues may drop under load; every frame is either delivered or counted.
+    assert_eq!(viewer.delivered + viewer.dropped.queue_full, 5, "{report}");
+    // The histogram counts every delivery.
+    assert_eq!(viewer.latency.count, viewer.delivered);
+    assert_eq!(report.stats.outputs[0].published, 5);
+    assert!(report.stats.instances.iter().all(|i| i.finished));
+}
+
+#[test]
+fn a_slow_consumer_does_not_reduce_what_a_fast_one_receives() {
+    #[derive(Module)]
+    #[module(crate = streamwire_core)]
+    struct FastViewer {
+        #[port(name = "color_image", keep_all)]
+        frames: In<Image>,
+    }
+    impl Node for FastViewer {
+        fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+            while self.frames.recv()?.is_some() {
+                cx.counter("seen").increment();
+            }
+            Ok(())
+        }
+    }
+
+    let frames = 200;
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(frames, Duration::from_millis(1)));
+    bp.add("fast", FastViewer { frames: In::new() });
+    let mut slow = Viewer::new();
+    slow.work = Duration::from_millis(10);
+    bp.add("slow", slow);
+    bp.autoconnect();
+    let report = start(bp).wait_timeout(GUARD);
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    let fast = input(&report.stats, "fast.frames");
+    let slow = input(&report.stats, "slow.frames");
+    assert_eq!(fast.delivered, u64::from(frames), "{report}");
+    assert_eq!(fast.dropped.total(), 0);
+    // The slow one (keep-last 10, 10x slower than the camera) drops, and counts it.
+    assert_eq!(slow.delivered + slow.dropped.queue_full, u64::from(frames));
+    assert!(slow.dropped.queue_full > 0, "{report}");
+}
+
+#[test]
+fn encode_once_for_three_pixel_consumers_and_one_byte_consumer() {
+    let frames = 20;
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(frames, Duration::from_millis(2)));
+    // One pixel consumer in the camera's process (zero-copy, no codec), two in `ui`
+    // (one decode shared), and a recorder that wants the bytes in `web`.
+    bp.add("local", Viewer::new());
+    let a = bp.add("ui_a", Viewer::new());
+    let b = bp.add("ui_b", Viewer::new());
+    let recorder = bp.add("recorder", Recorder::new());
+    bp.place(&a, Placement::process("ui"));
+    bp.place(&b, Placement::process("ui"));
+    bp.place(&recorder, Placement::process("web"));
+    bp.autoconnect();
+    let plan = bp.build().unwrap();
+    assert_eq!(plan.codec_nodes().count(), 2, "{plan}");
+
+    let report = start(bp).wait_timeout(GUARD);
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    let encode = codec(&report.stats, "encode", "color_image");
+    let decode = codec(&report.stats, "decode", "color_image");
+    // Every frame that reached the encoder was encoded exactly once (its keep-last 10
+    // queue may shed frames under load, never encode one twice).
+    assert!(
+        encode.done > 0 && encode.done <= u64::from(frames),
+        "{report}"
+    );
+    assert_eq!(encode.skipped, 0);
+    let recorded = report
+        .stats
+        .instances
+        .iter()
+        .find(|i| i.name == "recorder")
+        .and_then(|i| i.counters.iter().find(|(k, _)| k == "recorded"))
+        .map_or(0, |(_, v)| *v);
+    let recorder_in = input(&report.stats, "recorder.jpeg");
+    assert_eq!(recorded, recorder_in.delivered);
+    assert_eq!(
+        recorder_in.delivered + recorder_in.dropped.queue_full,
+        encode.done
+    );
+    // One decoder for both `ui` consumers: it decoded what it got once.
+    assert!(decode.done <= encode.done);
+    for port in ["ui_a.frames", "ui_b.frames"] {
+        let i = input(&report.stats, port);
+        assert_eq!(
+            i.delivered + i.dropped.queue_full,
+            decode.done,
+            "{port}: {report}"
+        );
+    }
+    let local = input(&report.stats, "local.frames");
+    assert_eq!(
+        local.delivered + local.dropped.queue_full,
+        u64::from(frames)
+    );
+}
+
+#[test]
+fn a_tap_drives_encoding_detaching_stops_it_and_reattaching_resumes() {
+    // No byte consumer in the plan: the camera's bytes exist only for taps.
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(u32::MAX, Duration::from_millis(2)));
+    bp.add("viewer", Viewer::new());
+    bp.autoconnect();
+    let handle = start(bp);
+    let encoded = |s: &RunStats| codec(s, "encode", "color_image").done;
+    let skipped = |s: &RunStats| codec(s, "encode", "color_image").skipped;
+
+    // Nobody listens: frames are skipped, none encoded.
+    let stats = wait_until(&handle, |s| skipped(s) >= 3);
+    assert!(skipped(&stats) >= 3, "{stats}");
+    assert_eq!(encoded(&stats), 0, "{stats}");
+
+    // A tap by the stream's name, asking for the bytes.
+    let tap = handle.tap::<CompressedImage>("color_image").unwrap();
+    let first = tap
+        .recv_timeout(GUARD)
+        .expect("the tap receives encoded frames");
+    assert!(first.message.format().contains("jpeg"));
+    let stats = wait_until(&handle, |s| encoded(s) >= 3);
+    assert!(encoded(&stats) >= 3);
+
+    // Detached: encoding stops, skipped frames are counted.
+    drop(tap);
+    let at_detach = handle.stats();
+    let stats = wait_until(&handle, |s| skipped(s) >= skipped(&at_detach) + 3);
+    assert!(skipped(&stats) >= skipped(&at_detach) + 3, "{stats}");
+    // At most the frame in flight at the detach was encoded after it.
+    assert!(encoded(&stats) <= encoded(&at_detach) + 1, "{stats}");
+
+    // Re-attached by the encoded name: encoding resumes.
+    let tap = handle
+        .tap::<CompressedImage>("color_image/compressed")
+        .unwrap();
+    assert!(tap.recv_timeout(GUARD).is_some());
+    assert!(handle.stats().taps.iter().any(|t| t.attached));
+    drop(tap);
+    let report = handle.wait_timeout(Duration::ZERO);
+    assert_eq!(report.reason, EndReason::Stopped);
+}
+
+#[test]
+fn a_tap_receives_pixels_by_name_and_wrong_names_are_clear_errors() {
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(u32::MAX, Duration::from_millis(2)));
+    bp.add("viewer", Viewer::new());
+    bp.autoconnect();
+    let handle = start(bp);
+    let tap = handle.tap::<Image>("color_image").unwrap();
+    let frame = tap.recv_timeout(GUARD).unwrap();
+    assert_eq!(frame.message.width(), 32);
+    let any = handle.tap_any("color_image").unwrap();
+    assert!(any.recv_timeout(GUARD).is_some());
+
+    let unknown = handle.tap::<Image>("colour_image").unwrap_err().to_string();
+    assert!(unknown.contains("no stream `colour_image`"), "{unknown}");
+    assert!(unknown.contains("color_image"), "{unknown}");
+    let wrong = handle
+        .tap::<streamwire_msgs::Odometry>("color_image")
+        .unwrap_err()
+        .to_string();
+    assert!(wrong.contains("carries"), "{wrong}");
+
+    // Read mid-run: the taps show, attached.
+    let stats = handle.stats();
+    assert_eq!(
+        stats.taps.iter().filter(|t| t.attached).count(),
+        2,
+        "{stats}"
+    );
+    assert!(stats.outputs[0].published > 0);
+    drop((tap, any));
+    let report = handle.wait_timeout(Duration::ZERO);
+    assert_eq!(report.stats.taps.iter().filter(|t| t.attached).count(), 0);
+}
+
+/// An MJPEG camera: publishes ready-made JPEG bytes; one corrupt frame in the middle.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct MjpegCamera {
+    color_image: Out<Compressed<Image>>,
+    #[state]
+    frames: Vec<CompressedImage>,
+}
+
+impl Node for MjpegCamera {
+    fn trigger(&self) -> Trigger {
+        Trigger::Period(Duration::from_millis(2))
+    }
+
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        if self.frames.is_empty() {
+            cx.finish();
+            return Ok(());
+        }
+        let frame = self.frames.remove(0);
+        self.color_image.publish_encoded(frame)?;
+        Ok(())
+    }
+}
+
+fn jpeg_frames(n: u32) -> Vec<CompressedImage> {
+    use streamwire_core::Codec;
+    let jpeg = streamwire_msgs::Jpeg::default();
+    (0..n)
+        .map(|i| jpeg.encode(&common::frame(i, 32, 16)).unwrap())
+        .collect()
+}
+
+/// Sums what a byte consumer received, to compare with what was sent.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct ByteSink {
+    #[port(name = "color_image/compressed", keep_all)]
+    jpeg: In<Compressed<Image>>,
+    #[state]
+    received: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Node for ByteSink {
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        while let Some(jpeg) = self.jpeg.recv()? {
+            if let Ok(mut received) = self.received.lock() {
+                received.push(jpeg.message.data().to_vec());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn ready_made_bytes_pass_through_unchanged_and_pixels_get_one_decode() {
+    let frames = jpeg_frames(6);
+    let sent: Vec<Vec<u8>> = frames.iter().map(|f| f.data().to_vec()).collect();
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut bp = Blueprint::new();
+    bp.add(
+        "camera",
+        MjpegCamera {
+            color_image: Out::new(),
+            frames,
+        },
+    );
+    let mut viewer = Viewer::new();
+    viewer.frames = In::new();
+    bp.add("viewer", viewer);
+    let sink = bp.add(
+        "sink",
+        ByteSink {
+            jpeg: In::new(),
+            received: received.clone(),
+        },
+    );
+    bp.place(&sink, Placement::process("web"));
+    bp.autoconnect();
+    let report = start(bp).wait_timeout(GUARD);
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    let encode = codec(&report.stats, "encode", "color_image");
+    assert_eq!(encode.done, 0, "nothing is re-encoded: {report}");
+    assert_eq!(encode.passed_through, 6);
+    assert_eq!(*received.lock().unwrap(), sent, "byte-identical");
+    let ready_made = report
+        .stats
+        .codecs
+        .iter()
+        .find(|c| c.codec == "ready-made")
+        .unwrap();
+    assert_eq!(
+        ready_made.done, 6,
+        "one decode per frame for the pixel consumer"
+    );
+    let viewer = input(&report.stats, "viewer.frames");
+    assert_eq!(viewer.delivered + viewer.dropped.queue_full, 6);
+}
+
+#[test]
+fn a_corrupt_frame_is_counted_and_skipped_and_the_stream_goes_on() {
+    let mut frames = jpeg_frames(5);
+    let good = frames[2].clone();
+    let mut bytes = good.data().to_vec();
+    let cut = bytes.len() / 3;
+    bytes.truncate(cut);
+    frames[2] = CompressedImage::new(good.format(), bytes, 32, 16).unwrap();
+    let mut bp = Blueprint::new();
+    bp.add(
+        "camera",
+        MjpegCamera {
+            color_image: Out::new(),
+            frames,
+        },
+    );
+    let viewer = bp.add("viewer", Viewer::new());
+    bp.place(&viewer, Placement::process("ui"));
+    bp.autoconnect();
+    let report = start(bp).wait_timeout(GUARD);
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    let decode = codec(&report.stats, "decode", "color_image");
+    assert_eq!(decode.failed, 1, "{report}");
+    assert_eq!(decode.done, 4);
+    let viewer = input(&report.stats, "viewer.frames");
+    assert_eq!(viewer.dropped.decode_failed, 1);
+    assert_eq!(viewer.delivered + viewer.dropped.queue_full, 4);
+}
+
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct Fragile {
+    #[port(name = "color_image")]
+    frames: In<Image>,
+}
+
+impl Node for Fragile {
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        if let Some(frame) = self.frames.recv()?
+            && frame.header.seq == 2
+        {
+            panic!("cannot handle frame {}", frame.header.seq);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_panicking_module_is_reported_by_name_and_the_run_stops_cleanly() {
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(u32::MAX, Duration::from_millis(1)));
+    bp.add("fragile", Fragile { frames: In::new() });
+    bp.add("viewer", Viewer::new());
+    bp.autoconnect();
+    let report = start(bp).wait_timeout(GUARD);
+    assert_eq!(report.reason, EndReason::Failed, "{report}");
+    let failure = report.failure.clone().unwrap();
+    assert!(
+        failure.contains(
+            "instance `fragile` (Fragile) failed in step: panicked: cannot handle frame 2"
+        ),
+        "{failure}"
+    );
+    assert!(report.stragglers.is_empty(), "{report}");
+    assert!(
+        report.stats.instances.iter().all(|i| i.finished),
+        "{report}"
+    );
+}
+
+/// Ignores the stop: one step that blocks far longer than the stop deadline.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct Stubborn {
+    #[port(name = "color_image")]
+    frames: In<Image>,
+}
+
+impl Node for Stubborn {
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        let _ = self.frames.recv()?;
+        std::thread::sleep(Duration::from_secs(3));
+        Ok(())
+    }
+}
+
+#[test]
+fn stop_under_overload_joins_the_rest_and_names_the_straggler() {
+    let mut bp = Blueprint::new();
+    // A source at full rate, a consumer 10x too slow for it, and one that ignores stop.
+    bp.add("camera", Camera::new(u32::MAX, Duration::ZERO));
+    let mut slow = Viewer::new();
+    slow.work = Duration::from_millis(1);
+    bp.add("slow", slow);
+    bp.add("stubborn", Stubborn { frames: In::new() });
+    bp.autoconnect();
+    let options = RunOptions {
+        stop_deadline: Duration::from_millis(300),
+        stall_after: Duration::from_millis(100),
+        ..RunOptions::default()
+    };
+    let handle = Runtime::start(bp.into_runnable().unwrap(), options).unwrap();
+    let stats = wait_until(&handle, |s| {
+        s.instances
+            .iter()
+            .any(|i| i.name == "stubborn" && i.stalled)
+    });
+    assert!(
+        stats
+            .instances
+            .iter()
+            .any(|i| i.name == "stubborn" && i.stalled),
+        "{stats}"
+    );
+    handle.stop();
+    let report = handle.wait();
+    assert_eq!(report.reason, EndReason::Stopped);
+    assert_eq!(report.stragglers, ["stubborn"], "{report}");
+    let slow = input(&report.stats, "slow.frames");
+    assert!(
+        slow.dropped.queue_full > 0,
+        "overloaded, and counted: {report}"
+    );
+}
+
+#[test]
+fn a_module_without_behaviour_or_with_a_trigger_that_cannot_fire_does_not_start() {
+    #[derive(Module)]
+    #[module(crate = streamwire_core)]
+    struct JustPorts {
+        color_image: Out<Image>,
+    }
+    let mut bp = Blueprint::new();
+    bp.add(
+        "ports_only",
+        JustPorts {
+            color_image: Out::new(),
+        },
+    );
+    let error = Runtime::start(bp.into_runnable().unwrap(), RunOptions::default()).unwrap_err();
+    assert!(matches!(error, StartError::NoBehaviour { .. }));
+    assert_eq!(
+        error.to_string(),
+        "instance `ports_only` (JustPorts) has no behaviour: implement `streamwire::Node` for `JustPorts` (its `step` is what runs)"
+    );
+
+    #[derive(Module)]
+    #[module(crate = streamwire_core)]
+    struct Silent {
+        color_image: Out<Image>,
+    }
+    impl Node for Silent {
+        fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+            Ok(())
+        }
+    }
+    let mut bp = Blueprint::new();
+    bp.add(
+        "silent",
+        Silent {
+            color_image: Out::new(),
+        },
+    );
+    let error = Runtime::start(bp.into_runnable().unwrap(), RunOptions::default()).unwrap_err();
+    assert!(error.to_string().contains("Trigger::Period"), "{error}");
+}
+
+#[test]
+fn codec_nodes_keep_the_producers_header_and_the_sensor_stamp() {
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(u32::MAX, Duration::from_millis(2)));
+    let viewer = bp.add("viewer", Viewer::new());
+    bp.place(&viewer, Placement::process("ui"));
+    bp.autoconnect();
+    let handle = start(bp);
+    let raw = handle.tap::<Image>("color_image").unwrap();
+    let bytes = handle
+        .tap::<CompressedImage>("color_image/compressed")
+        .unwrap();
+    let first_raw = raw.recv_timeout(GUARD).unwrap();
+    // Find the same frame among the encoded ones: same seq, same publish time, same stamp.
+    let began = Instant::now();
+    let mut matched = None;
+    while matched.is_none() && began.elapsed() < GUARD {
+        if let Some(encoded) = bytes.recv_timeout(GUARD)
+            && encoded.header.seq >= first_raw.header.seq
+        {
+            matched = Some(encoded);
+        }
+    }
+    let encoded = matched.unwrap();
+    let raw_again = std::iter::once(first_raw)
+        .chain(std::iter::from_fn(|| raw.recv_timeout(GUARD)))
+        .find(|r| r.header.seq == encoded.header.seq)
+        .unwrap();
+    assert_eq!(encoded.header, raw_again.header);
+    assert_eq!(encoded.message.stamp(), raw_again.message.stamp());
+    assert_ne!(encoded.message.stamp(), Timestamp::ZERO);
+    drop((raw, bytes));
+    handle.stop();
+    handle.wait();
+}
