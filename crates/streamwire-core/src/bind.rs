@@ -418,6 +418,12 @@ impl Slop {
     }
 }
 
+/// A pair of messages from two inputs, as [`pair_by_stamp`] returns it.
+pub type Pair<A, B> = (
+    Delivered<<A as Payload>::Delivered>,
+    Delivered<<B as Payload>::Delivered>,
+);
+
 /// Takes the next pair of messages from `a` and `b` whose sensor stamps match within
 /// `slop`, dropping (and counting as `unpaired`) every older message that has no
 /// partner. `None` when one of the queues runs dry before a pair is found.
@@ -428,7 +434,7 @@ pub fn pair_by_stamp<A, B>(
     a: &mut In<A>,
     b: &mut In<B>,
     slop: Slop,
-) -> Result<Option<(Delivered<A::Delivered>, Delivered<B::Delivered>)>, PortError>
+) -> Result<Option<Pair<A, B>>, PortError>
 where
     A: Payload,
     B: Payload,

@@ -32,7 +32,7 @@ mod node;
 pub mod port;
 
 pub use bind::{
-    AnyPort, DropReason, Envelope, InputBinding, OutputBinding, PortError, Slop, Stamped,
+    AnyPort, DropReason, Envelope, InputBinding, OutputBinding, Pair, PortError, Slop, Stamped,
     pair_by_stamp,
 };
 pub use codec::{

@@ -246,6 +246,15 @@ impl<M: Module + Node> Harness<M> {
         counts
     }
 
+    /// Latency of input `port`: arrival (the module's `recv`) minus publish time on the
+    /// manual clock, with deliveries "from the future" counted as clock skew.
+    pub fn latency<P: Payload>(&self, port: PortHandle<In<P>>) -> crate::LatencySummary {
+        match self.inputs.get(port.port_index()) {
+            Some(Some((_, queue))) => queue.latency(),
+            _ => crate::LatencySummary::default(),
+        }
+    }
+
     /// The module's own counter `name` (`cx.counter(name)`), zero if never used.
     pub fn counter(&self, name: &str) -> u64 {
         self.context

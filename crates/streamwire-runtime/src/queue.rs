@@ -244,3 +244,88 @@ impl InputBinding for InputQueue {
         self.count(reason);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    use streamwire_core::{Envelope, Header, InputBinding, Timestamp};
+    use streamwire_msgs::Odometry;
+
+    use super::{Bound, InputQueue};
+    use crate::clock::{ManualClock, Signal};
+
+    fn envelope(seq: u64) -> Envelope {
+        Envelope {
+            header: Header {
+                seq,
+                publish_time: Timestamp::ZERO,
+            },
+            message: Arc::new(
+                Odometry::new("odom", "base", Default::default(), Default::default()).unwrap(),
+            ),
+        }
+    }
+
+    fn keep_all(clock: &Arc<ManualClock>) -> Arc<InputQueue> {
+        InputQueue::new(
+            Bound::KeepAll {
+                depth: 2,
+                deadline: Duration::from_millis(100),
+            },
+            Signal::new(),
+            clock.clone(),
+            Arc::new(AtomicBool::new(false)),
+        )
+    }
+
+    /// Waits (real time, generous) for a pusher thread; the test never asserts speed.
+    fn joined(pusher: std::thread::JoinHandle<bool>) -> bool {
+        pusher.join().unwrap()
+    }
+
+    #[test]
+    fn keep_all_blocks_the_producer_then_drops_after_the_deadline() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_nanos(1)));
+        let queue = keep_all(&clock);
+        assert!(queue.push(envelope(0)));
+        assert!(queue.push(envelope(1)));
+        let pusher = {
+            let queue = queue.clone();
+            std::thread::spawn(move || queue.push(envelope(2)))
+        };
+        // The producer waits: nothing dropped while the run clock stands still.
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(!pusher.is_finished());
+        assert_eq!(queue.dropped(streamwire_core::DropReason::QueueFull), 0);
+        clock.advance(Duration::from_millis(99));
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(!pusher.is_finished(), "99 ms is inside the 100 ms deadline");
+        clock.advance(Duration::from_millis(2));
+        assert!(!joined(pusher), "dropped after the deadline");
+        assert_eq!(queue.dropped(streamwire_core::DropReason::QueueFull), 1);
+        assert_eq!(queue.len(), 2);
+    }
+
+    #[test]
+    fn keep_all_delivers_when_the_consumer_makes_room_in_time() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_nanos(1)));
+        let queue = keep_all(&clock);
+        assert!(queue.push(envelope(0)));
+        assert!(queue.push(envelope(1)));
+        let pusher = {
+            let queue = queue.clone();
+            std::thread::spawn(move || queue.push(envelope(2)))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(queue.pop().map(|e| e.header.seq), Some(0));
+        assert!(joined(pusher));
+        let seqs: Vec<u64> = std::iter::from_fn(|| queue.pop())
+            .map(|e| e.header.seq)
+            .collect();
+        assert_eq!(seqs, [1, 2]);
+        assert_eq!(queue.dropped(streamwire_core::DropReason::QueueFull), 0);
+    }
+}

@@ -261,6 +261,24 @@ pub struct RunReport {
     pub stats: RunStats,
 }
 
+impl RunReport {
+    /// A report of these parts (runs make their own; tools that merge or replay reports
+    /// use this).
+    pub fn new(
+        reason: EndReason,
+        failure: Option<String>,
+        stragglers: Vec<String>,
+        stats: RunStats,
+    ) -> RunReport {
+        RunReport {
+            reason,
+            failure,
+            stragglers,
+            stats,
+        }
+    }
+}
+
 impl fmt::Display for RunReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "run {} after {}", self.reason, ms(self.stats.elapsed))?;
