@@ -210,7 +210,11 @@ pub enum Durability {
 pub enum History {
     /// Keep the newest `n` messages (`n >= 1`).
     KeepLast(u32),
-    /// Keep everything (bounded by memory: use with care).
+    /// Deliver everything, within bounds: the queue holds up to the runtime's keep-all
+    /// depth (default 10); a producer finding it full waits up to a deadline (default
+    /// 100 ms of run-clock time) for room, then drops the message and counts it. Nothing
+    /// is unbounded. On a stream with several consumers, a slow keep-all consumer delays
+    /// the producer (and so the others) by up to that deadline per message.
     KeepAll,
 }
 

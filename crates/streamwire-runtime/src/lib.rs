@@ -35,7 +35,9 @@ mod worker;
 
 pub use clock::{Clock, ManualClock, ScaledClock, SystemClock};
 pub use harness::{Harness, HarnessError};
-pub use runtime::{AnyTap, RunHandle, RunOptions, Runtime, StartError, StopFlag, Tap, TapError};
+pub use runtime::{
+    AnyTap, Run, RunError, RunHandle, RunOptions, Runtime, StartError, StopFlag, Tap, TapError,
+};
 pub use stats::{
     CodecRole, CodecStats, DropCounts, EndReason, InputStats, InstanceStats, LatencySummary,
     LinkStats, OutputStats, RunReport, RunStats, TapStats,

@@ -147,6 +147,76 @@ pub enum TapError {
 #[derive(Debug)]
 pub struct Runtime;
 
+/// Why `blueprint.run(..)` failed: the blueprint did not build, or the run did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The blueprint has problems (each named in the error).
+    #[error(transparent)]
+    Build(#[from] streamwire_graph::BuildError),
+    /// The run could not start.
+    #[error(transparent)]
+    Start(#[from] StartError),
+}
+
+/// `blueprint.run(options)`: build the plan and start it, in one call.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use serde::{Deserialize, Serialize};
+/// # use streamwire_core::{Context, In, Node, NodeResult, Out, Trigger};
+/// # use streamwire_graph::Blueprint;
+/// # use streamwire_macros::{Message, Module};
+/// use streamwire_runtime::{EndReason, Run, RunOptions};
+/// # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+/// # #[message(name = "doc/Tick", crate = streamwire_core)]
+/// # pub struct Tick(u32);
+///
+/// /// Counts to three at 100 Hz, then finishes.
+/// #[derive(Module)]
+/// #[module(crate = streamwire_core)]
+/// pub struct Counter { pub tick: Out<Tick>, #[state] pub n: u32 }
+///
+/// impl Node for Counter {
+///     fn trigger(&self) -> Trigger { Trigger::rate(100.0) }
+///     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+///         if self.n == 3 { cx.finish(); } else { self.tick.publish(Tick(self.n))?; self.n += 1; }
+///         Ok(())
+///     }
+/// }
+///
+/// /// Prints ticks: a reactor.
+/// #[derive(Module)]
+/// #[module(crate = streamwire_core)]
+/// pub struct Printer { pub tick: In<Tick> }
+///
+/// impl Node for Printer {
+///     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+///         while let Some(tick) = self.tick.recv()? { println!("tick {}", tick.message.0); }
+///         Ok(())
+///     }
+/// }
+///
+/// let mut blueprint = Blueprint::new();
+/// blueprint.add("counter", Counter { tick: Out::new(), n: 0 });
+/// blueprint.add("printer", Printer { tick: In::new() });
+/// blueprint.autoconnect();
+/// let report = blueprint.run(RunOptions::default())?.wait_timeout(Duration::from_secs(10));
+/// assert_eq!(report.reason, EndReason::Finished);
+/// assert_eq!(report.stats.outputs[0].published, 3);
+/// # Ok::<(), streamwire_runtime::RunError>(())
+/// ```
+pub trait Run {
+    /// Builds the plan and starts every module and codec node of it.
+    fn run(self, options: RunOptions) -> Result<RunHandle, RunError>;
+}
+
+impl Run for streamwire_graph::Blueprint {
+    fn run(self, options: RunOptions) -> Result<RunHandle, RunError> {
+        Ok(Runtime::start(self.into_runnable()?, options)?)
+    }
+}
+
 struct ThreadRecord {
     name: String,
     is_instance: bool,
@@ -862,6 +932,15 @@ impl RunHandle {
             codecs: r
                 .codecs
                 .iter()
+                // The decode of ready-made bytes is listed once it has done something.
+                .filter(|c| {
+                    c.passthrough_of
+                        .as_ref()
+                        .and_then(|h| h.passthrough.as_ref())
+                        .is_none_or(|p| {
+                            p.decoded.load(Ordering::Relaxed) + p.failed.load(Ordering::Relaxed) > 0
+                        })
+                })
                 .map(|c| {
                     let n = &c.counters;
                     let (done, failed) = match c

@@ -1,7 +1,10 @@
 //! One module at a time, on the runtime's real queues, with a manual clock: QoS drops,
 //! `all` pairing by stamp, `latest`, periods and clock skew, all deterministic.
 
-#![expect(clippy::unwrap_used, reason = "test helpers: a failure is the test failing")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers: a failure is the test failing"
+)]
 
 use std::time::Duration;
 

@@ -1,7 +1,10 @@
 //! Whole runs: blueprints started, watched, tapped and stopped. Every assertion is on a
 //! count or a reason; waits have generous guards only.
 
-#![expect(clippy::unwrap_used, reason = "test helpers: a failure is the test failing")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers: a failure is the test failing"
+)]
 
 mod common;
 

@@ -18,11 +18,16 @@ pub use streamwire_macros::{Message, Module};
 /// The built-in messages and their codecs.
 pub use streamwire_msgs as msgs;
 
+/// Running blueprints: [`Runtime`](runtime::Runtime), run handles, taps, statistics and
+/// the one-module [`Harness`](runtime::Harness).
+pub use streamwire_runtime as runtime;
+
 /// Everything a module author or blueprint writer needs, in one `use`.
 pub mod prelude {
     pub use streamwire_core::{
-        Codec, CodecError, CodecParams, Compressed, DefaultCodec, Delivered, Fidelity, Header, In,
-        Message, Module, Out, Timestamp,
+        Codec, CodecError, CodecParams, Compressed, Context, DefaultCodec, Delivered, Fidelity,
+        Header, In, Message, Module, Node, NodeResult, Out, Slop, Timestamp, Trigger,
+        pair_by_stamp,
     };
     pub use streamwire_graph::{
         AutoTable, Blueprint, BuildError, Compression, Locality, Placement, Plan, Report,
@@ -32,4 +37,5 @@ pub mod prelude {
     pub use streamwire_msgs::{
         CompressedImage, DepthImage, Image, ImageEncoding, Jpeg, Odometry, PointCloud, Zstd,
     };
+    pub use streamwire_runtime::{EndReason, Harness, Run, RunHandle, RunOptions, RunReport};
 }

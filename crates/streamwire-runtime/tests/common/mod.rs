@@ -1,6 +1,9 @@
 //! Modules shared by the runtime's tests.
 #![allow(dead_code, unreachable_pub, reason = "each test binary uses a part")]
-#![expect(clippy::unwrap_used, reason = "test helpers: a failure is the test failing")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers: a failure is the test failing"
+)]
 
 use std::time::Duration;
 
