@@ -119,11 +119,20 @@ pub(crate) const MANUAL_POLL: Duration = Duration::from_millis(1);
 /// A wake-up counter: producers bump it after queueing, the stop bumps every one, and a
 /// waiter sleeps until it changes. Reading the count before checking for work and waiting
 /// "since" that count means no wake-up is ever lost.
+///
+/// A waiter spins briefly before it blocks: a message that arrives within a few
+/// microseconds is then taken without the cost of a futex sleep and wake-up (tens of
+/// microseconds on a VM), as channel implementations do.
 #[derive(Debug, Default)]
 pub(crate) struct Signal {
-    count: Mutex<u64>,
+    count: AtomicU64,
+    sleepers: AtomicU64,
+    lock: Mutex<()>,
     changed: Condvar,
 }
+
+/// Spin iterations before blocking (about a few microseconds).
+const SPINS: u32 = 200;
 
 impl Signal {
     pub(crate) fn new() -> Arc<Signal> {
@@ -132,23 +141,33 @@ impl Signal {
 
     /// The current count, to wait "since".
     pub(crate) fn count(&self) -> u64 {
-        self.count.lock().map(|c| *c).unwrap_or(0)
+        self.count.load(Ordering::SeqCst)
     }
 
     pub(crate) fn notify(&self) {
-        if let Ok(mut count) = self.count.lock() {
-            *count = count.wrapping_add(1);
+        self.count.fetch_add(1, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            // Taking the lock orders this wake-up after a sleeper's last check.
+            drop(self.lock.lock());
+            self.changed.notify_all();
         }
-        self.changed.notify_all();
     }
 
     /// Waits until the count differs from `since`, or `timeout` passes.
     pub(crate) fn wait(&self, since: u64, timeout: Duration) {
-        let Ok(guard) = self.count.lock() else {
+        for _ in 0..SPINS {
+            if self.count() != since {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        let Ok(guard) = self.lock.lock() else {
             return;
         };
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
         let _ = self
             .changed
-            .wait_timeout_while(guard, timeout, |count| *count == since);
+            .wait_timeout_while(guard, timeout, |_| self.count() == since);
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 }
