@@ -23,6 +23,150 @@
 //!   are joined with a deadline and stragglers named.
 //!
 //! A single module is tested without a blueprint with the [`Harness`].
+//!
+//! # The shapes of a module
+//!
+//! Every module is a struct of ports (`#[derive(Module)]`) with a behaviour
+//! ([`Node`](streamwire_core::Node)): a `step` the runtime calls when the module's
+//! trigger fires. Each shape below runs in the harness, as it would in a blueprint.
+//!
+//! A **source** has no inputs and produces on its own schedule, here at a rate of
+//! run-clock time (like ROS `Rate`):
+//!
+//! ```
+//! # use std::time::Duration;
+//! # use serde::{Deserialize, Serialize};
+//! # use streamwire_core::{Context, Node, NodeResult, Out, Trigger};
+//! # use streamwire_macros::{Message, Module};
+//! # use streamwire_runtime::Harness;
+//! # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+//! # #[message(name = "doc/Reading", crate = streamwire_core)]
+//! # pub struct Reading(f32);
+//! /// A thermometer read at 10 Hz.
+//! #[derive(Module)]
+//! #[module(crate = streamwire_core)]
+//! pub struct Thermometer {
+//!     pub temperature: Out<Reading>,
+//! }
+//!
+//! impl Node for Thermometer {
+//!     fn trigger(&self) -> Trigger {
+//!         Trigger::rate(10.0)
+//!     }
+//!     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+//!         self.temperature.publish(Reading(21.5))?;
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let mut harness = Harness::new(Thermometer { temperature: Out::new() });
+//! let ports = harness.ports();
+//! harness.run_until_idle()?; // the first tick
+//! harness.clock().advance(Duration::from_millis(100));
+//! harness.run_until_idle()?; // one period later
+//! assert_eq!(harness.take(ports.temperature).len(), 2);
+//! # Ok::<(), streamwire_runtime::HarnessError>(())
+//! ```
+//!
+//! A **reactor** handles its input as it comes and publishes (the default trigger: any
+//! input has a message); see [`Harness`] for one. A module that **waits on several inputs
+//! at once** pairs them by sensor stamp, exactly or within a slop (ROS message_filters'
+//! ExactTime and ApproximateTime), and what finds no partner is dropped and counted:
+//!
+//! ```
+//! # use std::time::Duration;
+//! # use streamwire_core::{Context, In, Node, NodeResult, Slop, Timestamp, Trigger, pair_by_stamp};
+//! # use streamwire_macros::Module;
+//! # use streamwire_msgs::{DepthImage, Image, ImageEncoding};
+//! # use streamwire_runtime::Harness;
+//! const SLOP: Slop = Slop::Within(Duration::from_millis(5));
+//!
+//! /// Colour and depth of the same instant, for a point cloud.
+//! #[derive(Module)]
+//! #[module(crate = streamwire_core)]
+//! pub struct Rgbd {
+//!     #[port(keep_all)]
+//!     pub color: In<Image>,
+//!     #[port(keep_all)]
+//!     pub depth: In<DepthImage>,
+//!     #[state]
+//!     pub pairs: u32,
+//! }
+//!
+//! impl Node for Rgbd {
+//!     fn trigger(&self) -> Trigger {
+//!         Trigger::all([(&self.color).into(), (&self.depth).into()], SLOP)
+//!     }
+//!     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+//!         // Typed: `color` is a `Delivered<Image>`, `depth` a `Delivered<DepthImage>`.
+//!         while let Some((_color, _depth)) = pair_by_stamp(&mut self.color, &mut self.depth, SLOP)? {
+//!             self.pairs += 1;
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let at = |ms: u64| Timestamp::from_nanos(ms * 1_000_000);
+//! let mut harness = Harness::new(Rgbd { color: In::new(), depth: In::new(), pairs: 0 });
+//! let ports = harness.ports();
+//! for ms in [0, 33, 66] {
+//!     let color = Image::from_packed(1, 1, ImageEncoding::Mono8, vec![0u8]).unwrap();
+//!     harness.feed(ports.color, color.with_stamp(at(ms)))?;
+//! }
+//! for ms in [1, 68] {
+//!     let depth = DepthImage::from_mm(1, 1, &[900]).unwrap();
+//!     harness.feed(ports.depth, depth.with_stamp(at(ms)))?;
+//! }
+//! harness.run_until_idle()?;
+//! assert_eq!(harness.module().pairs, 2);
+//! assert_eq!(harness.drops(ports.color).unpaired, 1); // the frame at 33 ms
+//! # Ok::<(), streamwire_runtime::HarnessError>(())
+//! ```
+//!
+//! A module **driven by a fast input reads the latest value of a slow one** (odometry, a
+//! map) with `latest`, which keeps the newest value between steps:
+//!
+//! ```
+//! # use streamwire_core::{Context, In, Node, NodeResult, Trigger};
+//! # use streamwire_macros::Module;
+//! # use streamwire_msgs::{Image, ImageEncoding, Odometry};
+//! # use streamwire_runtime::Harness;
+//! /// Tags each frame with the robot's latest pose.
+//! #[derive(Module)]
+//! #[module(crate = streamwire_core)]
+//! pub struct Tagger {
+//!     pub frames: In<Image>,
+//!     pub odometry: In<Odometry>,
+//!     #[state]
+//!     pub tagged: u32,
+//! }
+//!
+//! impl Node for Tagger {
+//!     fn trigger(&self) -> Trigger {
+//!         Trigger::input(&self.frames) // odometry alone does not step it
+//!     }
+//!     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+//!         while let Some(_frame) = self.frames.recv()? {
+//!             if self.odometry.latest()?.is_some() {
+//!                 self.tagged += 1;
+//!             }
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let mut harness = Harness::new(Tagger { frames: In::new(), odometry: In::new(), tagged: 0 });
+//! let ports = harness.ports();
+//! let pose = Odometry::new("odom", "base_link", Default::default(), Default::default()).unwrap();
+//! harness.feed(ports.odometry, pose)?;
+//! for _ in 0..3 {
+//!     let frame = Image::from_packed(1, 1, ImageEncoding::Mono8, vec![0u8]).unwrap();
+//!     harness.feed(ports.frames, frame)?;
+//!     harness.run_until_idle()?;
+//! }
+//! assert_eq!(harness.module().tagged, 3);
+//! # Ok::<(), streamwire_runtime::HarnessError>(())
+//! ```
 
 mod clock;
 mod harness;
