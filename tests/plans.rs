@@ -122,10 +122,14 @@ fn fed_by(plan: &Plan, instance: &str, port: &str) -> String {
     let Some(link) = plan.feed_of(instance, port) else {
         return "nothing".to_owned();
     };
-    match (link.from, link.link.payload) {
+    match (link.from, link.payload) {
         (Endpoint::Port { .. }, LinkPayload::Message(_)) => "raw".to_owned(),
-        (Endpoint::Codec(c), LinkPayload::Message(_)) => format!("decoded {}", c.codec.name()),
+        (Endpoint::Codec(id), LinkPayload::Message(_)) => match plan.codec_node(id) {
+            Some(c) => format!("decoded {}", c.codec.name()),
+            None => format!("a missing codec node {id}"),
+        },
         (_, LinkPayload::Encoded(c)) => format!("bytes {}", c.name()),
+        (from, payload) => format!("{payload} from {from:?}"),
     }
 }
 

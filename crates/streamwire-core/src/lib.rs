@@ -29,11 +29,11 @@ pub use codec::{
     Codec, CodecError, CodecInfo, CodecParams, CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity,
 };
 pub use header::{Delivered, Header, Timestamp};
-pub use message::{AnyMessage, Message, MessageInfo, Payload};
+pub use message::{AnyMessage, Message, MessageInfo, MessageKind, Payload};
 pub use module::{InstanceId, Module};
 pub use port::{
     Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,
-    PortHandle, PortInfo, PortType, Qos, Reliability, SameMessage, Transport,
+    PortHandle, PortInfo, PortType, Qos, QosOverrides, Reliability, SameMessage, Transport,
 };
 
 /// Items used by the code that `#[derive(Message)]` and `#[derive(Module)]` generate.

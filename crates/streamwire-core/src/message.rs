@@ -3,10 +3,10 @@
 use std::any::{Any, TypeId};
 use std::fmt;
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
-use crate::port::Transport;
+use crate::port::{Durability, History, Qos, Reliability, Transport};
 
 /// A type that travels on a port.
 ///
@@ -51,6 +51,9 @@ pub trait Message:
 {
     /// The stable name of this message type on the wire and in files, e.g. `"streamwire/Image"`.
     const TYPE_NAME: &'static str;
+    /// Sensor data or state: decides the default QoS of the ports that carry it
+    /// (`#[message(kind = sensor)]`; state unless said otherwise).
+    const KIND: MessageKind = MessageKind::State;
 
     /// The run-time description of this message type.
     fn info() -> MessageInfo {
@@ -76,6 +79,51 @@ pub trait Payload: 'static {
     const TRANSPORT: Transport;
 }
 
+/// What a message type is for, which decides the default QoS of its ports
+/// (`#[message(kind = sensor | state)]`, default `state`).
+///
+/// ```
+/// # use streamwire_core::{History, MessageKind, Reliability};
+/// let sensor = MessageKind::Sensor.default_qos();
+/// assert_eq!(sensor.reliability, Reliability::BestEffort);
+/// assert_eq!(sensor.history, History::KeepLast(1));
+/// assert_eq!(MessageKind::State.default_qos().history, History::KeepLast(10));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    /// A stream of measurements where only the newest matters (images, depth, point
+    /// clouds): best effort, keep the last 1. A stale frame is dropped, not queued.
+    Sensor,
+    /// State that must arrive (odometry, poses, commands): reliable, keep the last 10,
+    /// the ROS 2 default profile.
+    #[default]
+    State,
+}
+
+impl MessageKind {
+    /// The QoS of a port of this kind when its `#[port(..)]` attributes say nothing.
+    pub const fn default_qos(self) -> Qos {
+        match self {
+            MessageKind::Sensor => Qos {
+                reliability: Reliability::BestEffort,
+                durability: Durability::Volatile,
+                history: History::KeepLast(1),
+            },
+            MessageKind::State => Qos::DEFAULT,
+        }
+    }
+}
+
+impl fmt::Display for MessageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MessageKind::Sensor => "sensor",
+            MessageKind::State => "state",
+        })
+    }
+}
+
 /// The run-time description of a message type: its stable name and its Rust identity.
 ///
 /// ```
@@ -93,6 +141,7 @@ pub trait Payload: 'static {
 #[derive(Clone, Copy)]
 pub struct MessageInfo {
     name: &'static str,
+    kind: MessageKind,
     rust_name: fn() -> &'static str,
     type_id: fn() -> TypeId,
 }
@@ -103,6 +152,7 @@ impl MessageInfo {
     pub const fn of<M: Message>() -> MessageInfo {
         MessageInfo {
             name: M::TYPE_NAME,
+            kind: M::KIND,
             rust_name: short_type_name::<M>,
             type_id: TypeId::of::<M>,
         }
@@ -111,6 +161,11 @@ impl MessageInfo {
     /// The stable wire name, e.g. `streamwire/Image`.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// Sensor data or state (decides its ports' default QoS).
+    pub fn kind(&self) -> MessageKind {
+        self.kind
     }
 
     /// The Rust type's short name, e.g. `Image`; used in messages written for people.
@@ -136,6 +191,7 @@ impl fmt::Debug for MessageInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MessageInfo")
             .field("name", &self.name)
+            .field("kind", &self.kind)
             .field("rust_name", &self.rust_name())
             .finish()
     }

@@ -15,15 +15,19 @@ mod error;
 mod names;
 mod plan;
 mod planner;
+mod process;
 mod render;
 mod settings;
+mod summary;
 
 pub use blueprint::{Blueprint, Instance, Namespace};
-pub use error::{BuildError, PortName, Problem};
+pub use error::{BuildError, PortName, Problem, StreamSuggestion, SuggestionReason};
 pub use plan::{
-    CodecKind, CodecNode, Endpoint, InstanceNode, Link, LinkPayload, LinkReason, LinkView, Note,
-    Plan, PlanNodeId,
+    CodecKind, CodecNode, CodecNodeId, Endpoint, InstanceIndex, InstanceNode, Link, LinkId,
+    LinkPayload, LinkReason, Note, Plan, PlanPort, PortIndex, QosOrigin, QosSource,
 };
+pub use process::ProcessView;
 pub use settings::{
     AutoTable, Compression, Locality, Placement, Report, StreamSettings, WireFormat,
 };
+pub use summary::{CodecNodeSummary, InstanceSummary, LinkSummary, PlanSummary, PortSummary};
