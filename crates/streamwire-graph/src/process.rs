@@ -91,8 +91,13 @@ impl<'a> ProcessView<'a> {
     /// An end as the view prints it; outside the process, with where it runs.
     fn end(&self, endpoint: Endpoint) -> String {
         let name = self.plan.endpoint_name(endpoint);
+        let decoder = matches!(
+            endpoint,
+            Endpoint::Codec(id) if self.plan.codec_node(id).is_some_and(|c| c.kind == CodecKind::Decode)
+        );
         match self.plan.placement_of(endpoint) {
-            Some(p) if *p != self.placement => format!("{name} @ {p}"),
+            // A decoder's name already says where it is.
+            Some(p) if *p != self.placement && !decoder => format!("{name} @ {p}"),
             _ => name,
         }
     }
