@@ -32,7 +32,7 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
                     "state" => kind = Some(Ident::new("State", value.span())),
                     other => {
                         let hint = did_you_mean(other, KINDS.iter().copied())
-                            .map(|s| format!("; did you mean `{s}`?"))
+                            .map(|s| format!(" (did you mean `{s}`?)"))
                             .unwrap_or_default();
                         cx.error_spanned_by(
                             &value,

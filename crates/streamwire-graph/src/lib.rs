@@ -7,6 +7,13 @@
 //! prints for a person (`Display`) and draws as Graphviz ([`Plan::to_dot`]). Every problem
 //! comes back at once in a [`BuildError`], naming instances, ports and types.
 //!
+//! A plan is the runtime's input, and speaks in ids: [`InstanceIndex`] (instance `i` of
+//! the blueprint), [`PortIndex`] (field order), [`CodecNodeId`] and [`LinkId`]; every
+//! [`Link`] joins two [`Endpoint`]s. Each port carries its resolved stream and effective
+//! QoS ([`PlanPort`]: `#[port(..)]` values over its message kind's defaults). A plan splits
+//! per process ([`Plan::processes`], [`ProcessView`]: what runs there, which links enter
+//! or leave it) and serializes ([`Plan::summary`], [`PlanSummary`]).
+//!
 //! The graph is a petgraph graph kept private: the API speaks of instances, ports,
 //! streams, codec nodes and links.
 
