@@ -92,9 +92,6 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
     let kind = kind.map(|k| quote!(const KIND: #krate::MessageKind = #krate::MessageKind::#k;));
     quote! {
         const _: () = {
-            // typetag's generated code names `typetag::..` relative to the scope.
-            use #krate::__private::typetag;
-
             #[automatically_derived]
             impl #krate::Message for #ident {
                 const TYPE_NAME: &'static str = #type_name;
@@ -107,17 +104,12 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
                 const TRANSPORT: #krate::Transport = #krate::Transport::Raw;
             }
 
-            #[typetag::serde(name = #type_name)]
-            impl #krate::AnyMessage for #ident {
-                fn type_name(&self) -> &'static str {
-                    <Self as #krate::Message>::TYPE_NAME
-                }
-                fn as_any(&self) -> &dyn ::core::any::Any {
-                    self
-                }
-                fn clone_boxed(&self) -> ::std::boxed::Box<dyn #krate::AnyMessage> {
-                    ::std::boxed::Box::new(::core::clone::Clone::clone(self))
-                }
+            #krate::__private::inventory::submit! {
+                <dyn #krate::AnyMessage>::typetag_register(
+                    #type_name,
+                    #krate::__private::deserialize_message::<#ident>
+                        as #krate::__private::DeserializeFn,
+                )
             }
         };
     }

@@ -29,7 +29,7 @@ pub use codec::{
     Codec, CodecError, CodecInfo, CodecParams, CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity,
 };
 pub use header::{Delivered, Header, Timestamp};
-pub use message::{AnyMessage, Message, MessageInfo, MessageKind, Payload};
+pub use message::{AnyMessage, Message, MessageInfo, MessageKind, Payload, SerdeMessage};
 pub use module::{InstanceId, Module};
 pub use port::{
     Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,
@@ -41,4 +41,27 @@ pub use port::{
 #[doc(hidden)]
 pub mod __private {
     pub use typetag;
+    // typetag's own hidden plumbing, versioned by its minor release: `#[derive(Message)]`
+    // registers each message by hand (as `#[typetag::serde]` on an impl would) so that a
+    // message missing `Serialize`/`Deserialize` is one error, on the `Message` impl. A
+    // typetag upgrade that renames this module fails to compile here, not at a user's.
+    use typetag::__private23 as typetag_private;
+    pub use typetag_private::inventory;
+
+    use crate::message::{AnyMessage, Message};
+
+    /// The boxed type a registered deserializer returns.
+    pub type AnyMessageObject = <dyn AnyMessage as typetag_private::Strictest>::Object;
+    /// A registered deserializer.
+    pub type DeserializeFn = typetag_private::DeserializeFn<AnyMessageObject>;
+
+    /// Deserializes an `M`, boxed as an [`AnyMessage`]: what `#[derive(Message)]`
+    /// registers under `M`'s wire name.
+    pub fn deserialize_message<M: Message>(
+        deserializer: &mut dyn typetag_private::erased_serde::Deserializer,
+    ) -> typetag_private::erased_serde::Result<Box<AnyMessageObject>> {
+        Ok(Box::new(typetag_private::erased_serde::deserialize::<M>(
+            deserializer,
+        )?))
+    }
 }

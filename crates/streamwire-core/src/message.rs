@@ -39,15 +39,7 @@ use crate::port::{Durability, History, Qos, Reliability, Transport};
     note = "ports carry messages: add `#[derive(Clone, Debug, Serialize, Deserialize, Message)]` to your type, or use a built-in message such as `Image`"
 )]
 pub trait Message:
-    Payload<Logical = Self>
-    + AnyMessage
-    + Clone
-    + fmt::Debug
-    + Send
-    + Sync
-    + Serialize
-    + DeserializeOwned
-    + 'static
+    Payload<Logical = Self> + AnyMessage + Clone + fmt::Debug + Send + Sync + SerdeMessage + 'static
 {
     /// The stable name of this message type on the wire and in files, e.g. `"streamwire/Image"`.
     const TYPE_NAME: &'static str;
@@ -60,6 +52,12 @@ pub trait Message:
         MessageInfo::of::<Self>()
     }
 }
+
+/// `Serialize` and `DeserializeOwned`, as one requirement of [`Message`]: a message type
+/// without them is told to derive them (not that `Message` is "sealed").
+pub trait SerdeMessage: Serialize + DeserializeOwned {}
+
+impl<T: Serialize + DeserializeOwned> SerdeMessage for T {}
 
 /// What may travel on a port: a [`Message`] itself, or [`Compressed`](crate::Compressed)
 /// of one.
@@ -219,7 +217,7 @@ pub(crate) fn short_type_name<T: ?Sized>() -> &'static str {
 ///
 /// Serialized with the message's stable type name as the tag, so a `Box<dyn AnyMessage>`
 /// round-trips through any serde format, and deserializing an unknown type name is an
-/// error, not a panic. `#[derive(Message)]` implements it and registers the type.
+/// error, not a panic. Every message implements it; `#[derive(Message)]` registers the type.
 ///
 /// ```
 /// # use serde::{Deserialize, Serialize};
@@ -246,6 +244,30 @@ pub trait AnyMessage: fmt::Debug + Send + Sync + 'static {
     fn as_any(&self) -> &dyn Any;
     /// A boxed copy (cheap: payloads are shared).
     fn clone_boxed(&self) -> Box<dyn AnyMessage>;
+}
+
+/// Every message is an `AnyMessage`; `#[derive(Message)]` registers it for
+/// deserialization by its wire name.
+impl<M: Message> AnyMessage for M {
+    fn type_name(&self) -> &'static str {
+        M::TYPE_NAME
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn clone_boxed(&self) -> Box<dyn AnyMessage> {
+        Box::new(self.clone())
+    }
+
+    #[doc(hidden)]
+    fn typetag_name(&self) -> &'static str {
+        M::TYPE_NAME
+    }
+
+    #[doc(hidden)]
+    fn typetag_deserialize(&self) {}
 }
 
 impl Clone for Box<dyn AnyMessage> {
