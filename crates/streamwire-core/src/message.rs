@@ -14,7 +14,8 @@ use crate::port::{Durability, History, Qos, Reliability, Transport};
 /// files; it must not change when the Rust type is moved or renamed), serde support, and
 /// is cheap to clone: large payloads are shared (`bytes::Bytes`, `Arc`), never copied.
 ///
-/// Derive it, which also implements the hidden plumbing ([`Payload`], [`AnyMessage`]):
+/// Derive it: the derive implements [`Payload`] and registers the type for deserialization
+/// by its name (every message is also an [`AnyMessage`]):
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
