@@ -122,10 +122,14 @@ fn fed_by(plan: &Plan, instance: &str, port: &str) -> String {
     let Some(link) = plan.feed_of(instance, port) else {
         return "nothing".to_owned();
     };
-    match (link.from, link.link.payload) {
+    match (link.from, link.payload) {
         (Endpoint::Port { .. }, LinkPayload::Message(_)) => "raw".to_owned(),
-        (Endpoint::Codec(c), LinkPayload::Message(_)) => format!("decoded {}", c.codec.name()),
+        (Endpoint::Codec(id), LinkPayload::Message(_)) => match plan.codec_node(id) {
+            Some(c) => format!("decoded {}", c.codec.name()),
+            None => format!("a missing codec node {id}"),
+        },
         (_, LinkPayload::Encoded(c)) => format!("bytes {}", c.name()),
+        (from, payload) => format!("{payload} from {from:?}"),
     }
 }
 
@@ -710,6 +714,309 @@ fn error_remap_makes_two_inputs_share_a_stream() {
     );
     bp.remap(f.right, "left");
     insta::assert_snapshot!(build_error(&bp));
+}
+
+// ---------------------------------------------------------------------------------------
+// QoS: defaults by message kind, overrides, checks.
+
+/// Wants every frame, reliably, and keeps a deeper queue.
+#[derive(Module)]
+pub struct Recorder {
+    #[port(name = "color_image", reliable, depth = 30)]
+    pub frames: In<Image>,
+}
+
+/// A camera whose output is reliable, so a reliable input may listen.
+#[derive(Module)]
+pub struct ReliableCamera {
+    #[port(reliable)]
+    pub color_image: Out<Compressed<Image>>,
+}
+
+/// Publishes odometry (state: reliable, volatile by default).
+#[derive(Module)]
+pub struct Base {
+    pub odometry: Out<Odometry>,
+}
+
+/// Wants the odometry sent before it joined.
+#[derive(Module)]
+pub struct LateJoiner {
+    #[port(transient_local)]
+    pub odometry: In<Odometry>,
+}
+
+#[test]
+fn qos_in_plans_defaults_by_kind_and_port_overrides() {
+    let mut bp = Blueprint::new();
+    bp.add(
+        "cam",
+        ReliableCamera {
+            color_image: Out::new(),
+        },
+    );
+    let recorder = bp.add("recorder", Recorder { frames: In::new() });
+    bp.place(&recorder, Placement::process("recorder"));
+    bp.add("depth_cam", DepthCamera { depth: Out::new() });
+    bp.add(
+        "mapper",
+        Mapper {
+            depth: In::new(),
+            odometry: In::new(),
+        },
+    );
+    bp.add(
+        "base",
+        Base {
+            odometry: Out::new(),
+        },
+    );
+    bp.autoconnect();
+    let plan = build(&bp);
+    let port = |instance: &str, field: &str| {
+        let node = plan.instance_named(instance).unwrap();
+        let port = node.port_named(field).unwrap();
+        (port.qos, port.qos_origin.to_string())
+    };
+    let (recorder_qos, origin) = port("recorder", "frames");
+    assert_eq!(recorder_qos.reliability, streamwire::Reliability::Reliable);
+    assert_eq!(recorder_qos.history, streamwire::History::KeepLast(30));
+    assert_eq!(
+        origin,
+        "#[port] reliability, depth; sensor defaults otherwise"
+    );
+    let (depth_qos, origin) = port("mapper", "depth");
+    assert_eq!(depth_qos.history, streamwire::History::KeepLast(1));
+    assert_eq!(origin, "sensor defaults");
+    let (odometry_qos, origin) = port("mapper", "odometry");
+    assert_eq!(odometry_qos.history, streamwire::History::KeepLast(10));
+    assert_eq!(origin, "state defaults");
+    // The encoded stream inherits its stream's QoS (the producer's output).
+    let encoder = plan
+        .codec_nodes()
+        .find(|c| c.kind == CodecKind::Encode)
+        .unwrap();
+    assert_eq!(encoder.qos, port("cam", "color_image").0);
+    insta::assert_snapshot!(plan);
+}
+
+#[test]
+fn error_incompatible_qos() {
+    let mut bp = Blueprint::new();
+    // A best-effort camera (sensor default) feeding a reliable input.
+    bp.add("cam", camera());
+    bp.add("recorder", Recorder { frames: In::new() });
+    // A volatile output (state default) feeding a transient-local input.
+    bp.add(
+        "base",
+        Base {
+            odometry: Out::new(),
+        },
+    );
+    bp.add(
+        "late",
+        LateJoiner {
+            odometry: In::new(),
+        },
+    );
+    bp.autoconnect();
+    insta::assert_snapshot!(build_error(&bp));
+}
+
+#[test]
+fn incompatible_qos_can_be_let_through_and_is_listed() {
+    let mut bp = Blueprint::new();
+    bp.add("cam", camera());
+    bp.add("recorder", Recorder { frames: In::new() });
+    bp.incompatible_qos(Report::Warn);
+    bp.autoconnect();
+    let plan = build(&bp);
+    let notes: Vec<String> = plan.notes().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        notes,
+        [
+            "incompatible qos: cam.color_image feeds recorder.frames on `color_image`, but the \
+          output is best_effort (it may drop messages) and the input wants reliable delivery"
+        ]
+    );
+    assert!(plan.to_string().contains("incompatible qos warn"));
+}
+
+// ---------------------------------------------------------------------------------------
+// One mistake, one error; did you mean.
+
+/// A temperature, under a wire name that another type also claims.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, Message)]
+#[message(name = "acme/Temperature")]
+pub struct Temperature {
+    pub celsius: f32,
+}
+
+/// Claims `acme/Temperature` too.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, Message)]
+#[message(name = "acme/Temperature")]
+pub struct Heat {
+    pub joules: f32,
+}
+
+/// Publishes temperatures.
+#[derive(Module)]
+pub struct Thermometer {
+    pub temperature: Out<Temperature>,
+}
+
+/// Publishes heat.
+#[derive(Module)]
+pub struct Calorimeter {
+    pub heat: Out<Heat>,
+}
+
+#[test]
+fn error_duplicate_wire_names() {
+    let mut bp = Blueprint::new();
+    bp.add(
+        "thermometer",
+        Thermometer {
+            temperature: Out::new(),
+        },
+    );
+    bp.add("calorimeter", Calorimeter { heat: Out::new() });
+    insta::assert_snapshot!(build_error(&bp));
+}
+
+#[test]
+fn error_bad_parameter_does_not_hide_a_lossless_conflict() {
+    let mut bp = Blueprint::new();
+    bp.add("cam", camera());
+    let calibrator = bp.add("calibrator", Calibrator { frames: In::new() });
+    bp.place(&calibrator, Placement::process("ui"));
+    bp.stream(
+        "color_image",
+        StreamSettings::new()
+            .compression(Compression::On)
+            .param("quality", 90),
+    );
+    bp.autoconnect();
+    let message = build_error(&bp);
+    assert!(message.contains("has no parameter `quality`"), "{message}");
+    assert!(message.contains("is lossless"), "{message}");
+    insta::assert_snapshot!(message);
+}
+
+#[test]
+fn error_did_you_mean_a_stream_under_another_namespace() {
+    let mut bp = Blueprint::new();
+    bp.namespace("left").add("cam", camera());
+    bp.namespace("right").add("cam", camera());
+    // A typo in the namespace, through the encoded stream's name.
+    let web = bp.add("web", WebRelay { jpeg: In::new() });
+    bp.remap(web.jpeg, "rigth/color_image/compressed");
+    bp.add("lidar", Lidar { points: Out::new() });
+    // A segmenter in a namespace listening to `front/points`, which exists only outside it.
+    let front = bp
+        .namespace("front")
+        .add("segmenter", Segmenter { cloud: In::new() });
+    bp.remap(front.cloud, "points");
+    // The only point-cloud stream, under a name far from the one asked for.
+    let s = bp.add("segmenter", Segmenter { cloud: In::new() });
+    bp.remap(s.cloud, "scan");
+    bp.autoconnect();
+    let message = build_error(&bp);
+    assert!(
+        message.contains("did you mean `right/color_image/compressed`"),
+        "{message}"
+    );
+    assert!(message.contains("did you mean `points` (the same name in another namespace)"));
+    assert!(message.contains("did you mean `points` (the only stream of `PointCloud`)"));
+    insta::assert_snapshot!(message);
+}
+
+#[test]
+fn debug_of_a_build_error_is_its_readable_text() {
+    let mut bp = Blueprint::new();
+    bp.add("viewer", viewer());
+    let error = bp.build().unwrap_err();
+    assert_eq!(format!("{error:?}"), error.to_string());
+    assert!(format!("{error:?}").starts_with("blueprint error: input `viewer.frames`"));
+}
+
+// ---------------------------------------------------------------------------------------
+// The plan as the runtime's input: per process, by id, as data.
+
+#[test]
+fn per_process_view_of_the_fan_out() {
+    let plan = build(&fan_out());
+    let processes = plan.processes();
+    let names: Vec<String> = processes
+        .iter()
+        .map(|p| p.placement().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        ["localhost/camera", "localhost/perception", "localhost/ui"]
+    );
+    // What leaves the camera process is the encoded stream, once per receiving process
+    // and once for the byte consumer.
+    let camera = plan.process(&Placement::process("camera")).unwrap();
+    assert_eq!(camera.outgoing_links().count(), 3);
+    assert!(camera.outgoing_links().all(|l| l.payload.is_encoded()));
+    assert_eq!(camera.incoming_links().count(), 0);
+    let ui = plan.process(&Placement::process("ui")).unwrap();
+    assert_eq!(
+        ui.instances().map(|i| i.name.as_str()).collect::<Vec<_>>(),
+        ["display", "web"]
+    );
+    assert!(plan.process(&Placement::process("nowhere")).is_none());
+    let text: Vec<String> = processes.iter().map(ToString::to_string).collect();
+    insta::assert_snapshot!(text.join("\n"));
+}
+
+#[test]
+fn plan_summary_as_json() {
+    let mut bp = Blueprint::new();
+    bp.add("cam", camera());
+    let viewer = bp.add("viewer", viewer());
+    bp.place(&viewer, Placement::process("ui"));
+    bp.stream(
+        "color_image",
+        StreamSettings::new().param("jpeg_quality", 90),
+    );
+    bp.autoconnect();
+    let summary = build(&bp).summary();
+    let json = serde_json::to_string_pretty(&summary).expect("a summary serializes");
+    let back: streamwire::PlanSummary = serde_json::from_str(&json).expect("and reads back");
+    assert_eq!(back, summary);
+    insta::assert_snapshot!(json);
+}
+
+#[test]
+fn links_name_their_ends_by_id() {
+    let plan = build(&fan_out());
+    for link in plan.links() {
+        assert_eq!(plan.link(link.id).map(|l| l.id), Some(link.id));
+        for end in [link.from, link.to] {
+            match end {
+                Endpoint::Port { instance, port } => {
+                    assert!(plan.port(instance, port).is_some(), "{end:?}");
+                }
+                Endpoint::Codec(id) => assert!(plan.codec_node(id).is_some(), "{end:?}"),
+                other => panic!("an end this test does not know: {other:?}"),
+            }
+        }
+    }
+    let web = plan.instance_named("web").unwrap();
+    let jpeg = web.port_named("jpeg").unwrap();
+    let feed = plan
+        .feed(Endpoint::Port {
+            instance: web.id,
+            port: jpeg.index,
+        })
+        .unwrap();
+    assert_eq!(
+        plan.endpoint_name(feed.from),
+        "[encode color_image/compressed]"
+    );
+    assert_eq!(plan.endpoint_name(feed.to), "web.jpeg");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ use syn::{DeriveInput, parse_macro_input};
 /// - `#[port(name = "...")]`: the stream name (defaults to the field name).
 /// - `#[port(optional)]` (inputs): may stay unconnected.
 /// - `#[port(lossless)]` (inputs): never receives lossy or downscaled data.
-/// - `#[port(reliable | best_effort, volatile | transient_local, depth = N | keep_all)]`: QoS.
+/// - `#[port(reliable | best_effort, volatile | transient_local, depth = N | keep_all)]`: QoS;
+///   what is not written comes from the message's kind (`#[message(kind = ..)]`).
 /// - `#[config]`: a configuration field, not a port.
 /// - `#[state]`: the module's own run-time state (buffers, counters): neither a port nor
 ///   configuration.
@@ -42,6 +43,10 @@ pub fn derive_module(input: TokenStream) -> TokenStream {
 /// Makes a type a streamwire message: a stable type name (`#[message(name = "...")]`,
 /// default `<crate>/<Type>`), the port plumbing, and registration for type-erased
 /// (de)serialization by name.
+///
+/// `#[message(kind = sensor)]` marks sensor data (images, clouds: ports default to best
+/// effort, keep the newest 1); `kind = state` (the default) marks state (reliable, keep the
+/// last 10).
 ///
 /// The type must also derive `Clone`, `Debug`, `Serialize` and `Deserialize`.
 #[proc_macro_derive(Message, attributes(message))]

@@ -2,17 +2,19 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::{DeriveInput, LitStr, Path};
+use syn::{DeriveInput, Ident, LitStr, Path};
 
 use crate::ctxt::Ctxt;
 use streamwire_names::did_you_mean;
 
-const MESSAGE_KEYS: &[&str] = &["crate", "name"];
+const MESSAGE_KEYS: &[&str] = &["crate", "name", "kind"];
+const KINDS: &[&str] = &["sensor", "state"];
 
 pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
     let mut cx = Ctxt::default();
     let mut krate: Path = syn::parse_quote!(::streamwire);
     let mut name: Option<LitStr> = None;
+    let mut kind: Option<Ident> = None;
     for a in input.attrs.iter().filter(|a| a.path().is_ident("message")) {
         let result = a.parse_nested_meta(|meta| {
             if meta.path.is_ident("crate") {
@@ -23,6 +25,25 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
                     cx.error_spanned_by(&lit, format!("invalid message type name: {problem}"));
                 }
                 name = Some(lit);
+            } else if meta.path.is_ident("kind") {
+                let value: Ident = meta.value()?.parse()?;
+                match value.to_string().as_str() {
+                    "sensor" => kind = Some(Ident::new("Sensor", value.span())),
+                    "state" => kind = Some(Ident::new("State", value.span())),
+                    other => {
+                        let hint = did_you_mean(other, KINDS.iter().copied())
+                            .map(|s| format!(" (did you mean `{s}`?)"))
+                            .unwrap_or_default();
+                        cx.error_spanned_by(
+                            &value,
+                            format!(
+                                "unknown message kind `{other}`{hint}: write `kind = sensor` \
+                                 (images, clouds: best effort, newest only) or `kind = state` \
+                                 (odometry, poses: reliable, the default)"
+                            ),
+                        );
+                    }
+                }
             } else {
                 let key = meta
                     .path
@@ -68,14 +89,13 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
             quote!(::core::concat!(::core::env!("CARGO_PKG_NAME"), "/", #ident_str))
         }
     };
+    let kind = kind.map(|k| quote!(const KIND: #krate::MessageKind = #krate::MessageKind::#k;));
     quote! {
         const _: () = {
-            // typetag's generated code names `typetag::..` relative to the scope.
-            use #krate::__private::typetag;
-
             #[automatically_derived]
             impl #krate::Message for #ident {
                 const TYPE_NAME: &'static str = #type_name;
+                #kind
             }
 
             #[automatically_derived]
@@ -85,17 +105,12 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
                 const TRANSPORT: #krate::Transport = #krate::Transport::Raw;
             }
 
-            #[typetag::serde(name = #type_name)]
-            impl #krate::AnyMessage for #ident {
-                fn type_name(&self) -> &'static str {
-                    <Self as #krate::Message>::TYPE_NAME
-                }
-                fn as_any(&self) -> &dyn ::core::any::Any {
-                    self
-                }
-                fn clone_boxed(&self) -> ::std::boxed::Box<dyn #krate::AnyMessage> {
-                    ::std::boxed::Box::new(::core::clone::Clone::clone(self))
-                }
+            #krate::__private::inventory::submit! {
+                <dyn #krate::AnyMessage>::typetag_register(
+                    #type_name,
+                    #krate::__private::deserialize_message::<#ident>
+                        as #krate::__private::DeserializeFn,
+                )
             }
         };
     }

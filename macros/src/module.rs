@@ -120,13 +120,22 @@ fn port_info(krate: &syn::Path, port: &PortDef) -> TokenStream {
     let type_name = type_to_string(ty);
     let optional = port.optional;
     let lossless = port.lossless;
-    let reliability = format_ident!("{}", port.reliability.map_or("Reliable", |(r, _)| r));
-    let durability = format_ident!("{}", port.durability.map_or("Volatile", |(d, _)| d));
-    let history = match port.history.map(|(h, _)| h) {
-        None => quote!(#krate::History::KeepLast(10)),
-        Some(History::KeepLast(n)) => quote!(#krate::History::KeepLast(#n)),
-        Some(History::KeepAll) => quote!(#krate::History::KeepAll),
+    let some = |value: Option<TokenStream>| match value {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
     };
+    let reliability = some(port.reliability.map(|(r, _)| {
+        let r = format_ident!("{}", r);
+        quote!(#krate::Reliability::#r)
+    }));
+    let durability = some(port.durability.map(|(d, _)| {
+        let d = format_ident!("{}", d);
+        quote!(#krate::Durability::#d)
+    }));
+    let history = some(port.history.map(|(h, _)| match h {
+        History::KeepLast(n) => quote!(#krate::History::KeepLast(#n)),
+        History::KeepAll => quote!(#krate::History::KeepAll),
+    }));
     quote_spanned! {ty.span()=>
         #krate::PortInfo::new::<#ty>(
             #field,
@@ -135,9 +144,9 @@ fn port_info(krate: &syn::Path, port: &PortDef) -> TokenStream {
             #krate::PortAttrs {
                 optional: #optional,
                 lossless: #lossless,
-                qos: #krate::Qos {
-                    reliability: #krate::Reliability::#reliability,
-                    durability: #krate::Durability::#durability,
+                qos: #krate::QosOverrides {
+                    reliability: #reliability,
+                    durability: #durability,
                     history: #history,
                 },
             },

@@ -39,12 +39,12 @@ pub use codec::{
     Codec, CodecError, CodecInfo, CodecParams, CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity,
 };
 pub use header::{Delivered, Header, Timestamp};
-pub use message::{AnyMessage, Message, MessageInfo, Payload};
+pub use message::{AnyMessage, Message, MessageInfo, MessageKind, Payload, SerdeMessage};
 pub use module::{InstanceId, Module, ModuleValue};
 pub use node::{Context, Counter, Node, NodeError, NodeResult, PortRef, RunContext, Trigger};
 pub use port::{
     Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,
-    PortHandle, PortInfo, PortType, Qos, Reliability, SameMessage, Transport,
+    PortHandle, PortInfo, PortType, Qos, QosOverrides, Reliability, SameMessage, Transport,
 };
 
 /// Items used by the code that `#[derive(Message)]` and `#[derive(Module)]` generate.
@@ -53,4 +53,27 @@ pub use port::{
 pub mod __private {
     pub use crate::module::probe;
     pub use typetag;
+    // typetag's own hidden plumbing, versioned by its minor release: `#[derive(Message)]`
+    // registers each message by hand (as `#[typetag::serde]` on an impl would) so that a
+    // message missing `Serialize`/`Deserialize` is one error, on the `Message` impl. A
+    // typetag upgrade that renames this module fails to compile here, not at a user's.
+    use typetag::__private23 as typetag_private;
+    pub use typetag_private::inventory;
+
+    use crate::message::{AnyMessage, Message};
+
+    /// The boxed type a registered deserializer returns.
+    pub type AnyMessageObject = <dyn AnyMessage as typetag_private::Strictest>::Object;
+    /// A registered deserializer.
+    pub type DeserializeFn = typetag_private::DeserializeFn<AnyMessageObject>;
+
+    /// Deserializes an `M`, boxed as an [`AnyMessage`]: what `#[derive(Message)]`
+    /// registers under `M`'s wire name.
+    pub fn deserialize_message<M: Message>(
+        deserializer: &mut dyn typetag_private::erased_serde::Deserializer,
+    ) -> typetag_private::erased_serde::Result<Box<AnyMessageObject>> {
+        Ok(Box::new(typetag_private::erased_serde::deserialize::<M>(
+            deserializer,
+        )?))
+    }
 }

@@ -3,10 +3,10 @@
 use std::any::{Any, TypeId};
 use std::fmt;
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
-use crate::port::Transport;
+use crate::port::{Durability, History, Qos, Reliability, Transport};
 
 /// A type that travels on a port.
 ///
@@ -14,7 +14,8 @@ use crate::port::Transport;
 /// files; it must not change when the Rust type is moved or renamed), serde support, and
 /// is cheap to clone: large payloads are shared (`bytes::Bytes`, `Arc`), never copied.
 ///
-/// Derive it, which also implements the hidden plumbing ([`Payload`], [`AnyMessage`]):
+/// Derive it: the derive implements [`Payload`] and registers the type for deserialization
+/// by its name (every message is also an [`AnyMessage`]):
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
@@ -39,24 +40,25 @@ use crate::port::Transport;
     note = "ports carry messages: add `#[derive(Clone, Debug, Serialize, Deserialize, Message)]` to your type, or use a built-in message such as `Image`"
 )]
 pub trait Message:
-    Payload<Logical = Self>
-    + AnyMessage
-    + Clone
-    + fmt::Debug
-    + Send
-    + Sync
-    + Serialize
-    + DeserializeOwned
-    + 'static
+    Payload<Logical = Self> + AnyMessage + Clone + fmt::Debug + Send + Sync + SerdeMessage + 'static
 {
     /// The stable name of this message type on the wire and in files, e.g. `"streamwire/Image"`.
     const TYPE_NAME: &'static str;
+    /// Sensor data or state: decides the default QoS of the ports that carry it
+    /// (`#[message(kind = sensor)]`; state unless said otherwise).
+    const KIND: MessageKind = MessageKind::State;
 
     /// The run-time description of this message type.
     fn info() -> MessageInfo {
         MessageInfo::of::<Self>()
     }
 }
+
+/// `Serialize` and `DeserializeOwned`, as one requirement of [`Message`]: a message type
+/// without them is told to derive them (not that `Message` is "sealed").
+pub trait SerdeMessage: Serialize + DeserializeOwned {}
+
+impl<T: Serialize + DeserializeOwned> SerdeMessage for T {}
 
 /// What may travel on a port: a [`Message`] itself, or [`Compressed`](crate::Compressed)
 /// of one.
@@ -79,6 +81,51 @@ pub trait Payload: 'static {
     const TRANSPORT: Transport;
 }
 
+/// What a message type is for, which decides the default QoS of its ports
+/// (`#[message(kind = sensor | state)]`, default `state`).
+///
+/// ```
+/// # use streamwire_core::{History, MessageKind, Reliability};
+/// let sensor = MessageKind::Sensor.default_qos();
+/// assert_eq!(sensor.reliability, Reliability::BestEffort);
+/// assert_eq!(sensor.history, History::KeepLast(1));
+/// assert_eq!(MessageKind::State.default_qos().history, History::KeepLast(10));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    /// A stream of measurements where only the newest matters (images, depth, point
+    /// clouds): best effort, keep the last 1. A stale frame is dropped, not queued.
+    Sensor,
+    /// State that must arrive (odometry, poses, commands): reliable, keep the last 10,
+    /// the ROS 2 default profile.
+    #[default]
+    State,
+}
+
+impl MessageKind {
+    /// The QoS of a port of this kind when its `#[port(..)]` attributes say nothing.
+    pub const fn default_qos(self) -> Qos {
+        match self {
+            MessageKind::Sensor => Qos {
+                reliability: Reliability::BestEffort,
+                durability: Durability::Volatile,
+                history: History::KeepLast(1),
+            },
+            MessageKind::State => Qos::DEFAULT,
+        }
+    }
+}
+
+impl fmt::Display for MessageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MessageKind::Sensor => "sensor",
+            MessageKind::State => "state",
+        })
+    }
+}
+
 /// The run-time description of a message type: its stable name and its Rust identity.
 ///
 /// ```
@@ -96,6 +143,7 @@ pub trait Payload: 'static {
 #[derive(Clone, Copy)]
 pub struct MessageInfo {
     name: &'static str,
+    kind: MessageKind,
     rust_name: fn() -> &'static str,
     type_id: fn() -> TypeId,
 }
@@ -106,6 +154,7 @@ impl MessageInfo {
     pub const fn of<M: Message>() -> MessageInfo {
         MessageInfo {
             name: M::TYPE_NAME,
+            kind: M::KIND,
             rust_name: short_type_name::<M>,
             type_id: TypeId::of::<M>,
         }
@@ -114,6 +163,11 @@ impl MessageInfo {
     /// The stable wire name, e.g. `streamwire/Image`.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// Sensor data or state (decides its ports' default QoS).
+    pub fn kind(&self) -> MessageKind {
+        self.kind
     }
 
     /// The Rust type's short name, e.g. `Image`; used in messages written for people.
@@ -139,6 +193,7 @@ impl fmt::Debug for MessageInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MessageInfo")
             .field("name", &self.name)
+            .field("kind", &self.kind)
             .field("rust_name", &self.rust_name())
             .finish()
     }
@@ -166,7 +221,7 @@ pub(crate) fn short_type_name<T: ?Sized>() -> &'static str {
 ///
 /// Serialized with the message's stable type name as the tag, so a `Box<dyn AnyMessage>`
 /// round-trips through any serde format, and deserializing an unknown type name is an
-/// error, not a panic. `#[derive(Message)]` implements it and registers the type.
+/// error, not a panic. Every message implements it; `#[derive(Message)]` registers the type.
 ///
 /// ```
 /// # use serde::{Deserialize, Serialize};
@@ -193,6 +248,30 @@ pub trait AnyMessage: fmt::Debug + Send + Sync + 'static {
     fn as_any(&self) -> &dyn Any;
     /// A boxed copy (cheap: payloads are shared).
     fn clone_boxed(&self) -> Box<dyn AnyMessage>;
+}
+
+/// Every message is an `AnyMessage`; `#[derive(Message)]` registers it for
+/// deserialization by its wire name.
+impl<M: Message> AnyMessage for M {
+    fn type_name(&self) -> &'static str {
+        M::TYPE_NAME
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn clone_boxed(&self) -> Box<dyn AnyMessage> {
+        Box::new(self.clone())
+    }
+
+    #[doc(hidden)]
+    fn typetag_name(&self) -> &'static str {
+        M::TYPE_NAME
+    }
+
+    #[doc(hidden)]
+    fn typetag_deserialize(&self) {}
 }
 
 impl Clone for Box<dyn AnyMessage> {

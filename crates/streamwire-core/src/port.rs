@@ -261,6 +261,59 @@ impl fmt::Display for Qos {
     }
 }
 
+/// The QoS values a port's `#[port(..)]` attributes set; `None` where they say nothing,
+/// and the default of the port's message kind applies
+/// ([`MessageKind::default_qos`](crate::MessageKind::default_qos)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct QosOverrides {
+    /// `reliable` or `best_effort`.
+    pub reliability: Option<Reliability>,
+    /// `volatile` or `transient_local`.
+    pub durability: Option<Durability>,
+    /// `depth = N` or `keep_all`.
+    pub history: Option<History>,
+}
+
+impl QosOverrides {
+    /// Nothing set.
+    pub const NONE: QosOverrides = QosOverrides {
+        reliability: None,
+        durability: None,
+        history: None,
+    };
+
+    /// These overrides over `defaults`.
+    ///
+    /// ```
+    /// # use streamwire_core::{History, MessageKind, QosOverrides, Reliability};
+    /// let overrides = QosOverrides { history: Some(History::KeepLast(5)), ..QosOverrides::NONE };
+    /// let qos = overrides.over(MessageKind::Sensor.default_qos());
+    /// assert_eq!(qos.reliability, Reliability::BestEffort);
+    /// assert_eq!(qos.history, History::KeepLast(5));
+    /// ```
+    pub const fn over(&self, defaults: Qos) -> Qos {
+        Qos {
+            reliability: match self.reliability {
+                Some(r) => r,
+                None => defaults.reliability,
+            },
+            durability: match self.durability {
+                Some(d) => d,
+                None => defaults.durability,
+            },
+            history: match self.history {
+                Some(h) => h,
+                None => defaults.history,
+            },
+        }
+    }
+
+    /// True when no value is set.
+    pub fn is_empty(&self) -> bool {
+        *self == QosOverrides::NONE
+    }
+}
+
 /// The attributes a port field carries in `#[port(..)]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PortAttrs {
@@ -268,16 +321,16 @@ pub struct PortAttrs {
     pub optional: bool,
     /// An input that must never receive lossy or downscaled data.
     pub lossless: bool,
-    /// Quality of service.
-    pub qos: Qos,
+    /// The QoS values the attributes set; the rest come from the message's kind.
+    pub qos: QosOverrides,
 }
 
 impl PortAttrs {
-    /// No flags, default QoS.
+    /// No flags, no QoS set.
     pub const DEFAULT: PortAttrs = PortAttrs {
         optional: false,
         lossless: false,
-        qos: Qos::DEFAULT,
+        qos: QosOverrides::NONE,
     };
 }
 
@@ -353,6 +406,12 @@ impl PortInfo {
     /// `optional`, `lossless`, QoS.
     pub fn attrs(&self) -> PortAttrs {
         self.attrs
+    }
+
+    /// The QoS this port gets: its `#[port(..)]` values over the defaults of its message's
+    /// kind. (An encoded stream's ports use the kind of the message inside.)
+    pub fn qos(&self) -> Qos {
+        self.attrs.qos.over(self.message.kind().default_qos())
     }
 }
 

@@ -1,7 +1,7 @@
 //! The blueprint builder: module instances, namespaces, remaps, placement, connections
 //! and settings. `build()` turns it into a [`Plan`](crate::Plan).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,6 +53,9 @@ pub struct Blueprint {
     pub(crate) stream_settings: BTreeMap<String, StreamSettings>,
     /// Mistakes found while adding (reported by `build`, with everything else).
     pub(crate) problems: Vec<Problem>,
+    /// Inputs (instance, port) of explicit connections that failed: not also reported
+    /// as fed by nobody.
+    pub(crate) failed_inputs: BTreeSet<(usize, usize)>,
 }
 
 /// One module instance.
@@ -148,6 +151,7 @@ impl Blueprint {
             settings: Settings::default(),
             stream_settings: BTreeMap::new(),
             problems: Vec::new(),
+            failed_inputs: BTreeSet::new(),
         }
     }
 
@@ -243,6 +247,10 @@ impl Blueprint {
         } else {
             self.problems
                 .push(Problem::ForeignHandle { context: "connect" });
+            if self.owns_port(to) {
+                self.failed_inputs
+                    .insert((to.instance().index() as usize, to.port_index()));
+            }
         }
         self
     }
@@ -357,6 +365,15 @@ impl Blueprint {
     /// the plan only).
     pub fn unfed_optional(&mut self, report: Report) -> &mut Self {
         self.settings.unfed_optional = report;
+        self
+    }
+
+    /// What to do about an output whose QoS cannot satisfy the input it feeds: a
+    /// best-effort output feeding a reliable input, a volatile output feeding a
+    /// transient-local one (default `Error`: ROS only reports these at run time, as
+    /// silence).
+    pub fn incompatible_qos(&mut self, report: Report) -> &mut Self {
+        self.settings.incompatible_qos = report;
         self
     }
 

@@ -3,8 +3,9 @@
 
 use std::fmt;
 
-use streamwire_core::Direction;
+use streamwire_core::{Direction, Qos};
 
+use crate::plan::QosOrigin;
 use crate::settings::Locality;
 
 /// One port of one instance, as errors show it: `front_cam.color_image`
@@ -26,11 +27,49 @@ impl fmt::Display for PortName {
 }
 
 /// Everything wrong with a blueprint, found in one build.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` prints the same text as `Display`, so `fn main() -> Result<(), BuildError>`
+/// shows the readable errors (as `anyhow` does), not a struct dump.
+#[derive(thiserror::Error)]
 #[error("{}", render_all(problems))]
 pub struct BuildError {
     /// The problems, in a stable order.
     pub problems: Vec<Problem>,
+}
+
+impl fmt::Debug for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A stream an unfed input probably meant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamSuggestion {
+    /// The stream to remap the input to.
+    pub stream: String,
+    /// What to give `remap` for it: the stream, made absolute (`/right/color_image`)
+    /// when the input's instance is in a namespace.
+    pub remap: String,
+    /// Why this one.
+    pub reason: SuggestionReason,
+}
+
+/// Why a stream is suggested.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SuggestionReason {
+    /// Its name is a likely typo away (`pointz` for `points`).
+    CloseName,
+    /// It has the same name under another namespace (`color_image` for `left/color_image`).
+    OtherNamespace,
+    /// It is the only produced stream of the input's message type.
+    OnlyStreamOfType {
+        /// The message type.
+        message: &'static str,
+    },
+    /// The input's own stream has a producer, but autoconnect is off.
+    AutoconnectOff,
 }
 
 fn render_all(problems: &[Problem]) -> String {
@@ -144,8 +183,8 @@ pub enum Problem {
         input: PortName,
         /// The stream it listens to.
         stream: String,
-        /// A produced stream with a close name and the same message type.
-        suggestion: Option<String>,
+        /// A produced stream of the same message type it probably meant.
+        suggestion: Option<StreamSuggestion>,
         /// True for an optional input (reported only when `unfed_optional` is `Error`).
         optional: bool,
     },
@@ -221,6 +260,34 @@ pub enum Problem {
         stream: String,
         /// A produced stream with a close name.
         suggestion: Option<String>,
+    },
+    /// An output's QoS cannot satisfy the input it feeds (and `incompatible_qos` is
+    /// `Error`, the default).
+    IncompatibleQos {
+        /// The stream.
+        stream: String,
+        /// The output.
+        output: PortName,
+        /// Its effective QoS.
+        output_qos: Qos,
+        /// Where the output's QoS values came from.
+        output_origin: QosOrigin,
+        /// The input.
+        input: PortName,
+        /// Its effective QoS.
+        input_qos: Qos,
+        /// Where the input's QoS values came from.
+        input_origin: QosOrigin,
+        /// What does not match.
+        reasons: Vec<String>,
+    },
+    /// Two message types share one wire name, which decides how received bytes are
+    /// deserialized.
+    DuplicateWireName {
+        /// The wire name.
+        name: &'static str,
+        /// The two Rust types.
+        types: [&'static str; 2],
     },
     /// The name of an encoded stream (`color_image/compressed`) is also a produced stream.
     EncodedNameTaken {
@@ -326,16 +393,46 @@ impl fmt::Display for Problem {
                 suggestion,
                 optional,
             } => {
+                if let Some(StreamSuggestion {
+                    reason: SuggestionReason::AutoconnectOff,
+                    ..
+                }) = suggestion
+                {
+                    return write!(
+                        f,
+                        "input {input} is fed by nobody: no `connect` reaches it, and \
+                         autoconnect is off\n  \
+                         = help: stream `{stream}` has a producer: call \
+                         `blueprint.autoconnect()`, or connect the two ports"
+                    );
+                }
                 write!(
                     f,
                     "input {input} is fed by nobody: no output produces stream `{stream}`"
                 )?;
                 match suggestion {
-                    Some(s) => write!(
-                        f,
-                        "\n  = help: did you mean `{s}`? remap it: `blueprint.remap(instance.{}, \"{s}\")`",
-                        input.port
-                    ),
+                    Some(StreamSuggestion {
+                        stream: s,
+                        remap,
+                        reason,
+                    }) => {
+                        let why = match reason {
+                            SuggestionReason::CloseName => String::new(),
+                            SuggestionReason::OtherNamespace => {
+                                " (the same name in another namespace)".to_owned()
+                            }
+                            SuggestionReason::OnlyStreamOfType { message } => {
+                                format!(" (the only stream of `{message}`)")
+                            }
+                            SuggestionReason::AutoconnectOff => String::new(),
+                        };
+                        write!(
+                            f,
+                            "\n  = help: did you mean `{s}`{why}? remap it: \
+                             `blueprint.remap(instance.{}, \"{remap}\")`",
+                            input.port
+                        )
+                    }
                     None if *optional => write!(
                         f,
                         "\n  = note: the input is optional, and `unfed_optional` is set to `Error`"
@@ -417,6 +514,33 @@ impl fmt::Display for Problem {
                 )?;
                 note_suggestion(f, suggestion.as_deref())
             }
+            Problem::IncompatibleQos {
+                stream,
+                output,
+                output_qos,
+                output_origin,
+                input,
+                input_qos,
+                input_origin,
+                reasons,
+            } => write!(
+                f,
+                "incompatible qos: {output} feeds {input} on stream `{stream}`, but {}\n  \
+                 = note: the output is {output_qos} ({output_origin}); the input is {input_qos} \
+                 ({input_origin})\n  \
+                 = help: set the same reliability and durability on both in `#[port(..)]`, or \
+                 let it through with `blueprint.incompatible_qos(Report::Warn)`",
+                reasons.join(", and ")
+            ),
+            Problem::DuplicateWireName {
+                name,
+                types: [a, b],
+            } => write!(
+                f,
+                "message types `{a}` and `{b}` have the same wire name `{name}`\n  \
+                 = note: the wire name decides how received bytes are deserialized; give one \
+                 of them another `#[message(name = \"...\")]`"
+            ),
             Problem::EncodedNameTaken {
                 stream,
                 encoded,

@@ -7,6 +7,13 @@
 //! prints for a person (`Display`) and draws as Graphviz ([`Plan::to_dot`]). Every problem
 //! comes back at once in a [`BuildError`], naming instances, ports and types.
 //!
+//! A plan is the runtime's input, and speaks in ids: [`InstanceIndex`] (instance `i` of
+//! the blueprint), [`PortIndex`] (field order), [`CodecNodeId`] and [`LinkId`]; every
+//! [`Link`] joins two [`Endpoint`]s. Each port carries its resolved stream and effective
+//! QoS ([`PlanPort`]: `#[port(..)]` values over its message kind's defaults). A plan splits
+//! per process ([`Plan::processes`], [`ProcessView`]: what runs there, which links enter
+//! or leave it) and serializes ([`Plan::summary`], [`PlanSummary`]).
+//!
 //! The graph is a petgraph graph kept private: the API speaks of instances, ports,
 //! streams, codec nodes and links.
 
@@ -15,17 +22,21 @@ mod error;
 mod names;
 mod plan;
 mod planner;
+mod process;
 mod render;
 mod runnable;
 mod settings;
+mod summary;
 
 pub use blueprint::{Blueprint, Instance, Namespace};
-pub use error::{BuildError, PortName, Problem};
+pub use error::{BuildError, PortName, Problem, StreamSuggestion, SuggestionReason};
 pub use plan::{
-    CodecKind, CodecNode, Endpoint, InstanceNode, Link, LinkPayload, LinkReason, LinkView, Note,
-    Plan, PlanNodeId,
+    CodecKind, CodecNode, CodecNodeId, Endpoint, InstanceIndex, InstanceNode, Link, LinkId,
+    LinkPayload, LinkReason, Note, Plan, PlanPort, PortIndex, QosOrigin, QosSource,
 };
+pub use process::ProcessView;
 pub use runnable::RunnablePlan;
 pub use settings::{
     AutoTable, Compression, Locality, Placement, Report, StreamSettings, WireFormat,
 };
+pub use summary::{CodecNodeSummary, InstanceSummary, LinkSummary, PlanSummary, PortSummary};

@@ -1,4 +1,15 @@
-//! From a blueprint to a plan: resolve names, match ports, insert codec nodes.
+//! From a blueprint to a plan, in phases a reader can follow:
+//!
+//! 1. [`resolve_ports`]: every port's stream name (namespaces, remaps) and effective QoS.
+//! 2. [`match_ports`]: which output feeds each input (explicit connections, then
+//!    autoconnect by stream name and message type).
+//! 3. [`resolve_settings`]: per stream, its compression mode, codec and parameters.
+//! 4. [`insert_codec_nodes`]: the graph: instances, encode and decode nodes, links.
+//! 5. [`check`]: QoS compatibility, lossy pixels, wire names, unfed optional inputs.
+//!
+//! Every phase records its problems and carries on, so one build reports every mistake;
+//! a mistake already reported (a foreign handle, a bad stream name) is not reported again
+//! as its consequence (an input fed by nobody).
 //!
 //! The codec rules (also stated in RFC.md):
 //! - Encode at most once per (stream, codec, parameters), in the producer's process; the
@@ -16,242 +27,60 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use petgraph::graph::{DiGraph, NodeIndex};
-use streamwire_core::{CodecInfo, CodecParams, CodecSummary, Direction, PortInfo, Transport};
+use streamwire_core::{
+    CodecInfo, CodecParams, CodecSummary, Direction, Durability, MessageInfo, PortInfo, Qos,
+    Reliability, Transport,
+};
 
 use crate::blueprint::Blueprint;
-use crate::error::{BuildError, PortName, Problem};
+use crate::error::{BuildError, PortName, Problem, StreamSuggestion, SuggestionReason};
 use crate::names::{self, resolve};
 use crate::plan::{
-    CodecKind, CodecNode, InstanceNode, Link, LinkPayload, LinkReason, Note, Plan, PlanNode,
-    PlanNodeId, PlanSettings, StreamSummary,
+    CodecKind, CodecNode, CodecNodeId, Endpoint, InstanceIndex, InstanceNode, Link, LinkId,
+    LinkPayload, LinkReason, Note, Plan, PlanNode, PlanPort, PlanSettings, PortIndex, QosOrigin,
+    QosSource, StreamSummary,
 };
 use crate::settings::{Compression, Locality, Placement, Report, WireFormat};
 
 /// A port of an instance: (instance index, port index).
 type PortKey = (usize, usize);
 
-/// Where a stream's mode comes from.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ModeSource {
-    Stream,
-    Global,
-    PlainOutput,
-}
-
 pub(crate) fn plan(bp: &Blueprint) -> Result<Plan, BuildError> {
     let mut problems = bp.problems.clone();
-    let streams = resolve_streams(bp, &mut problems);
-    let port = |(i, p): PortKey| &bp.instances[i].ports[p];
-    let port_name = |key: PortKey| port_name(bp, key);
-
-    // Producers of each stream.
-    let mut producers: BTreeMap<&str, Vec<PortKey>> = BTreeMap::new();
-    for (i, instance) in bp.instances.iter().enumerate() {
-        for (p, info) in instance.ports.iter().enumerate() {
-            if info.direction() == Direction::Output {
-                producers
-                    .entry(streams[i][p].as_str())
-                    .or_default()
-                    .push((i, p));
-            }
-        }
-    }
-    for (stream, outputs) in &producers {
-        if outputs.len() > 1 {
-            problems.push(Problem::TwoProducers {
-                stream: (*stream).to_owned(),
-                producers: outputs.iter().map(|&k| port_name(k)).collect(),
-            });
-        }
-    }
-
-    // Which output feeds each input: explicit connections first, then autoconnect.
-    let mut feeds: BTreeMap<PortKey, (PortKey, bool)> = BTreeMap::new();
-    for connection in &bp.connections {
-        let (from, to) = (
-            (connection.from.0 as usize, connection.from.1),
-            (connection.to.0 as usize, connection.to.1),
-        );
-        if let Some(&(first, _)) = feeds.get(&to) {
-            problems.push(Problem::InputConnectedTwice {
-                input: port_name(to),
-                outputs: [port_name(first), port_name(from)],
-            });
-            continue;
-        }
-        // The compiler checked the message types of explicit connections; a hand-written
-        // `Module` impl could still lie about them, so check again.
-        if port(from).message() != port(to).message() {
-            problems.push(mismatch(
-                &streams[from.0][from.1],
-                port_name(from),
-                port(from),
-                port_name(to),
-                port(to),
-            ));
-            continue;
-        }
-        feeds.insert(to, (from, true));
-    }
-    let mut unfed_optional = Vec::new();
-    for (i, instance) in bp.instances.iter().enumerate() {
-        for (p, info) in instance.ports.iter().enumerate() {
-            if info.direction() != Direction::Input || feeds.contains_key(&(i, p)) {
-                continue;
-            }
-            let stream = streams[i][p].as_str();
-            let producer = if bp.autoconnect {
-                find_producer(&producers, stream, info, i)
-            } else {
-                None
-            };
-            match producer {
-                Some(Some(from)) if port(from).message() == info.message() => {
-                    feeds.insert((i, p), (from, false));
-                }
-                Some(Some(from)) => problems.push(mismatch(
-                    &streams[from.0][from.1],
-                    port_name(from),
-                    port(from),
-                    port_name((i, p)),
-                    info,
-                )),
-                // Several producers: already reported.
-                Some(None) => {}
-                None => {
-                    let suggestion = names::did_you_mean(
-                        stream,
-                        producers
-                            .iter()
-                            .filter(|(_, outs)| {
-                                outs.iter().any(|&o| port(o).message() == info.message())
-                            })
-                            .map(|(s, _)| *s),
-                    )
-                    .map(str::to_owned);
-                    let optional = info.attrs().optional;
-                    if optional {
-                        unfed_optional.push(Note::UnfedOptional {
-                            input: format!("{}.{}", instance.name, info.field()),
-                            stream: stream.to_owned(),
-                        });
-                    }
-                    if !optional || bp.settings.unfed_optional == Report::Error {
-                        problems.push(Problem::UnfedInput {
-                            input: port_name((i, p)),
-                            stream: stream.to_owned(),
-                            suggestion,
-                            optional,
-                        });
-                    }
-                }
-            }
-        }
-    }
-
-    // Per-stream settings must name produced streams.
-    for stream in bp.stream_settings.keys() {
-        if !producers.contains_key(stream.as_str()) {
-            problems.push(Problem::UnknownStreamSetting {
-                stream: stream.clone(),
-                suggestion: names::did_you_mean(stream, producers.keys().copied())
-                    .map(str::to_owned),
-            });
-        }
-    }
-
-    // The graph: one node per instance, then codec nodes per stream.
-    let mut builder = GraphBuilder {
-        graph: DiGraph::new(),
-        instance_nodes: Vec::new(),
-        encoders: HashMap::new(),
-        decoders: HashMap::new(),
-        primary_encoders: BTreeSet::new(),
-    };
-    for (i, instance) in bp.instances.iter().enumerate() {
-        let node = builder.graph.add_node(PlanNode::Instance(InstanceNode {
-            name: instance.name.clone(),
-            module_type: instance.module_type,
-            placement: instance.placement.clone(),
-            ports: instance.ports,
-            streams: streams[i].clone(),
-        }));
-        builder.instance_nodes.push(node);
-    }
-
-    // Group the consumers of each output.
-    let mut consumers: BTreeMap<PortKey, Vec<(PortKey, bool)>> = BTreeMap::new();
-    for (&to, &(from, explicit)) in &feeds {
-        consumers.entry(from).or_default().push((to, explicit));
-    }
-    let mut lossy = Vec::new();
-    let mut summaries = Vec::new();
-    for (i, instance) in bp.instances.iter().enumerate() {
-        for (p, info) in instance.ports.iter().enumerate() {
-            if info.direction() != Direction::Output {
-                continue;
-            }
-            let stream = StreamPlanner {
-                bp,
-                producer: (i, p),
-                name: &streams[i][p],
-                info,
-                placement: &instance.placement,
-            };
-            let empty = Vec::new();
-            let summary = stream.plan(
-                consumers.get(&(i, p)).unwrap_or(&empty),
-                &mut builder,
-                &mut problems,
-                &mut lossy,
-            );
-            summaries.push(summary);
-        }
-    }
-    name_encoded_streams(&mut builder, &producers, &port_name, &mut problems);
-
-    // Lossy inputs: listed always; logged with Warn; errors with Error.
-    let mut notes = Vec::with_capacity(lossy.len() + unfed_optional.len());
-    for (key, note) in lossy {
-        if let Note::LossyPixels {
-            stream,
-            codec,
-            fidelity,
-            ..
-        } = &note
-        {
-            match bp.settings.lossy_pixels {
-                Report::Ignore => {}
-                Report::Warn => tracing::warn!(stream = %stream, codec, "{note}"),
-                Report::Error => problems.push(Problem::LossyPixels {
-                    input: port_name(key),
-                    stream: stream.clone(),
-                    codec,
-                    fidelity: fidelity.to_string(),
-                }),
-            }
-        }
-        notes.push(note);
-    }
-    if bp.settings.unfed_optional == Report::Warn {
-        for note in &unfed_optional {
-            tracing::warn!("{note}");
-        }
-    }
-    notes.extend(unfed_optional);
+    let ports = resolve_ports(bp, &mut problems);
+    let matching = match_ports(bp, &ports, &mut problems);
+    let streams = resolve_settings(bp, &ports, &matching, &mut problems);
+    let wired = insert_codec_nodes(bp, &ports, &matching, &streams, &mut problems);
+    let notes = check(bp, &ports, &matching, &wired, &mut problems);
 
     if !problems.is_empty() {
         return Err(BuildError { problems });
     }
+    let instances = bp
+        .instances
+        .iter()
+        .zip(ports.ports)
+        .enumerate()
+        .map(|(i, (entry, ports))| InstanceNode {
+            id: InstanceIndex(i),
+            name: entry.name.clone(),
+            module_type: entry.module_type,
+            placement: entry.placement.clone(),
+            ports,
+        })
+        .collect();
     Ok(Plan {
-        graph: builder.graph,
-        streams: summaries,
+        instances,
+        codec_nodes: wired.codec_nodes,
+        graph: wired.graph,
+        streams: wired.summaries,
         notes,
         settings: PlanSettings {
             compression: bp.settings.compression,
             auto_table: bp.settings.auto_table,
             lossy_pixels: bp.settings.lossy_pixels,
             unfed_optional: bp.settings.unfed_optional,
+            incompatible_qos: bp.settings.incompatible_qos,
         },
     })
 }
@@ -266,10 +95,53 @@ fn port_name(bp: &Blueprint, (i, p): PortKey) -> PortName {
     }
 }
 
-/// Resolves every port's stream name (remaps, namespaces), checking names and that no
-/// two ports of one direction of one instance share a stream.
-fn resolve_streams(bp: &Blueprint, problems: &mut Vec<Problem>) -> Vec<Vec<String>> {
+// ---------------------------------------------------------------------------------------
+// Phase 1: ports.
+
+/// Every port of every instance, resolved.
+struct Ports {
+    /// Per instance, per port.
+    ports: Vec<Vec<PlanPort>>,
+    /// Ports whose stream name is invalid (already reported).
+    invalid: BTreeSet<PortKey>,
+}
+
+impl Ports {
+    fn get(&self, (i, p): PortKey) -> &PlanPort {
+        &self.ports[i][p]
+    }
+
+    fn info(&self, key: PortKey) -> &'static PortInfo {
+        self.get(key).info
+    }
+
+    fn stream(&self, key: PortKey) -> &str {
+        &self.get(key).stream
+    }
+
+    fn keys(&self) -> impl Iterator<Item = PortKey> + '_ {
+        self.ports
+            .iter()
+            .enumerate()
+            .flat_map(|(i, ports)| (0..ports.len()).map(move |p| (i, p)))
+    }
+
+    fn outputs(&self) -> impl Iterator<Item = PortKey> + '_ {
+        self.keys()
+            .filter(|&k| self.info(k).direction() == Direction::Output)
+    }
+
+    fn inputs(&self) -> impl Iterator<Item = PortKey> + '_ {
+        self.keys()
+            .filter(|&k| self.info(k).direction() == Direction::Input)
+    }
+}
+
+/// Resolves every port's stream name (remaps, namespaces) and QoS, checking names and
+/// that no two ports of one direction of one instance share a stream.
+fn resolve_ports(bp: &Blueprint, problems: &mut Vec<Problem>) -> Ports {
     let mut all = Vec::with_capacity(bp.instances.len());
+    let mut invalid = BTreeSet::new();
     for (index, instance) in bp.instances.iter().enumerate() {
         let mut resolved = Vec::with_capacity(instance.ports.len());
         let mut seen: BTreeMap<(bool, String), usize> = BTreeMap::new();
@@ -282,6 +154,7 @@ fn resolve_streams(bp: &Blueprint, problems: &mut Vec<Problem>) -> Vec<Vec<Strin
                     name: raw.to_owned(),
                     reason,
                 });
+                invalid.insert((index, p));
             }
             let stream = resolve(&instance.namespace, raw);
             let is_input = info.direction() == Direction::Input;
@@ -295,11 +168,184 @@ fn resolve_streams(bp: &Blueprint, problems: &mut Vec<Problem>) -> Vec<Vec<Strin
             } else {
                 seen.insert((is_input, stream.clone()), p);
             }
-            resolved.push(stream);
+            let (qos, qos_origin) = effective_qos(info);
+            resolved.push(PlanPort {
+                index: PortIndex(p),
+                info,
+                stream,
+                qos,
+                qos_origin,
+            });
         }
         all.push(resolved);
     }
-    all
+    Ports {
+        ports: all,
+        invalid,
+    }
+}
+
+/// A port's QoS: its `#[port(..)]` values over the defaults of its message's kind (for
+/// `Compressed<M>` ports, `M`'s kind: an encoded stream has its stream's QoS).
+fn effective_qos(info: &PortInfo) -> (Qos, QosOrigin) {
+    let kind = info.message().kind();
+    let set = info.attrs().qos;
+    let source = |is_set: bool| {
+        if is_set {
+            QosSource::Port
+        } else {
+            QosSource::Kind(kind)
+        }
+    };
+    (
+        set.over(kind.default_qos()),
+        QosOrigin {
+            reliability: source(set.reliability.is_some()),
+            durability: source(set.durability.is_some()),
+            history: source(set.history.is_some()),
+        },
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase 2: matching.
+
+/// Which output feeds an input.
+#[derive(Clone, Copy)]
+struct Feed {
+    from: PortKey,
+    explicit: bool,
+}
+
+struct Matching {
+    /// The producers of each stream.
+    producers: BTreeMap<String, Vec<PortKey>>,
+    /// Input -> its feed.
+    feeds: BTreeMap<PortKey, Feed>,
+    /// Optional inputs nobody feeds.
+    unfed_optional: Vec<Note>,
+}
+
+impl Matching {
+    /// The consumers of `output`, in input order.
+    fn consumers(&self, output: PortKey) -> impl Iterator<Item = (PortKey, bool)> + '_ {
+        self.feeds
+            .iter()
+            .filter(move |(_, feed)| feed.from == output)
+            .map(|(&to, feed)| (to, feed.explicit))
+    }
+}
+
+/// Explicit connections first, then autoconnect; reports two producers of one stream,
+/// message mismatches and inputs nobody feeds.
+fn match_ports(bp: &Blueprint, ports: &Ports, problems: &mut Vec<Problem>) -> Matching {
+    let mut producers: BTreeMap<String, Vec<PortKey>> = BTreeMap::new();
+    for key in ports.outputs() {
+        producers
+            .entry(ports.stream(key).to_owned())
+            .or_default()
+            .push(key);
+    }
+    for (stream, outputs) in &producers {
+        if outputs.len() > 1 {
+            problems.push(Problem::TwoProducers {
+                stream: stream.clone(),
+                producers: outputs.iter().map(|&k| port_name(bp, k)).collect(),
+            });
+        }
+    }
+
+    let mismatch = |from: PortKey, to: PortKey| Problem::MessageMismatch {
+        stream: ports.stream(from).to_owned(),
+        output: port_name(bp, from),
+        output_message: ports.info(from).message().rust_name(),
+        input: port_name(bp, to),
+        input_message: ports.info(to).message().rust_name(),
+    };
+
+    let mut feeds: BTreeMap<PortKey, Feed> = BTreeMap::new();
+    // Inputs whose explicit connection failed: reported once, as that failure.
+    let mut attempted: BTreeSet<PortKey> = bp.failed_inputs.clone();
+    for connection in &bp.connections {
+        let (from, to) = (
+            (connection.from.0 as usize, connection.from.1),
+            (connection.to.0 as usize, connection.to.1),
+        );
+        attempted.insert(to);
+        if let Some(first) = feeds.get(&to) {
+            problems.push(Problem::InputConnectedTwice {
+                input: port_name(bp, to),
+                outputs: [port_name(bp, first.from), port_name(bp, from)],
+            });
+            continue;
+        }
+        // The compiler checked the message types of explicit connections; a hand-written
+        // `Module` impl could still lie about them, so check again.
+        if ports.info(from).message() != ports.info(to).message() {
+            problems.push(mismatch(from, to));
+            continue;
+        }
+        feeds.insert(
+            to,
+            Feed {
+                from,
+                explicit: true,
+            },
+        );
+    }
+
+    let mut unfed_optional = Vec::new();
+    for key in ports.inputs() {
+        if attempted.contains(&key) {
+            continue;
+        }
+        let info = ports.info(key);
+        let stream = ports.stream(key);
+        let producer = if bp.autoconnect {
+            find_producer(&producers, stream, info, key.0)
+        } else {
+            None
+        };
+        match producer {
+            Some(Some(from)) if ports.info(from).message() == info.message() => {
+                feeds.insert(
+                    key,
+                    Feed {
+                        from,
+                        explicit: false,
+                    },
+                );
+            }
+            Some(Some(from)) => problems.push(mismatch(from, key)),
+            // Several producers: already reported.
+            Some(None) => {}
+            // A bad stream name: already reported.
+            None if ports.invalid.contains(&key) => {}
+            None => {
+                let optional = info.attrs().optional;
+                let instance = &bp.instances[key.0];
+                if optional {
+                    unfed_optional.push(Note::UnfedOptional {
+                        input: format!("{}.{}", instance.name, info.field()),
+                        stream: stream.to_owned(),
+                    });
+                }
+                if !optional || bp.settings.unfed_optional == Report::Error {
+                    problems.push(Problem::UnfedInput {
+                        input: port_name(bp, key),
+                        stream: stream.to_owned(),
+                        suggestion: suggest_stream(bp, ports, &producers, key),
+                        optional,
+                    });
+                }
+            }
+        }
+    }
+    Matching {
+        producers,
+        feeds,
+        unfed_optional,
+    }
 }
 
 /// The producer an input autoconnects to: `Some(Some(port))`, `Some(None)` when the
@@ -307,7 +353,7 @@ fn resolve_streams(bp: &Blueprint, problems: &mut Vec<Problem>) -> Vec<Vec<Strin
 /// input named `<stream>/<suffix>` (`color_image/compressed`) listens to `<stream>`.
 /// An instance never feeds its own input (a filter with one name in and out).
 fn find_producer(
-    producers: &BTreeMap<&str, Vec<PortKey>>,
+    producers: &BTreeMap<String, Vec<PortKey>>,
     stream: &str,
     input: &PortInfo,
     instance: usize,
@@ -335,226 +381,378 @@ fn find_producer(
     None
 }
 
-fn mismatch(
-    stream: &str,
-    output: PortName,
-    output_info: &PortInfo,
-    input: PortName,
-    input_info: &PortInfo,
-) -> Problem {
-    Problem::MessageMismatch {
-        stream: stream.to_owned(),
-        output,
-        output_message: output_info.message().rust_name(),
-        input,
-        input_message: input_info.message().rust_name(),
+/// A stream an unfed input probably meant, among the streams of its message type (by
+/// the names it would listen to: a byte input also under `<stream>/<suffix>`): a close
+/// name, else the same name under another namespace, else the only stream of its type.
+fn suggest_stream(
+    bp: &Blueprint,
+    ports: &Ports,
+    producers: &BTreeMap<String, Vec<PortKey>>,
+    input: PortKey,
+) -> Option<StreamSuggestion> {
+    let info = ports.info(input);
+    let stream = ports.stream(input);
+    let suffix = info.transport().codec().map(|c| c.stream_suffix());
+    if !bp.autoconnect && producers.contains_key(stream) {
+        return Some(StreamSuggestion {
+            stream: stream.to_owned(),
+            remap: stream.to_owned(),
+            reason: SuggestionReason::AutoconnectOff,
+        });
     }
+    let same_type: Vec<&str> = producers
+        .iter()
+        .filter(|(_, outputs)| {
+            outputs
+                .iter()
+                .any(|&o| o.0 != input.0 && ports.info(o).message() == info.message())
+        })
+        .filter(|(s, _)| s.as_str() != stream)
+        .map(|(s, _)| s.as_str())
+        .collect();
+    // What the input could write to listen to each of them.
+    let names: Vec<String> = same_type
+        .iter()
+        .flat_map(|s| {
+            let encoded = suffix.map(|suffix| format!("{s}/{suffix}"));
+            std::iter::once((*s).to_owned()).chain(encoded)
+        })
+        .collect();
+    let namespace = &bp.instances[input.0].namespace;
+    let suggestion = |stream: &str, reason| {
+        Some(StreamSuggestion {
+            stream: stream.to_owned(),
+            remap: if namespace.is_empty() {
+                stream.to_owned()
+            } else {
+                format!("/{stream}")
+            },
+            reason,
+        })
+    };
+    if let Some(close) = names::did_you_mean(stream, names.iter().map(String::as_str)) {
+        return suggestion(close, SuggestionReason::CloseName);
+    }
+    // The name the input gave, without the instance's namespace.
+    let relative = stream
+        .strip_prefix(namespace.as_str())
+        .and_then(|s| s.strip_prefix('/'))
+        .unwrap_or(stream);
+    let tail = format!("/{relative}");
+    let elsewhere: Vec<&String> = names
+        .iter()
+        .filter(|n| n.as_str() != stream && (n.as_str() == relative || n.ends_with(&tail)))
+        .collect();
+    if let [one] = elsewhere.as_slice() {
+        return suggestion(one, SuggestionReason::OtherNamespace);
+    }
+    if let [only] = same_type.as_slice() {
+        let only = match suffix {
+            Some(suffix) => format!("{only}/{suffix}"),
+            None => (*only).to_owned(),
+        };
+        return suggestion(
+            &only,
+            SuggestionReason::OnlyStreamOfType {
+                message: info.message().rust_name(),
+            },
+        );
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase 3: settings.
+
+/// Where a stream's mode comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ModeSource {
+    Stream,
+    Global,
+    PlainOutput,
+}
+
+/// How one output's stream is carried, from the settings.
+struct StreamPlan {
+    producer: PortKey,
+    mode: Compression,
+    source: ModeSource,
+    /// The codec of compressed pixel links, if any (even when its parameters were bad).
+    wire_codec: Option<CodecInfo>,
+    /// That codec with its validated parameters. With bad parameters (reported), its
+    /// defaults, so that the other checks (a lossless conflict) still run.
+    wire: Option<(CodecInfo, CodecSummary)>,
+    /// The parameters the blueprint set.
+    user_params: CodecParams,
+}
+
+/// Per output: compression mode, codec, parameters. Reports settings for unknown
+/// streams, codecs for another message, bad or codec-less parameters.
+fn resolve_settings(
+    bp: &Blueprint,
+    ports: &Ports,
+    matching: &Matching,
+    problems: &mut Vec<Problem>,
+) -> Vec<StreamPlan> {
+    for stream in bp.stream_settings.keys() {
+        if !matching.producers.contains_key(stream) {
+            problems.push(Problem::UnknownStreamSetting {
+                stream: stream.clone(),
+                suggestion: names::did_you_mean(
+                    stream,
+                    matching.producers.keys().map(String::as_str),
+                )
+                .map(str::to_owned),
+            });
+        }
+    }
+    ports
+        .outputs()
+        .map(|producer| {
+            let info = ports.info(producer);
+            let name = ports.stream(producer);
+            let settings = bp.stream_settings.get(name);
+            let producer_codec = info.transport().codec();
+            let (mode, source) = match settings.and_then(|s| s.compression) {
+                Some(mode) => (mode, ModeSource::Stream),
+                None if producer_codec.is_some() => (bp.settings.compression, ModeSource::Global),
+                None => (Compression::Off, ModeSource::PlainOutput),
+            };
+            let mut wire_codec = producer_codec;
+            let mut codec_refused = false;
+            if let Some(codec) = settings.and_then(|s| s.codec) {
+                if codec.message() == info.message() {
+                    wire_codec = Some(codec);
+                } else {
+                    problems.push(Problem::CodecForOtherMessage {
+                        stream: name.to_owned(),
+                        codec: codec.name(),
+                        codec_message: codec.message().rust_name(),
+                        stream_message: info.message().rust_name(),
+                    });
+                    wire_codec = None;
+                    codec_refused = true;
+                }
+            }
+            let user_params = settings.map(|s| s.params.clone()).unwrap_or_default();
+            let wire = match wire_codec {
+                Some(codec) => match codec.summarize(&user_params) {
+                    Ok(summary) => Some((codec, summary)),
+                    Err(e) => {
+                        problems.push(Problem::InvalidCodecParams {
+                            stream: name.to_owned(),
+                            codec: codec.name(),
+                            reason: e.to_string(),
+                        });
+                        codec
+                            .summarize(&CodecParams::new())
+                            .ok()
+                            .map(|summary| (codec, summary))
+                    }
+                },
+                None => {
+                    if !user_params.is_empty() && !codec_refused {
+                        problems.push(Problem::ParamsWithoutCodec {
+                            stream: name.to_owned(),
+                            params: user_params.to_string(),
+                            producer: port_name(bp, producer),
+                            message: info.message().rust_name(),
+                        });
+                    }
+                    None
+                }
+            };
+            StreamPlan {
+                producer,
+                mode,
+                source,
+                wire_codec,
+                wire,
+                user_params,
+            }
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase 4: the graph.
+
+/// The wired graph.
+struct Wired {
+    graph: DiGraph<PlanNode, Link>,
+    codec_nodes: Vec<CodecNode>,
+    summaries: Vec<StreamSummary>,
+    /// Inputs receiving lossy pixels, for the check phase.
+    lossy: Vec<(PortKey, Note)>,
 }
 
 /// The graph under construction, with the codec nodes made so far.
 struct GraphBuilder {
     graph: DiGraph<PlanNode, Link>,
-    instance_nodes: Vec<NodeIndex>,
+    codec_nodes: Vec<CodecNode>,
+    /// Graph node of each codec node.
+    codec_graph_nodes: Vec<NodeIndex>,
     /// (producer, codec name, message type name, params) -> encoder.
-    encoders: HashMap<(PortKey, &'static str, &'static str, CodecParams), NodeIndex>,
+    encoders: HashMap<(PortKey, &'static str, &'static str, CodecParams), CodecNodeId>,
     /// (producer, placement) -> decoder: one per receiving process and stream.
-    decoders: HashMap<(PortKey, Placement), NodeIndex>,
+    decoders: HashMap<(PortKey, Placement), CodecNodeId>,
     /// Encoders of a stream's own wire codec and parameters.
-    primary_encoders: BTreeSet<NodeIndex>,
+    primary_encoders: BTreeSet<CodecNodeId>,
 }
 
-/// Plans one output's stream.
-struct StreamPlanner<'a> {
+/// A link before it has an id.
+struct NewLink {
+    stream: String,
+    payload: LinkPayload,
+    locality: Locality,
+    reason: LinkReason,
+    explicit: bool,
+}
+
+impl GraphBuilder {
+    fn node(&self, endpoint: Endpoint) -> NodeIndex {
+        match endpoint {
+            // Instance `i` is graph node `i`: instances are added first.
+            Endpoint::Port { instance, .. } => NodeIndex::new(instance.0),
+            Endpoint::Codec(id) => self.codec_graph_nodes[id.0],
+        }
+    }
+
+    fn add_link(&mut self, from: Endpoint, to: Endpoint, link: NewLink) {
+        let id = LinkId(self.graph.edge_count());
+        let (a, b) = (self.node(from), self.node(to));
+        self.graph.add_edge(
+            a,
+            b,
+            Link {
+                id,
+                from,
+                to,
+                stream: link.stream,
+                payload: link.payload,
+                locality: link.locality,
+                reason: link.reason,
+                explicit: link.explicit,
+            },
+        );
+    }
+
+    fn add_codec(&mut self, make: impl FnOnce(CodecNodeId) -> CodecNode) -> CodecNodeId {
+        let id = CodecNodeId(self.codec_nodes.len());
+        self.codec_nodes.push(make(id));
+        self.codec_graph_nodes
+            .push(self.graph.add_node(PlanNode::Codec(id)));
+        id
+    }
+}
+
+fn port_endpoint((i, p): PortKey) -> Endpoint {
+    Endpoint::Port {
+        instance: InstanceIndex(i),
+        port: PortIndex(p),
+    }
+}
+
+/// One node per instance, then each stream's links and codec nodes; then the encoded
+/// streams' names.
+fn insert_codec_nodes(
+    bp: &Blueprint,
+    ports: &Ports,
+    matching: &Matching,
+    streams: &[StreamPlan],
+    problems: &mut Vec<Problem>,
+) -> Wired {
+    let mut builder = GraphBuilder {
+        graph: DiGraph::new(),
+        codec_nodes: Vec::new(),
+        codec_graph_nodes: Vec::new(),
+        encoders: HashMap::new(),
+        decoders: HashMap::new(),
+        primary_encoders: BTreeSet::new(),
+    };
+    for i in 0..bp.instances.len() {
+        builder.graph.add_node(PlanNode::Instance(InstanceIndex(i)));
+    }
+    let mut lossy = Vec::new();
+    let mut summaries = Vec::new();
+    for plan in streams {
+        let stream = StreamWiring {
+            bp,
+            ports,
+            plan,
+            name: ports.stream(plan.producer),
+            info: ports.info(plan.producer),
+            placement: &bp.instances[plan.producer.0].placement,
+        };
+        let consumers: Vec<(PortKey, bool)> = matching.consumers(plan.producer).collect();
+        summaries.push(stream.wire(&consumers, &mut builder, problems, &mut lossy));
+    }
+    name_encoded_streams(bp, &mut builder, &matching.producers, problems);
+    Wired {
+        graph: builder.graph,
+        codec_nodes: builder.codec_nodes,
+        summaries,
+        lossy,
+    }
+}
+
+/// Wires one output's stream to its consumers.
+struct StreamWiring<'a> {
     bp: &'a Blueprint,
-    producer: PortKey,
+    ports: &'a Ports,
+    plan: &'a StreamPlan,
     name: &'a str,
     info: &'static PortInfo,
     placement: &'a Placement,
 }
 
-impl StreamPlanner<'_> {
-    fn plan(
+impl StreamWiring<'_> {
+    fn wire(
         &self,
         consumers: &[(PortKey, bool)],
         builder: &mut GraphBuilder,
         problems: &mut Vec<Problem>,
         lossy: &mut Vec<(PortKey, Note)>,
     ) -> StreamSummary {
-        let settings = self.bp.stream_settings.get(self.name);
-        let producer_codec = self.info.transport().codec();
-        let (mode, source) = match settings.and_then(|s| s.compression) {
-            Some(mode) => (mode, ModeSource::Stream),
-            None if producer_codec.is_some() => (self.bp.settings.compression, ModeSource::Global),
-            None => (Compression::Off, ModeSource::PlainOutput),
-        };
-
-        // The codec of compressed pixel links and its parameters.
-        let mut wire_codec = producer_codec;
-        if let Some(codec) = settings.and_then(|s| s.codec) {
-            if codec.message() == self.info.message() {
-                wire_codec = Some(codec);
-            } else {
-                problems.push(Problem::CodecForOtherMessage {
-                    stream: self.name.to_owned(),
-                    codec: codec.name(),
-                    codec_message: codec.message().rust_name(),
-                    stream_message: self.info.message().rust_name(),
-                });
-                wire_codec = None;
-            }
-        }
-        let stream_params = settings.map(|s| s.params.clone()).unwrap_or_default();
-        let wire = match wire_codec {
-            Some(codec) => match codec.summarize(&stream_params) {
-                Ok(summary) => Some((codec, summary)),
-                Err(e) => {
-                    problems.push(Problem::InvalidCodecParams {
-                        stream: self.name.to_owned(),
-                        codec: codec.name(),
-                        reason: e.to_string(),
-                    });
-                    None
-                }
-            },
-            None => {
-                if !stream_params.is_empty() {
-                    problems.push(Problem::ParamsWithoutCodec {
-                        stream: self.name.to_owned(),
-                        params: stream_params.to_string(),
-                        producer: port_name(self.bp, self.producer),
-                        message: self.info.message().rust_name(),
-                    });
-                }
-                None
-            }
-        };
-
         let mut reported_no_codec = false;
-        let producer_node = builder.instance_nodes[self.producer.0];
-        for &((ci, cp), explicit) in consumers {
-            let consumer = &self.bp.instances[ci];
-            let input = &consumer.ports[cp];
-            let consumer_node = builder.instance_nodes[ci];
-            let locality = self.placement.locality_to(&consumer.placement);
+        for &(consumer, explicit) in consumers {
+            let input = self.ports.info(consumer);
+            let placement = &self.bp.instances[consumer.0].placement;
+            let locality = self.placement.locality_to(placement);
             match input.transport() {
                 Transport::Codec(codec) => {
-                    // A byte input gets its encoder whatever the settings say.
-                    let summary = match &wire {
-                        Some((w, s)) if *w == codec => Ok(s.clone()),
-                        _ => codec.summarize(&CodecParams::new()),
-                    };
-                    let summary = match summary {
-                        Ok(s) => s,
-                        Err(e) => {
-                            problems.push(Problem::InvalidCodecParams {
-                                stream: self.name.to_owned(),
-                                codec: codec.name(),
-                                reason: e.to_string(),
-                            });
-                            continue;
-                        }
-                    };
-                    let primary =
-                        matches!(&wire, Some((w, s)) if *w == codec && s.params == summary.params);
-                    let encoder = self.encoder(builder, codec, &summary, primary);
-                    builder.graph.add_edge(
-                        encoder,
-                        consumer_node,
-                        Link {
-                            stream: String::new(),
-                            payload: LinkPayload::Encoded(codec),
-                            locality,
-                            reason: LinkReason::BytesRequested {
-                                input_type: input.type_name(),
-                            },
-                            from_port: None,
-                            to_port: Some(input.field()),
-                            explicit,
-                        },
-                    );
+                    self.wire_bytes(builder, problems, consumer, codec, locality, explicit);
                 }
                 Transport::Raw => {
-                    let (mut compress, mut reason) = match (mode, source) {
-                        (Compression::Auto, _) => {
-                            let format = self.bp.settings.auto_table.format(locality);
-                            (
-                                format == WireFormat::Compressed,
-                                LinkReason::Auto { locality, format },
-                            )
-                        }
-                        (mode, ModeSource::Stream) => {
-                            (mode == Compression::On, LinkReason::Stream(mode))
-                        }
-                        (mode, ModeSource::Global) => {
-                            (mode == Compression::On, LinkReason::Global(mode))
-                        }
-                        (_, ModeSource::PlainOutput) => (
-                            false,
-                            LinkReason::PlainOutput {
-                                output_type: self.info.type_name(),
-                            },
-                        ),
-                    };
-                    if compress && wire.is_none() {
-                        if wire_codec.is_none() && !reported_no_codec {
-                            problems.push(Problem::NoCodec {
-                                stream: self.name.to_owned(),
-                                producer: port_name(self.bp, self.producer),
-                                message: self.info.message().rust_name(),
-                            });
-                            reported_no_codec = true;
-                        }
-                        compress = false;
-                    }
-                    if let (true, Some((codec, summary))) = (compress, &wire)
-                        && input.attrs().lossless
-                        && !summary.fidelity.is_exact()
-                    {
-                        if source == ModeSource::Stream && mode == Compression::On {
-                            problems.push(Problem::LosslessConflict {
-                                input: port_name(self.bp, (ci, cp)),
-                                stream: self.name.to_owned(),
-                                codec: codec.name(),
-                                fidelity: summary.fidelity.to_string(),
-                                locality,
-                            });
-                        }
-                        compress = false;
-                        reason = LinkReason::LosslessInput {
-                            codec: codec.name(),
-                        };
-                    }
-                    match (compress, &wire) {
+                    let (compress, reason) =
+                        self.link_format(consumer, locality, problems, &mut reported_no_codec);
+                    match (compress, &self.plan.wire) {
                         (true, Some((codec, summary))) => {
                             let encoder = self.encoder(builder, *codec, summary, true);
-                            let decoder = self.decoder(
-                                builder,
-                                encoder,
-                                *codec,
-                                summary,
-                                &consumer.placement,
-                                reason,
-                            );
-                            builder.graph.add_edge(
-                                decoder,
-                                consumer_node,
-                                Link {
+                            let decoder =
+                                self.decoder(builder, encoder, *codec, summary, placement, reason);
+                            builder.add_link(
+                                Endpoint::Codec(decoder),
+                                port_endpoint(consumer),
+                                NewLink {
                                     stream: self.name.to_owned(),
                                     payload: LinkPayload::Message(self.info.message()),
                                     locality: Locality::InProcess,
                                     reason: LinkReason::Decoded {
-                                        placement: consumer.placement.clone(),
+                                        placement: placement.clone(),
                                     },
-                                    from_port: None,
-                                    to_port: Some(input.field()),
                                     explicit,
                                 },
                             );
                             if !summary.fidelity.is_exact() {
                                 lossy.push((
-                                    (ci, cp),
+                                    consumer,
                                     Note::LossyPixels {
-                                        input: format!("{}.{}", consumer.name, input.field()),
+                                        input: format!(
+                                            "{}.{}",
+                                            self.bp.instances[consumer.0].name,
+                                            input.field()
+                                        ),
                                         stream: self.name.to_owned(),
                                         codec: codec.name(),
                                         fidelity: summary.fidelity,
@@ -562,39 +760,150 @@ impl StreamPlanner<'_> {
                                 ));
                             }
                         }
-                        _ => {
-                            builder.graph.add_edge(
-                                producer_node,
-                                consumer_node,
-                                Link {
-                                    stream: self.name.to_owned(),
-                                    payload: LinkPayload::Message(self.info.message()),
-                                    locality,
-                                    reason,
-                                    from_port: Some(self.info.field()),
-                                    to_port: Some(input.field()),
-                                    explicit,
-                                },
-                            );
-                        }
+                        _ => builder.add_link(
+                            port_endpoint(self.plan.producer),
+                            port_endpoint(consumer),
+                            NewLink {
+                                stream: self.name.to_owned(),
+                                payload: LinkPayload::Message(self.info.message()),
+                                locality,
+                                reason,
+                                explicit,
+                            },
+                        ),
                     }
                 }
             }
         }
 
-        let mode_text = match source {
-            ModeSource::Stream => format!("{mode} (stream setting)"),
-            ModeSource::Global => format!("{mode} (global setting)"),
-            ModeSource::PlainOutput => "off (plain output)".to_owned(),
-        };
+        let mode = self.plan.mode;
         StreamSummary {
             name: self.name.to_owned(),
             message: self.info.message(),
-            producer: PlanNodeId(producer_node),
-            producer_port: self.info,
-            mode: mode_text,
-            wire_codec: wire.map(|(c, _)| c),
+            producer: InstanceIndex(self.plan.producer.0),
+            producer_port: PortIndex(self.plan.producer.1),
+            mode: match self.plan.source {
+                ModeSource::Stream => format!("{mode} (stream setting)"),
+                ModeSource::Global => format!("{mode} (global setting)"),
+                ModeSource::PlainOutput => "off (plain output)".to_owned(),
+            },
+            wire_codec: self.plan.wire.as_ref().map(|(c, _)| *c),
         }
+    }
+
+    /// A byte input gets its encoder whatever the settings say.
+    fn wire_bytes(
+        &self,
+        builder: &mut GraphBuilder,
+        problems: &mut Vec<Problem>,
+        consumer: PortKey,
+        codec: CodecInfo,
+        locality: Locality,
+        explicit: bool,
+    ) {
+        let summary = match &self.plan.wire {
+            Some((w, s)) if *w == codec => Ok(s.clone()),
+            _ => codec.summarize(&CodecParams::new()),
+        };
+        let summary = match summary {
+            Ok(s) => s,
+            Err(e) => {
+                problems.push(Problem::InvalidCodecParams {
+                    stream: self.name.to_owned(),
+                    codec: codec.name(),
+                    reason: e.to_string(),
+                });
+                return;
+            }
+        };
+        let primary =
+            matches!(&self.plan.wire, Some((w, s)) if *w == codec && s.params == summary.params);
+        let encoder = self.encoder(builder, codec, &summary, primary);
+        builder.add_link(
+            Endpoint::Codec(encoder),
+            port_endpoint(consumer),
+            NewLink {
+                stream: String::new(),
+                payload: LinkPayload::Encoded(codec),
+                locality,
+                reason: LinkReason::BytesRequested {
+                    input_type: self.ports.info(consumer).type_name(),
+                },
+                explicit,
+            },
+        );
+    }
+
+    /// Whether the pixel link to `consumer` compresses, and why. Reports a compressed
+    /// stream without a codec (once per stream) and a lossless input forced to compress.
+    fn link_format(
+        &self,
+        consumer: PortKey,
+        locality: Locality,
+        problems: &mut Vec<Problem>,
+        reported_no_codec: &mut bool,
+    ) -> (bool, LinkReason) {
+        let plan = self.plan;
+        let (mut compress, mut reason) = match (plan.mode, plan.source) {
+            (Compression::Auto, _) => {
+                let format = self.bp.settings.auto_table.format(locality);
+                (
+                    format == WireFormat::Compressed,
+                    LinkReason::Auto { locality, format },
+                )
+            }
+            (mode, ModeSource::Stream) => (mode == Compression::On, LinkReason::Stream(mode)),
+            (mode, ModeSource::Global) => (mode == Compression::On, LinkReason::Global(mode)),
+            (_, ModeSource::PlainOutput) => (
+                false,
+                LinkReason::PlainOutput {
+                    output_type: self.info.type_name(),
+                },
+            ),
+        };
+        if compress && plan.wire.is_none() {
+            if plan.wire_codec.is_none() && !*reported_no_codec {
+                problems.push(Problem::NoCodec {
+                    stream: self.name.to_owned(),
+                    producer: port_name(self.bp, plan.producer),
+                    message: self.info.message().rust_name(),
+                });
+                *reported_no_codec = true;
+            }
+            compress = false;
+        }
+        if let (true, Some((codec, summary))) = (compress, &plan.wire)
+            && self.ports.info(consumer).attrs().lossless
+            && !summary.fidelity.is_exact()
+        {
+            if plan.source == ModeSource::Stream && plan.mode == Compression::On {
+                problems.push(Problem::LosslessConflict {
+                    input: port_name(self.bp, consumer),
+                    stream: self.name.to_owned(),
+                    codec: codec.name(),
+                    fidelity: summary.fidelity.to_string(),
+                    locality,
+                });
+            }
+            compress = false;
+            reason = LinkReason::LosslessInput {
+                codec: codec.name(),
+            };
+        }
+        (compress, reason)
+    }
+
+    /// The parameters of `summary` that the blueprint set (the rest are defaults).
+    fn user_params(&self, codec: CodecInfo, summary: &CodecSummary) -> CodecParams {
+        let mut set = CodecParams::new();
+        if matches!(&self.plan.wire, Some((w, _)) if *w == codec) {
+            for (key, _) in self.plan.user_params.iter() {
+                if let Some(value) = summary.params.get(key) {
+                    set.set(key, value);
+                }
+            }
+        }
+        set
     }
 
     /// The encoder of (this stream, codec, params), made on first use in the producer's
@@ -606,85 +915,88 @@ impl StreamPlanner<'_> {
         codec: CodecInfo,
         summary: &CodecSummary,
         primary: bool,
-    ) -> NodeIndex {
+    ) -> CodecNodeId {
         let key = (
-            self.producer,
+            self.plan.producer,
             codec.name(),
             codec.message().name(),
             summary.params.clone(),
         );
-        if let Some(&node) = builder.encoders.get(&key) {
-            return node;
+        if let Some(&id) = builder.encoders.get(&key) {
+            return id;
         }
-        let node = builder.graph.add_node(PlanNode::Codec(CodecNode {
+        let user_params = self.user_params(codec, summary);
+        let id = builder.add_codec(|id| CodecNode {
+            id,
             kind: CodecKind::Encode,
             stream: self.name.to_owned(),
             // Named once every encoder of the stream is known.
             encoded_stream: String::new(),
             codec,
             params: summary.params.clone(),
+            user_params,
             fidelity: summary.fidelity,
             placement: self.placement.clone(),
-        }));
-        let producer_node = builder.instance_nodes[self.producer.0];
-        builder.graph.add_edge(
-            producer_node,
-            node,
-            Link {
+            qos: self.ports.get(self.plan.producer).qos,
+        });
+        builder.add_link(
+            port_endpoint(self.plan.producer),
+            Endpoint::Codec(id),
+            NewLink {
                 stream: self.name.to_owned(),
                 payload: LinkPayload::Message(self.info.message()),
                 locality: Locality::InProcess,
                 reason: LinkReason::ToEncoder,
-                from_port: Some(self.info.field()),
-                to_port: None,
                 explicit: false,
             },
         );
-        builder.encoders.insert(key, node);
+        builder.encoders.insert(key, id);
         if primary {
-            builder.primary_encoders.insert(node);
+            builder.primary_encoders.insert(id);
         }
-        node
+        id
     }
 
     /// The decoder of this stream in `placement`, made on first use and fed by `encoder`.
     fn decoder(
         &self,
         builder: &mut GraphBuilder,
-        encoder: NodeIndex,
+        encoder: CodecNodeId,
         codec: CodecInfo,
         summary: &CodecSummary,
         placement: &Placement,
         reason: LinkReason,
-    ) -> NodeIndex {
-        let key = (self.producer, placement.clone());
-        if let Some(&node) = builder.decoders.get(&key) {
-            return node;
+    ) -> CodecNodeId {
+        let key = (self.plan.producer, placement.clone());
+        if let Some(&id) = builder.decoders.get(&key) {
+            return id;
         }
-        let node = builder.graph.add_node(PlanNode::Codec(CodecNode {
+        let user_params = self.user_params(codec, summary);
+        let id = builder.add_codec(|id| CodecNode {
+            id,
             kind: CodecKind::Decode,
             stream: self.name.to_owned(),
             encoded_stream: String::new(),
             codec,
             params: summary.params.clone(),
+            user_params,
             fidelity: summary.fidelity,
             placement: placement.clone(),
-        }));
-        builder.graph.add_edge(
-            encoder,
-            node,
-            Link {
+            qos: self.ports.get(self.plan.producer).qos,
+        });
+        builder.add_link(
+            Endpoint::Codec(encoder),
+            Endpoint::Codec(id),
+            NewLink {
                 stream: String::new(),
                 payload: LinkPayload::Encoded(codec),
                 locality: self.placement.locality_to(placement),
                 reason,
-                from_port: None,
-                to_port: None,
                 explicit: false,
             },
         );
-        builder.decoders.insert(key, node);
-        node
+        builder.decoders.insert(key, id);
+        id
     }
 }
 
@@ -692,24 +1004,18 @@ impl StreamPlanner<'_> {
 /// one stream has several encoders, the stream's own wire codec keeps that name and the
 /// others get `/<codec>` appended.
 fn name_encoded_streams(
+    bp: &Blueprint,
     builder: &mut GraphBuilder,
-    producers: &BTreeMap<&str, Vec<PortKey>>,
-    port_name: &dyn Fn(PortKey) -> PortName,
+    producers: &BTreeMap<String, Vec<PortKey>>,
     problems: &mut Vec<Problem>,
 ) {
-    let mut encoders: Vec<(PortKey, NodeIndex)> = builder
-        .encoders
-        .iter()
-        .map(|(key, &node)| (key.0, node))
-        .collect();
-    // The stream's own codec first, then in creation order (node indices grow with it).
-    encoders.sort_by_key(|&(_, node)| (!builder.primary_encoders.contains(&node), node));
+    let mut encoders: Vec<CodecNodeId> = builder.encoders.values().copied().collect();
+    // The stream's own codec first, then in creation order.
+    encoders.sort_by_key(|&id| (!builder.primary_encoders.contains(&id), id));
     let mut taken: BTreeSet<String> = BTreeSet::new();
-    let mut names_of: HashMap<NodeIndex, String> = HashMap::new();
-    for &(_, node) in &encoders {
-        let PlanNode::Codec(codec) = &builder.graph[node] else {
-            continue;
-        };
+    let mut names_of: HashMap<CodecNodeId, String> = HashMap::new();
+    for id in encoders {
+        let codec = &builder.codec_nodes[id.0];
         let base = format!("{}/{}", codec.stream, codec.codec.stream_suffix());
         let mut name = base.clone();
         if taken.contains(&name) {
@@ -720,35 +1026,172 @@ fn name_encoded_streams(
                 n += 1;
             }
         }
-        if let Some(outputs) = producers.get(name.as_str())
-            && let Some(&first) = outputs.first()
-        {
+        if let Some(&first) = producers.get(&name).and_then(|outputs| outputs.first()) {
             problems.push(Problem::EncodedNameTaken {
                 stream: codec.stream.clone(),
                 encoded: name.clone(),
-                producer: port_name(first),
+                producer: port_name(bp, first),
             });
         }
         taken.insert(name.clone());
-        names_of.insert(node, name);
+        names_of.insert(id, name);
     }
     // Decoders take the name of their encoder; links carrying bytes too.
-    let edges: Vec<_> = builder.graph.edge_indices().collect();
-    for edge in edges {
-        let Some((from, to)) = builder.graph.edge_endpoints(edge) else {
+    for link in builder.graph.edge_weights_mut() {
+        let Endpoint::Codec(from) = link.from else {
             continue;
         };
-        let Some(name) = names_of.get(&from).cloned() else {
+        let Some(name) = names_of.get(&from) else {
             continue;
         };
-        builder.graph[edge].stream.clone_from(&name);
-        if let PlanNode::Codec(decoder) = &mut builder.graph[to] {
-            decoder.encoded_stream.clone_from(&name);
+        link.stream.clone_from(name);
+        if let Endpoint::Codec(decoder) = link.to {
+            builder.codec_nodes[decoder.0]
+                .encoded_stream
+                .clone_from(name);
         }
     }
-    for (node, name) in names_of {
-        if let PlanNode::Codec(encoder) = &mut builder.graph[node] {
-            encoder.encoded_stream = name;
+    for (id, name) in names_of {
+        builder.codec_nodes[id.0].encoded_stream = name;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase 5: checks.
+
+/// QoS of every feed, lossy pixels, wire names, unfed optional inputs: problems for
+/// what is an error, notes (and log lines with `Warn`) for the rest.
+fn check(
+    bp: &Blueprint,
+    ports: &Ports,
+    matching: &Matching,
+    wired: &Wired,
+    problems: &mut Vec<Problem>,
+) -> Vec<Note> {
+    let mut notes = Vec::new();
+    check_qos(bp, ports, matching, problems, &mut notes);
+
+    // Lossy inputs: listed always; logged with Warn; errors with Error.
+    for (key, note) in &wired.lossy {
+        if let Note::LossyPixels {
+            stream,
+            codec,
+            fidelity,
+            ..
+        } = note
+        {
+            match bp.settings.lossy_pixels {
+                Report::Ignore => {}
+                Report::Warn => tracing::warn!(stream = %stream, codec, "{note}"),
+                Report::Error => problems.push(Problem::LossyPixels {
+                    input: port_name(bp, *key),
+                    stream: stream.clone(),
+                    codec,
+                    fidelity: fidelity.to_string(),
+                }),
+            }
+        }
+        notes.push(note.clone());
+    }
+
+    if bp.settings.unfed_optional == Report::Warn {
+        for note in &matching.unfed_optional {
+            tracing::warn!("{note}");
+        }
+    }
+    notes.extend(matching.unfed_optional.iter().cloned());
+
+    check_wire_names(ports, wired, problems);
+    notes
+}
+
+/// What keeps output QoS `output` from satisfying input QoS `input`, as ROS 2 matches
+/// them: a best-effort output cannot feed a reliable input, a volatile output cannot
+/// feed a transient-local input. Queue depths may differ.
+pub(crate) fn qos_mismatches(output: &Qos, input: &Qos) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if output.reliability == Reliability::BestEffort && input.reliability == Reliability::Reliable {
+        reasons.push(
+            "the output is best_effort (it may drop messages) and the input wants reliable \
+             delivery"
+                .to_owned(),
+        );
+    }
+    if output.durability == Durability::Volatile && input.durability == Durability::TransientLocal {
+        reasons.push(
+            "the output is volatile (it keeps nothing for late joiners) and the input wants \
+             transient_local"
+                .to_owned(),
+        );
+    }
+    reasons
+}
+
+fn check_qos(
+    bp: &Blueprint,
+    ports: &Ports,
+    matching: &Matching,
+    problems: &mut Vec<Problem>,
+    notes: &mut Vec<Note>,
+) {
+    for (&to, feed) in &matching.feeds {
+        let (output, input) = (ports.get(feed.from), ports.get(to));
+        let reasons = qos_mismatches(&output.qos, &input.qos);
+        if reasons.is_empty() {
+            continue;
+        }
+        if bp.settings.incompatible_qos == Report::Error {
+            problems.push(Problem::IncompatibleQos {
+                stream: output.stream.clone(),
+                output: port_name(bp, feed.from),
+                output_qos: output.qos,
+                output_origin: output.qos_origin,
+                input: port_name(bp, to),
+                input_qos: input.qos,
+                input_origin: input.qos_origin,
+                reasons,
+            });
+            continue;
+        }
+        let short =
+            |key: PortKey| format!("{}.{}", bp.instances[key.0].name, ports.info(key).field());
+        let note = Note::IncompatibleQos {
+            output: short(feed.from),
+            input: short(to),
+            stream: output.stream.clone(),
+            reasons,
+        };
+        if bp.settings.incompatible_qos == Report::Warn {
+            tracing::warn!("{note}");
+        }
+        notes.push(note);
+    }
+}
+
+/// Two message types with one wire name: received bytes could not be told apart.
+fn check_wire_names(ports: &Ports, wired: &Wired, problems: &mut Vec<Problem>) {
+    let mut messages: Vec<MessageInfo> = Vec::new();
+    for key in ports.keys() {
+        let info = ports.info(key);
+        messages.push(info.message());
+        if let Some(codec) = info.transport().codec() {
+            messages.push(codec.encoded());
+        }
+    }
+    messages.extend(wired.codec_nodes.iter().map(|c| c.codec.encoded()));
+    let mut by_name: BTreeMap<&'static str, Vec<MessageInfo>> = BTreeMap::new();
+    for message in messages {
+        let same = by_name.entry(message.name()).or_default();
+        if !same.contains(&message) {
+            same.push(message);
+        }
+    }
+    for (name, types) in by_name {
+        if let [first, second, ..] = types.as_slice() {
+            problems.push(Problem::DuplicateWireName {
+                name,
+                types: [first.rust_name(), second.rust_name()],
+            });
         }
     }
 }

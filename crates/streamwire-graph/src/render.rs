@@ -3,9 +3,10 @@
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
-use petgraph::visit::EdgeRef;
+use streamwire_core::Direction;
 
-use crate::plan::{CodecKind, CodecNode, Endpoint, InstanceNode, LinkView, Plan, PlanNode};
+use crate::plan::{CodecKind, CodecNode, Endpoint, InstanceNode, Link, Plan, PlanNode};
+use crate::settings::Compression;
 
 impl Plan {
     /// The plan as a Graphviz graph: one cluster per host and per process, instances as
@@ -33,27 +34,39 @@ impl Plan {
                 );
                 let _ = writeln!(out, "      label={};", quote(&format!("process {process}")));
                 for node in nodes {
-                    match &self.graph[node] {
-                        PlanNode::Instance(instance) => {
+                    match node {
+                        PlanNode::Instance(id) => {
+                            let Some(instance) = self.instance(id) else {
+                                continue;
+                            };
                             let _ = writeln!(
                                 out,
                                 "      {} [shape=box, label={}];",
-                                quote(&node_key(&self.graph[node])),
+                                quote(&self.node_key(node)),
                                 quote(&format!("{}\n{}", instance.name, instance.module_type))
                             );
                         }
-                        PlanNode::Codec(codec) => {
+                        PlanNode::Codec(id) => {
+                            let Some(codec) = self.codec_node(id) else {
+                                continue;
+                            };
+                            // The parameters are the encoder's; its decoders show only
+                            // what they decode.
+                            let mut label = format!(
+                                "{} {}\n{}",
+                                codec.kind,
+                                codec.codec.name(),
+                                codec.encoded_stream
+                            );
+                            if codec.kind == CodecKind::Encode && !codec.params.is_empty() {
+                                label.push('\n');
+                                label.push_str(&params_text(codec));
+                            }
                             let _ = writeln!(
                                 out,
                                 "      {} [shape=ellipse, label={}];",
-                                quote(&node_key(&self.graph[node])),
-                                quote(&format!(
-                                    "{} {}\n{}\n{}",
-                                    codec.kind,
-                                    codec.codec.name(),
-                                    codec.encoded_stream,
-                                    codec.params
-                                ))
+                                quote(&self.node_key(node)),
+                                quote(&label)
                             );
                         }
                     }
@@ -62,8 +75,7 @@ impl Plan {
             }
             out.push_str("  }\n");
         }
-        for edge in self.graph.edge_references() {
-            let link = edge.weight();
+        for link in self.links() {
             let stream = if link.stream.is_empty() {
                 "?"
             } else {
@@ -77,8 +89,8 @@ impl Plan {
             let _ = writeln!(
                 out,
                 "  {} -> {} [label={}{style}];",
-                quote(&node_key(&self.graph[edge.source()])),
-                quote(&node_key(&self.graph[edge.target()])),
+                quote(&self.endpoint_key(link.from)),
+                quote(&self.endpoint_key(link.to)),
                 quote(&format!(
                     "{stream}\n{}, {}\n{}",
                     link.payload, link.locality, link.reason
@@ -90,13 +102,16 @@ impl Plan {
     }
 
     /// Hosts, their processes and the nodes in each, sorted by name.
-    fn placements(&self) -> BTreeMap<String, BTreeMap<String, Vec<petgraph::graph::NodeIndex>>> {
+    fn placements(&self) -> BTreeMap<String, BTreeMap<String, Vec<PlanNode>>> {
         let mut placements: BTreeMap<String, BTreeMap<String, Vec<_>>> = BTreeMap::new();
-        for node in self.graph.node_indices() {
-            let placement = match &self.graph[node] {
-                PlanNode::Instance(i) => &i.placement,
-                PlanNode::Codec(c) => &c.placement,
-            };
+        let nodes = self
+            .instances()
+            .map(|i| (PlanNode::Instance(i.id), &i.placement))
+            .chain(
+                self.codec_nodes()
+                    .map(|c| (PlanNode::Codec(c.id), &c.placement)),
+            );
+        for (node, placement) in nodes {
             placements
                 .entry(placement.host().to_owned())
                 .or_default()
@@ -106,29 +121,55 @@ impl Plan {
         }
         placements
     }
-}
 
-/// A node's unique DOT identifier.
-fn node_key(node: &PlanNode) -> String {
-    match node {
-        PlanNode::Instance(i) => format!("instance:{}", i.name),
-        PlanNode::Codec(c) => format!("{}:{}@{}", c.kind, c.encoded_stream, c.placement),
+    /// A node's unique DOT identifier.
+    fn node_key(&self, node: PlanNode) -> String {
+        match node {
+            PlanNode::Instance(id) => self.instance(id).map_or_else(
+                || format!("instance:{id}"),
+                |i| format!("instance:{}", i.name),
+            ),
+            PlanNode::Codec(id) => self.codec_node(id).map_or_else(
+                || format!("codec:{id}"),
+                |c| format!("{}:{}@{}", c.kind, c.encoded_stream, c.placement),
+            ),
+        }
+    }
+
+    fn endpoint_key(&self, endpoint: Endpoint) -> String {
+        match endpoint {
+            Endpoint::Port { instance, .. } => self.node_key(PlanNode::Instance(instance)),
+            Endpoint::Codec(id) => self.node_key(PlanNode::Codec(id)),
+        }
     }
 }
 
 /// A codec node as the text plan names it, inside its stream's block: an encoder by the
 /// stream it makes, a decoder by the process it decodes for (one per process and stream).
-fn codec_label(codec: &CodecNode) -> String {
+pub(crate) fn codec_label(codec: &CodecNode) -> String {
     match codec.kind {
         CodecKind::Encode => format!("[encode {}]", codec.encoded_stream),
         CodecKind::Decode => format!("[decode @ {}]", codec.placement),
     }
 }
 
-fn endpoint_label(endpoint: &Endpoint<'_>) -> String {
-    match endpoint {
-        Endpoint::Port { instance, port } => format!("{}.{port}", instance.name),
-        Endpoint::Codec(codec) => codec_label(codec),
+/// A codec node's parameters, those the blueprint set apart from the defaults:
+/// `jpeg_quality=90 (set); chroma_downsampling=average, .. (defaults)`.
+pub(crate) fn params_text(codec: &CodecNode) -> String {
+    let join = |set: bool| {
+        codec
+            .params
+            .iter()
+            .filter(|(k, _)| codec.user_params.get(k).is_some() == set)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (set, defaults) = (join(true), join(false));
+    match (set.is_empty(), defaults.is_empty()) {
+        (true, _) => format!("{defaults} (defaults)"),
+        (false, true) => format!("{set} (set)"),
+        (false, false) => format!("{set} (set); {defaults} (defaults)"),
     }
 }
 
@@ -163,10 +204,18 @@ impl fmt::Display for Plan {
             count(self.graph.edge_count(), "link"),
         )?;
         let s = &self.settings;
+        let compression = match s.compression {
+            // The locality table only matters to `auto` streams (global or per stream).
+            Compression::Off | Compression::On if !self.any_auto_stream() => {
+                s.compression.to_string()
+            }
+            mode => format!("{mode} ({})", s.auto_table),
+        };
         writeln!(
             f,
-            "settings: compression {} ({}); lossy pixels {}; unfed optional inputs {}",
-            s.compression, s.auto_table, s.lossy_pixels, s.unfed_optional
+            "settings: compression {compression}; lossy pixels {}; unfed optional inputs {}; \
+             incompatible qos {}",
+            s.lossy_pixels, s.unfed_optional, s.incompatible_qos
         )?;
 
         writeln!(f, "\nplacement")?;
@@ -179,8 +228,10 @@ impl fmt::Display for Plan {
             for (process, nodes) in processes {
                 let names: Vec<String> = nodes
                     .iter()
-                    .filter_map(|&n| match &self.graph[n] {
-                        PlanNode::Instance(i) => Some(format!("{} ({})", i.name, i.module_type)),
+                    .filter_map(|&n| match n {
+                        PlanNode::Instance(id) => self
+                            .instance(id)
+                            .map(|i| format!("{} ({})", i.name, i.module_type)),
                         PlanNode::Codec(_) => None,
                     })
                     .collect();
@@ -194,17 +245,22 @@ impl fmt::Display for Plan {
             }
         }
 
+        self.fmt_qos(f, &instances)?;
+
         // Links grouped by the stream they belong to.
-        let mut links_by_stream: BTreeMap<&str, Vec<LinkView<'_>>> = BTreeMap::new();
-        for view in self.links() {
-            let stream = match view.from {
-                Endpoint::Codec(codec) => codec.stream.as_str(),
-                Endpoint::Port { .. } => view.link.stream.as_str(),
+        let mut links_by_stream: BTreeMap<&str, Vec<&Link>> = BTreeMap::new();
+        for link in self.links() {
+            let stream = match link.from {
+                Endpoint::Codec(id) => self.codec_node(id).map_or("", |c| c.stream.as_str()),
+                Endpoint::Port { .. } => link.stream.as_str(),
             };
-            links_by_stream.entry(stream).or_default().push(view);
+            links_by_stream.entry(stream).or_default().push(link);
         }
         for summary in &self.streams {
-            let PlanNode::Instance(producer) = &self.graph[summary.producer.0] else {
+            let Some(producer) = self.instance(summary.producer) else {
+                continue;
+            };
+            let Some(port) = producer.port(summary.producer_port) else {
                 continue;
             };
             writeln!(
@@ -213,8 +269,8 @@ impl fmt::Display for Plan {
                 summary.name,
                 summary.message,
                 producer.name,
-                summary.producer_port.field(),
-                summary.producer_port.type_name()
+                port.field(),
+                port.info.type_name()
             )?;
             let codec = summary
                 .wire_codec
@@ -234,8 +290,8 @@ impl fmt::Display for Plan {
                     node.codec.rust_name(),
                     node.fidelity
                 )?;
-                if node.kind == CodecKind::Encode {
-                    writeln!(f, "    params {}", node.params)?;
+                if node.kind == CodecKind::Encode && !node.params.is_empty() {
+                    writeln!(f, "    params {}", params_text(node))?;
                 }
             }
             let links = links_by_stream
@@ -250,14 +306,14 @@ impl fmt::Display for Plan {
                 .iter()
                 .map(|l| {
                     [
-                        endpoint_label(&l.from),
-                        endpoint_label(&l.to),
-                        l.link.payload.to_string(),
-                        l.link.locality.to_string(),
-                        if l.link.explicit {
-                            format!("{} (connected explicitly)", l.link.reason)
+                        self.endpoint_name(l.from),
+                        self.endpoint_name(l.to),
+                        l.payload.to_string(),
+                        l.locality.to_string(),
+                        if l.explicit {
+                            format!("{} (connected explicitly)", l.reason)
                         } else {
-                            l.link.reason.to_string()
+                            l.reason.to_string()
                         },
                     ]
                 })
@@ -281,6 +337,49 @@ impl fmt::Display for Plan {
             for note in &self.notes {
                 writeln!(f, "  {note}")?;
             }
+        }
+        Ok(())
+    }
+}
+
+impl Plan {
+    /// True when some stream's mode is `auto` (the locality table applies to it).
+    fn any_auto_stream(&self) -> bool {
+        self.streams.iter().any(|s| s.mode.starts_with("auto"))
+    }
+
+    /// Every port's effective QoS and where it came from, per instance.
+    fn fmt_qos(&self, f: &mut fmt::Formatter<'_>, instances: &[&InstanceNode]) -> fmt::Result {
+        let rows: Vec<[String; 4]> = instances
+            .iter()
+            .flat_map(|i| {
+                i.ports().map(move |p| {
+                    [
+                        format!("{}.{}", i.name, p.field()),
+                        match p.direction() {
+                            Direction::Input => "in".to_owned(),
+                            Direction::Output => "out".to_owned(),
+                        },
+                        p.qos.to_string(),
+                        p.qos_origin.to_string(),
+                    ]
+                })
+            })
+            .collect();
+        if rows.is_empty() {
+            return Ok(());
+        }
+        writeln!(f, "\nqos")?;
+        let widths: [usize; 3] =
+            std::array::from_fn(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0));
+        for [port, direction, qos, origin] in &rows {
+            writeln!(
+                f,
+                "  {port:w0$}  {direction:w1$}  {qos:w2$}  {origin}",
+                w0 = widths[0],
+                w1 = widths[1],
+                w2 = widths[2],
+            )?;
         }
         Ok(())
     }

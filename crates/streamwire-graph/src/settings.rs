@@ -260,6 +260,7 @@ pub(crate) struct Settings {
     pub(crate) auto_table: AutoTable,
     pub(crate) lossy_pixels: Report,
     pub(crate) unfed_optional: Report,
+    pub(crate) incompatible_qos: Report,
 }
 
 impl Default for Settings {
@@ -271,6 +272,8 @@ impl Default for Settings {
             lossy_pixels: Report::Warn,
             // An optional input is optional by design: listed in the plan, not warned about.
             unfed_optional: Report::Ignore,
+            // An output that cannot satisfy its input loses messages the input counts on.
+            incompatible_qos: Report::Error,
         }
     }
 }

@@ -243,7 +243,7 @@ pub enum PointCloudError {
 /// # Ok::<(), streamwire_msgs::PointCloudError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Message)]
-#[message(name = "streamwire/PointCloud", crate = streamwire_core)]
+#[message(name = "streamwire/PointCloud", kind = sensor, crate = streamwire_core)]
 #[serde(try_from = "PointCloudRepr")]
 pub struct PointCloud {
     fields: Arc<[PointField]>,

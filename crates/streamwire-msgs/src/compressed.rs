@@ -36,7 +36,7 @@ use crate::{DepthEncoding, ImageEncoding};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Message)]
-#[message(name = "streamwire/CompressedImage", crate = streamwire_core)]
+#[message(name = "streamwire/CompressedImage", kind = sensor, crate = streamwire_core)]
 #[serde(try_from = "CompressedImageRepr")]
 pub struct CompressedImage {
     format: Arc<str>,

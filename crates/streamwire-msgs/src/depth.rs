@@ -86,7 +86,7 @@ impl FromStr for DepthEncoding {
 /// # Ok::<(), streamwire_msgs::LayoutError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Message)]
-#[message(name = "streamwire/DepthImage", crate = streamwire_core)]
+#[message(name = "streamwire/DepthImage", kind = sensor, crate = streamwire_core)]
 #[serde(try_from = "DepthImageRepr")]
 pub struct DepthImage {
     width: u32,

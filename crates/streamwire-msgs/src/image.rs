@@ -121,7 +121,7 @@ impl FromStr for ImageEncoding {
 /// # Ok::<(), streamwire_msgs::LayoutError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Message)]
-#[message(name = "streamwire/Image", crate = streamwire_core)]
+#[message(name = "streamwire/Image", kind = sensor, crate = streamwire_core)]
 #[serde(try_from = "ImageRepr")]
 pub struct Image {
     width: u32,

@@ -122,7 +122,7 @@ impl<M: Module + Node> Harness<M> {
             match info.direction() {
                 Direction::Input => {
                     let queue = InputQueue::new(
-                        Bound::from_history(info.attrs().qos.history, 10, Duration::ZERO),
+                        Bound::from_history(info.qos().history, 10, Duration::ZERO),
                         signal.clone(),
                         clock.clone(),
                         stopping.clone(),

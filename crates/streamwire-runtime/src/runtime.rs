@@ -377,7 +377,7 @@ impl Runtime {
                     Direction::Input => {
                         hubs.push(None);
                         queues.push(Some(InputQueue::new(
-                            bound_of(port.info.attrs().qos.history),
+                            bound_of(port.qos.history),
                             signal.clone(),
                             options.clock.clone(),
                             stopping.clone(),
@@ -396,16 +396,8 @@ impl Runtime {
             let signal = new_signal();
             let hub = new_hub(codec.output_stream(), codec.output_type(), None);
             streams.push((codec.output_stream().to_owned(), hub.clone()));
-            // A codec node's queue follows its producer's history.
-            let history = wiring
-                .links
-                .iter()
-                .find(|l| l.to == End::Codec(codec_hubs.len()))
-                .and_then(|l| match l.from {
-                    End::Port(i, p) => Some(wiring.instances[i].ports[p].info.attrs().qos.history),
-                    End::Codec(_) => None,
-                })
-                .unwrap_or(streamwire_core::History::KeepLast(1));
+            // A codec node's queue follows its stream's QoS.
+            let history = codec.qos.history;
             codec_queues.push(InputQueue::new(
                 bound_of(history),
                 signal.clone(),

@@ -2,12 +2,14 @@
 //! nodes, and links between numbered ends. Everything else in the runtime works on this,
 //! so the plan's API is read in one place.
 
-use streamwire_core::{CodecInfo, CodecParams, PortInfo, Transport};
+use streamwire_core::{CodecInfo, CodecParams, PortInfo, Qos, Transport};
 use streamwire_graph::{CodecKind, Endpoint, Plan};
 
 pub(crate) struct PortDesc {
     pub(crate) info: &'static PortInfo,
     pub(crate) stream: String,
+    /// The effective QoS the plan resolved (message kind defaults, port overrides).
+    pub(crate) qos: Qos,
 }
 
 impl PortDesc {
@@ -34,6 +36,8 @@ pub(crate) struct CodecDesc {
     pub(crate) codec: CodecInfo,
     pub(crate) params: CodecParams,
     pub(crate) placement: String,
+    /// The stream's QoS, which the node's queue follows.
+    pub(crate) qos: Qos,
 }
 
 impl CodecDesc {
@@ -80,50 +84,43 @@ pub(crate) struct Wiring {
 
 impl Wiring {
     pub(crate) fn of(plan: &Plan) -> Wiring {
-        let instances: Vec<_> = plan.instances().collect();
-        let codecs: Vec<_> = plan.codec_nodes().collect();
-        let end = |endpoint: &Endpoint<'_>| -> Option<End> {
+        let end = |endpoint: &Endpoint| -> Option<End> {
             match endpoint {
                 Endpoint::Port { instance, port } => {
-                    let i = instances.iter().position(|n| std::ptr::eq(*n, *instance))?;
-                    let p = instance
-                        .ports()
-                        .position(|(info, _)| info.field() == *port)?;
-                    Some(End::Port(i, p))
+                    Some(End::Port(instance.index(), port.index()))
                 }
-                Endpoint::Codec(codec) => codecs
-                    .iter()
-                    .position(|c| std::ptr::eq(*c, *codec))
-                    .map(End::Codec),
+                Endpoint::Codec(codec) => Some(End::Codec(codec.index())),
+                _ => None,
             }
         };
         let links = plan
             .links()
-            .filter_map(|view| {
+            .filter_map(|link| {
                 Some(LinkDesc {
-                    from: end(&view.from)?,
-                    to: end(&view.to)?,
-                    stream: view.link.stream.clone(),
+                    from: end(&link.from)?,
+                    to: end(&link.to)?,
+                    stream: link.stream.clone(),
                 })
             })
             .collect();
         Wiring {
-            instances: instances
-                .iter()
+            instances: plan
+                .instances()
                 .map(|n| InstanceDesc {
                     name: n.name.clone(),
                     module_type: n.module_type,
                     ports: n
                         .ports()
-                        .map(|(info, stream)| PortDesc {
-                            info,
-                            stream: stream.to_owned(),
+                        .map(|port| PortDesc {
+                            info: port.info,
+                            stream: port.stream.clone(),
+                            qos: port.qos,
                         })
                         .collect(),
                 })
                 .collect(),
-            codecs: codecs
-                .iter()
+            codecs: plan
+                .codec_nodes()
                 .map(|c| CodecDesc {
                     kind: c.kind,
                     stream: c.stream.clone(),
@@ -131,6 +128,7 @@ impl Wiring {
                     codec: c.codec,
                     params: c.params.clone(),
                     placement: c.placement.to_string(),
+                    qos: c.qos,
                 })
                 .collect(),
             links,

@@ -8,10 +8,8 @@ use streamwire::prelude::*;
 #[derive(Module)]
 pub struct TestPatternCamera {
     /// Colour frames; the wire may compress them (JPEG by default).
-    #[port(best_effort, depth = 1)]
     pub color_image: Out<Compressed<Image>>,
     /// Depth frames in millimetres; compressed losslessly (zstd) when compressed.
-    #[port(best_effort, depth = 1)]
     pub depth: Out<Compressed<DepthImage>>,
     /// What to draw.
     #[config]
@@ -21,11 +19,12 @@ pub struct TestPatternCamera {
     pub fps: f64,
 }
 
-/// Finds objects in colour frames: wants pixels, the newest frame only.
+/// Finds objects in colour frames: wants pixels, the newest frame only (`Image` is sensor
+/// data: best effort, keep the last 1).
 #[derive(Module)]
 pub struct ObjectDetector {
     /// Colour frames.
-    #[port(name = "color_image", best_effort, depth = 1)]
+    #[port(name = "color_image")]
     pub frames: In<Image>,
 }
 
@@ -33,7 +32,7 @@ pub struct ObjectDetector {
 #[derive(Module)]
 pub struct Viewer {
     /// Colour frames.
-    #[port(name = "color_image", best_effort, depth = 1)]
+    #[port(name = "color_image")]
     pub frames: In<Image>,
 }
 
@@ -41,7 +40,7 @@ pub struct Viewer {
 #[derive(Module)]
 pub struct WebRelay {
     /// The encoded colour stream, under its ROS name.
-    #[port(name = "color_image/compressed", best_effort, depth = 1)]
+    #[port(name = "color_image/compressed")]
     pub jpeg: In<Compressed<Image>>,
 }
 

@@ -22,7 +22,7 @@ pub fn frame(n: u32, width: u32, height: u32) -> Image {
     }
     Image::from_packed(width, height, ImageEncoding::Rgb8, data)
         .unwrap()
-        .with_stamp(Timestamp::from_nanos(u64::from(n) * 1_000_000))
+        .with_stamp(Timestamp::from_nanos((u64::from(n) + 1) * 1_000_000))
 }
 
 /// Publishes `count` frames, one per step, every `period`, then finishes.

@@ -1,6 +1,6 @@
 // The intended forms of `#[derive(Module)]`.
 use streamwire::prelude::*;
-use streamwire::{Direction, History, Reliability};
+use streamwire::{Direction, Durability, History, MessageKind, QosOverrides, Reliability};
 
 /// A filter: an input and an output may share a stream name.
 #[derive(Module)]
@@ -54,12 +54,20 @@ fn main() {
     assert_eq!(ports[1].stream(), "image");
     assert_eq!(ports[0].direction(), Direction::Input);
     assert_eq!(ports[1].direction(), Direction::Output);
-    assert_eq!(ports[0].attrs().qos.reliability, Reliability::BestEffort);
-    assert_eq!(ports[0].attrs().qos.history, History::KeepLast(1));
-    assert_eq!(ports[1].attrs().qos.history, History::KeepLast(10));
+    // What the attributes set, and nothing else: the rest comes from the message's kind.
+    assert_eq!(ports[0].attrs().qos.reliability, Some(Reliability::BestEffort));
+    assert_eq!(ports[0].attrs().qos.history, Some(History::KeepLast(1)));
+    assert_eq!(ports[1].attrs().qos, QosOverrides::NONE);
+    // `Image` is sensor data: best effort, keep the last 1, unless the port says otherwise.
+    assert_eq!(ports[1].qos(), MessageKind::Sensor.default_qos());
     assert!(ports[2].attrs().optional);
-    assert_eq!(ports[2].attrs().qos.history, History::KeepAll);
+    assert_eq!(ports[2].attrs().qos.history, Some(History::KeepAll));
+    // `Odometry` is state: reliable by default; the port made it transient-local.
+    assert_eq!(ports[2].qos().reliability, Reliability::Reliable);
+    assert_eq!(ports[2].qos().durability, Durability::TransientLocal);
     assert!(ports[3].attrs().lossless);
+    assert_eq!(ports[3].qos().reliability, Reliability::Reliable);
+    assert_eq!(ports[3].qos().history, History::KeepLast(1));
     assert_eq!(ports[0].type_name(), "In<Image>");
     assert_eq!(ThrottleFilter::CONFIG_FIELDS, ["max_hz", "label"]);
     assert_eq!(inner::Probe::PORTS[0].type_name(), "streamwire::In<streamwire::msgs::Image>");
