@@ -8,6 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::message::{AnyMessage, Message, MessageInfo};
+use crate::text::ParseError;
 
 /// Turns messages of type `M` into an encoded message and back.
 ///
@@ -222,7 +223,13 @@ impl fmt::Display for Fidelity {
 /// assert_eq!(params.to_string(), "jpeg_quality=90");
 /// # Ok::<(), streamwire_core::CodecError>(())
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// As text they parse what they print: `key=value` pairs separated by commas
+/// (`"jpeg_quality=90, max_width=640".parse::<CodecParams>()`; the empty text is no
+/// parameter), so a value cannot itself hold a comma. Serialized as a map of texts; a
+/// blueprint file may write numbers and booleans as such (`{ jpeg_quality = 90 }`) or give
+/// the whole text as one string.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
 pub struct CodecParams(BTreeMap<String, String>);
 
@@ -323,6 +330,124 @@ impl fmt::Display for CodecParams {
             write!(f, "{k}={v}")?;
         }
         Ok(())
+    }
+}
+
+impl FromStr for CodecParams {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        let mut params = CodecParams::new();
+        if text.trim().is_empty() {
+            return Ok(params);
+        }
+        for pair in text.split(',') {
+            params.insert_pair(text, pair)?;
+        }
+        Ok(params)
+    }
+}
+
+impl CodecParams {
+    /// Adds one `key=value` pair of `text`, refusing a malformed or repeated one.
+    fn insert_pair(&mut self, text: &str, pair: &str) -> Result<(), ParseError> {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(ParseError::invalid(
+                "codec parameters",
+                text.trim(),
+                format!("`{}` is not `key=value`", pair.trim()),
+            ));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if key.is_empty() || value.is_empty() {
+            return Err(ParseError::invalid(
+                "codec parameters",
+                text.trim(),
+                format!(
+                    "`{}` needs both a key and a value, as in `jpeg_quality=90`",
+                    pair.trim()
+                ),
+            ));
+        }
+        if self.0.insert(key.to_owned(), value.to_owned()).is_some() {
+            return Err(ParseError::invalid(
+                "codec parameters",
+                text.trim(),
+                format!("`{key}` is given twice"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Deserialize<'de> for CodecParams {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ParamsVisitor)
+    }
+}
+
+struct ParamsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ParamsVisitor {
+    type Value = CodecParams;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("codec parameters: a map of keys to values, or `key=value, ..` text")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<CodecParams, E> {
+        text.parse().map_err(E::custom)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<CodecParams, A::Error> {
+        let mut params = CodecParams::new();
+        while let Some((key, ParamValue(value))) = map.next_entry::<String, ParamValue>()? {
+            if params.0.insert(key.clone(), value).is_some() {
+                return Err(serde::de::Error::custom(format_args!(
+                    "codec parameter `{key}` is given twice"
+                )));
+            }
+        }
+        Ok(params)
+    }
+}
+
+/// One parameter value of a map: text, or a number or boolean kept as its text.
+struct ParamValue(String);
+
+impl<'de> Deserialize<'de> for ParamValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ValueVisitor;
+
+        impl serde::de::Visitor<'_> for ValueVisitor {
+            type Value = ParamValue;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a parameter value: text, a number or a boolean")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ParamValue, E> {
+                Ok(ParamValue(v.to_owned()))
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<ParamValue, E> {
+                Ok(ParamValue(v.to_string()))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ParamValue, E> {
+                Ok(ParamValue(v.to_string()))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ParamValue, E> {
+                Ok(ParamValue(v.to_string()))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<ParamValue, E> {
+                Ok(ParamValue(v.to_string()))
+            }
+        }
+
+        deserializer.deserialize_any(ValueVisitor)
     }
 }
 

@@ -16,6 +16,8 @@
 //!   `Out<Compressed<Image>>` emits images that the wire may compress; `In<Image>` wants
 //!   pixels; `In<Compressed<Image>>` wants the encoded bytes.
 //! - [`Module`]: the port metadata and typed handles that `#[derive(Module)]` generates.
+//! - [`text`]: settings from text. QoS and codec parameters parse what they print
+//!   (`"best_effort, keep_last(1)".parse::<Qos>()`) and serialize to the same text.
 //! - [`Header`]: the sequence number and publish time the runtime puts on every delivered
 //!   message (separate from a message's own sensor stamp).
 
@@ -24,6 +26,7 @@ mod header;
 pub mod message;
 mod module;
 pub mod port;
+pub mod text;
 
 pub use codec::{
     Codec, CodecError, CodecInfo, CodecParams, CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity,
