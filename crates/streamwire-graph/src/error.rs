@@ -194,6 +194,18 @@ pub enum Problem {
         /// The stream's message.
         stream_message: &'static str,
     },
+    /// Settings name a codec (as text: `codec=jpeg`) that no codec of the stream's message
+    /// known to the stream has.
+    UnknownCodec {
+        /// The stream.
+        stream: String,
+        /// The codec name, as given.
+        codec: String,
+        /// The stream's message.
+        message: &'static str,
+        /// The codec names the stream knows, comma separated (empty: none).
+        known: String,
+    },
     /// Codec parameters were refused by the codec.
     InvalidCodecParams {
         /// The stream.
@@ -392,6 +404,25 @@ impl fmt::Display for Problem {
                 f,
                 "codec `{codec}` set for stream `{stream}` carries `{codec_message}`, but the \
                  stream carries `{stream_message}`"
+            ),
+            Problem::UnknownCodec {
+                stream,
+                codec,
+                message,
+                known,
+            } => write!(
+                f,
+                "stream `{stream}` asks for codec `{codec}`, but no codec of that name is known \
+                 for `{message}` on this stream (known: {})\n  \
+                 = note: a codec given by name must be one of the codecs the stream's ports name \
+                 (`Out<Compressed<{message}, C>>`, `In<Compressed<{message}, C>>`); to compress a \
+                 plain output, name the codec's type: `StreamSettings::new().codec::<{message}, \
+                 SomeCodec>()`",
+                if known.is_empty() {
+                    "none"
+                } else {
+                    known.as_str()
+                }
             ),
             Problem::InvalidCodecParams {
                 stream,

@@ -390,7 +390,31 @@ impl StreamPlanner<'_> {
 
         // The codec of compressed pixel links and its parameters.
         let mut wire_codec = producer_codec;
-        if let Some(codec) = settings.and_then(|s| s.codec) {
+        // A codec named in text is looked up among the codecs the stream's ports name.
+        let known: Vec<CodecInfo> =
+            producer_codec
+                .into_iter()
+                .chain(consumers.iter().filter_map(|&((ci, cp), _)| {
+                    self.bp.instances[ci].ports[cp].transport().codec()
+                }))
+                .collect();
+        let mut unknown_codec = false;
+        let chosen = match settings.map(|s| s.resolve_codec(self.info.message(), &known)) {
+            Some(Ok(codec)) => codec,
+            Some(Err(unknown)) => {
+                unknown_codec = true;
+                problems.push(Problem::UnknownCodec {
+                    stream: self.name.to_owned(),
+                    codec: unknown.name,
+                    message: unknown.message,
+                    known: unknown.known,
+                });
+                wire_codec = None;
+                None
+            }
+            None => None,
+        };
+        if let Some(codec) = chosen {
             if codec.message() == self.info.message() {
                 wire_codec = Some(codec);
             } else {
@@ -417,7 +441,8 @@ impl StreamPlanner<'_> {
                 }
             },
             None => {
-                if !stream_params.is_empty() {
+                // Parameters of a codec named wrongly are that one mistake, not a second.
+                if !stream_params.is_empty() && !unknown_codec {
                     problems.push(Problem::ParamsWithoutCodec {
                         stream: self.name.to_owned(),
                         params: stream_params.to_string(),
@@ -496,7 +521,7 @@ impl StreamPlanner<'_> {
                         ),
                     };
                     if compress && wire.is_none() {
-                        if wire_codec.is_none() && !reported_no_codec {
+                        if wire_codec.is_none() && !reported_no_codec && !unknown_codec {
                             problems.push(Problem::NoCodec {
                                 stream: self.name.to_owned(),
                                 producer: port_name(self.bp, self.producer),
