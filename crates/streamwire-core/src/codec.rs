@@ -20,15 +20,14 @@ use crate::text::ParseError;
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
-/// use streamwire_core::{Codec, CodecError, CodecParams, Fidelity, Message};
-/// # use streamwire_macros::Message;
+/// use streamwire::prelude::*;
 ///
 /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// #[message(name = "acme/Scan", crate = streamwire_core)]
+/// #[message(name = "acme/Scan")]
 /// pub struct Scan { pub ranges: Vec<u8> }
 ///
 /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// #[message(name = "acme/ScanRle", crate = streamwire_core)]
+/// #[message(name = "acme/ScanRle")]
 /// pub struct ScanRle { pub runs: Vec<(u8, u8)> }
 ///
 /// /// Run-length encoding: lossless, so any input may receive its output.
@@ -103,11 +102,13 @@ pub trait Codec<M: Message>: Send + Sync + Sized + 'static {
 /// The codec that `Compressed<M>` uses when no codec is written.
 ///
 /// ```
-/// # use streamwire_core::DefaultCodec;
+/// use streamwire::prelude::*;
+///
 /// // in the messages crate: impl DefaultCodec for Image { type Codec = Jpeg; }
 /// fn default_codec_name<M: DefaultCodec>() -> &'static str {
-///     <M::Codec as streamwire_core::Codec<M>>::NAME
+///     <M::Codec as Codec<M>>::NAME
 /// }
+/// assert_eq!(default_codec_name::<Image>(), "jpeg");
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no default codec",
@@ -217,11 +218,11 @@ impl fmt::Display for Fidelity {
 /// blueprints, files and the command line. Sorted, so plans print them stably.
 ///
 /// ```
-/// # use streamwire_core::CodecParams;
+/// # use streamwire::prelude::*;
 /// let params = CodecParams::new().with("jpeg_quality", 90);
 /// assert_eq!(params.parse::<u8>("jpeg_quality")?, Some(90));
 /// assert_eq!(params.to_string(), "jpeg_quality=90");
-/// # Ok::<(), streamwire_core::CodecError>(())
+/// # Ok::<(), CodecError>(())
 /// ```
 ///
 /// As text they parse what they print: `key=value` pairs separated by commas

@@ -18,12 +18,11 @@ use crate::port::Transport;
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
-/// use streamwire_core::Message;
-/// # use streamwire_macros::Message;
+/// use streamwire::prelude::*;
 ///
 /// /// Temperature of the motor driver, in degrees Celsius.
 /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// #[message(name = "acme/MotorTemperature", crate = streamwire_core)]
+/// #[message(name = "acme/MotorTemperature")]
 /// pub struct MotorTemperature {
 ///     pub celsius: f32,
 /// }
@@ -31,8 +30,8 @@ use crate::port::Transport;
 /// assert_eq!(MotorTemperature::TYPE_NAME, "acme/MotorTemperature");
 /// ```
 ///
-/// With the facade crate you write `use streamwire::prelude::*;` and leave out the
-/// `crate = ...` part. Without `name = ...` the name is `<crate name>/<type name>`.
+/// Without `name = ...` the name is `<crate name>/<type name>`. (Crates below the facade,
+/// which cannot depend on it, add `crate = streamwire_core` to the attribute.)
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a streamwire message",
     label = "not a message",
@@ -80,10 +79,9 @@ pub trait Payload: 'static {
 ///
 /// ```
 /// # use serde::{Deserialize, Serialize};
-/// # use streamwire_core::Message;
-/// # use streamwire_macros::Message;
+/// # use streamwire::prelude::*;
 /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// #[message(name = "acme/Beep", crate = streamwire_core)]
+/// #[message(name = "acme/Beep")]
 /// struct Beep;
 ///
 /// let info = Beep::info();
@@ -167,10 +165,11 @@ pub(crate) fn short_type_name<T: ?Sized>() -> &'static str {
 ///
 /// ```
 /// # use serde::{Deserialize, Serialize};
-/// # use streamwire_core::AnyMessage;
-/// # use streamwire_macros::Message;
+/// # use streamwire::prelude::*;
+/// use streamwire::AnyMessage;
+///
 /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// #[message(name = "acme/Chirp", crate = streamwire_core)]
+/// #[message(name = "acme/Chirp")]
 /// struct Chirp { volume: u8 }
 ///
 /// let boxed: Box<dyn AnyMessage> = Box::new(Chirp { volume: 3 });

@@ -8,7 +8,7 @@
 //! value. A refusal is a [`ParseError`] that lists the values that would have been accepted.
 //!
 //! ```
-//! # use streamwire_core::{History, Qos, Reliability};
+//! use streamwire::{History, Qos, Reliability};
 //! let qos: Qos = "best_effort, keep_last(1)".parse()?;
 //! assert_eq!(qos.reliability, Reliability::BestEffort);
 //! assert_eq!(qos.history, History::KeepLast(1));
@@ -19,7 +19,7 @@
 //!     error.to_string(),
 //!     "unknown reliability `bset_effort`: expected one of `reliable`, `best_effort`"
 //! );
-//! # Ok::<(), streamwire_core::text::ParseError>(())
+//! # Ok::<(), streamwire::text::ParseError>(())
 //! ```
 
 use std::fmt;
@@ -70,10 +70,11 @@ impl ParseError {
 /// keywords.
 ///
 /// ```
-/// # use streamwire_core::text::parse_keyword;
+/// use streamwire::text::parse_keyword;
+///
 /// let on = parse_keyword("switch", " ON ", &[("on", true), ("off", false)])?;
 /// assert!(on);
-/// # Ok::<(), streamwire_core::text::ParseError>(())
+/// # Ok::<(), streamwire::text::ParseError>(())
 /// ```
 pub fn parse_keyword<T: Copy>(
     setting: &'static str,

@@ -15,14 +15,14 @@ use streamwire_core::{Codec, CodecInfo, CodecParams, Message, MessageInfo};
 /// messages zero-copy; between processes and hosts they go through the transport.
 ///
 /// ```
-/// # use streamwire_graph::Placement;
+/// # use streamwire::prelude::*;
 /// let viewer = Placement::process("ui");
 /// assert_eq!(viewer.host(), "localhost");
 /// let remote = Placement::process("mapper").on_host("base_station");
 /// assert_eq!(remote.to_string(), "base_station/mapper");
 /// assert_eq!("base_station/mapper".parse::<Placement>()?, remote);
 /// assert_eq!("ui".parse::<Placement>()?, viewer);
-/// # Ok::<(), streamwire_core::text::ParseError>(())
+/// # Ok::<(), streamwire::text::ParseError>(())
 /// ```
 ///
 /// Text: `host/process`, or `process` alone on the default host.
@@ -247,12 +247,12 @@ streamwire_core::__serde_as_text!(WireFormat);
 /// JPEG encode + decode, and loses frames on robot-class CPUs; see RFC.md).
 ///
 /// ```
-/// # use streamwire_graph::{AutoTable, Locality, WireFormat};
+/// # use streamwire::prelude::*;
 /// let table = AutoTable::default().with(Locality::SameHost, WireFormat::Raw);
 /// assert_eq!(table.format(Locality::SameHost), WireFormat::Raw);
 /// assert_eq!(table.to_string(), "in-process raw, same-host raw, cross-host compress");
 /// assert_eq!("same-host raw".parse::<AutoTable>()?, table);
-/// # Ok::<(), streamwire_core::text::ParseError>(())
+/// # Ok::<(), streamwire::text::ParseError>(())
 /// ```
 ///
 /// Text: `<locality> <format>` entries, comma separated, as `Display` prints them
@@ -443,8 +443,8 @@ streamwire_core::__serde_as_text!(Report);
 /// Per-stream settings: they beat the global ones.
 ///
 /// ```
-/// # use streamwire_graph::{Compression, StreamSettings};
-/// # use streamwire_msgs::{Image, Jpeg};
+/// use streamwire::prelude::*;
+///
 /// // Typed: the compiler checks that the codec carries the message.
 /// let typed = StreamSettings::new()
 ///     .compression(Compression::On)
@@ -460,7 +460,7 @@ streamwire_core::__serde_as_text!(Report);
 /// // when the blueprint is built.
 /// let text: StreamSettings = "compression=on, codec=jpeg, jpeg_quality=90".parse()?;
 /// assert_eq!(text.to_string(), typed.to_string());
-/// # Ok::<(), streamwire_core::text::ParseError>(())
+/// # Ok::<(), streamwire::text::ParseError>(())
 /// ```
 ///
 /// Text: comma-separated `key=value` pairs, as `Display` prints them: `compression=` a

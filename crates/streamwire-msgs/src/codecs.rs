@@ -368,8 +368,8 @@ impl CompressedImage {
     /// bgr8"` or, for a greyscale JPEG, `"mono8; jpeg compressed "`.
     ///
     /// ```
-    /// use streamwire_core::Codec;
-    /// use streamwire_msgs::{CompressedImage, Image, ImageEncoding, Jpeg};
+    /// use streamwire::Codec;
+    /// use streamwire::msgs::{CompressedImage, Image, ImageEncoding, Jpeg};
     ///
     /// # let camera_jpeg = Jpeg::default()
     /// #     .encode(&Image::from_packed(8, 4, ImageEncoding::Mono8, vec![128; 32])?)?
