@@ -608,6 +608,63 @@ fn instantiate<M: Message, C: Codec<M>>(
     }))
 }
 
+/// A codec known by name, so that settings given as text (`codec=jpeg` in a blueprint
+/// file or on the command line) can name it for a stream whose ports do not. Made by
+/// [`register_codec!`](crate::register_codec), collected at link time.
+pub struct CodecRegistration {
+    info: CodecInfo,
+}
+
+impl CodecRegistration {
+    /// The registration of codec `C` for message `M`.
+    pub const fn new<M: Message, C: Codec<M>>() -> CodecRegistration {
+        CodecRegistration { info: C::INFO }
+    }
+}
+
+inventory::collect!(CodecRegistration);
+
+/// Every codec registered with [`register_codec!`](crate::register_codec) in the crates
+/// linked into this program, e.g. the built-in `jpeg` and `zstd` for `Image`.
+pub fn registered_codecs() -> impl Iterator<Item = CodecInfo> {
+    inventory::iter::<CodecRegistration>
+        .into_iter()
+        .map(|registration| registration.info)
+}
+
+/// Makes codec `$codec` of message `$message` known by name to settings given as text:
+/// `register_codec!(Scan, Rle);` at the top level of the crate that implements it.
+///
+/// ```
+/// # use serde::{Deserialize, Serialize};
+/// use streamwire::prelude::*;
+/// # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+/// # #[message(name = "doc/Scan")]
+/// # pub struct Scan(Vec<u8>);
+/// # pub struct Raw;
+/// # impl Codec<Scan> for Raw {
+/// #     const NAME: &'static str = "raw_scan";
+/// #     type Encoded = Scan;
+/// #     fn from_params(_: &CodecParams) -> Result<Self, CodecError> { Ok(Raw) }
+/// #     fn params(&self) -> CodecParams { CodecParams::new() }
+/// #     fn fidelity(&self) -> Fidelity { Fidelity::LOSSLESS }
+/// #     fn encode(&self, scan: &Scan) -> Result<Scan, CodecError> { Ok(scan.clone()) }
+/// #     fn decode(&self, scan: &Scan) -> Result<Scan, CodecError> { Ok(scan.clone()) }
+/// # }
+/// streamwire::register_codec!(Scan, Raw);
+///
+/// assert!(streamwire::registered_codecs().any(|c| c.name() == "raw_scan"));
+/// assert!(streamwire::registered_codecs().any(|c| c.name() == "jpeg"));
+/// ```
+#[macro_export]
+macro_rules! register_codec {
+    ($message:ty, $codec:ty) => {
+        $crate::__private::inventory::submit! {
+            $crate::CodecRegistration::new::<$message, $codec>()
+        }
+    };
+}
+
 /// A codec behind a trait object: encodes and decodes messages given as [`AnyMessage`].
 pub trait DynCodec: Send + Sync {
     /// Encodes `message`, which must be of the codec's message type.

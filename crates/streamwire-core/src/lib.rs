@@ -29,7 +29,8 @@ pub mod port;
 pub mod text;
 
 pub use codec::{
-    Codec, CodecError, CodecInfo, CodecParams, CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity,
+    Codec, CodecError, CodecInfo, CodecParams, CodecRegistration, CodecSummary, DefaultCodec,
+    DefaultCodecOf, Fidelity, registered_codecs,
 };
 pub use header::{Delivered, Header, Timestamp};
 pub use message::{AnyMessage, Message, MessageInfo, Payload};
@@ -43,5 +44,6 @@ pub use port::{
 /// Not a public API: it may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use inventory;
     pub use typetag;
 }

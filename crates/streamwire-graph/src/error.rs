@@ -194,8 +194,8 @@ pub enum Problem {
         /// The stream's message.
         stream_message: &'static str,
     },
-    /// Settings name a codec (as text: `codec=jpeg`) that no codec of the stream's message
-    /// known to the stream has.
+    /// Settings name a codec (as text: `codec=jpeg`) that is not among the codecs of the
+    /// stream's message known to the stream (named by its ports, or registered).
     UnknownCodec {
         /// The stream.
         stream: String,
@@ -414,10 +414,10 @@ impl fmt::Display for Problem {
                 f,
                 "stream `{stream}` asks for codec `{codec}`, but no codec of that name is known \
                  for `{message}` on this stream (known: {})\n  \
-                 = note: a codec given by name must be one of the codecs the stream's ports name \
-                 (`Out<Compressed<{message}, C>>`, `In<Compressed<{message}, C>>`); to compress a \
-                 plain output, name the codec's type: `StreamSettings::new().codec::<{message}, \
-                 SomeCodec>()`",
+                 = note: a codec given by name must be named by a port of the stream \
+                 (`Out<Compressed<{message}, C>>`, `In<Compressed<{message}, C>>`) or registered \
+                 with `register_codec!({message}, C)`; or name the codec's type: \
+                 `StreamSettings::new().codec::<{message}, C>()`",
                 if known.is_empty() {
                     "none"
                 } else {

@@ -390,13 +390,15 @@ impl StreamPlanner<'_> {
 
         // The codec of compressed pixel links and its parameters.
         let mut wire_codec = producer_codec;
-        // A codec named in text is looked up among the codecs the stream's ports name.
+        // A codec named in text is looked up among the codecs the stream's ports name and
+        // the registered ones (`register_codec!`).
         let known: Vec<CodecInfo> =
             producer_codec
                 .into_iter()
                 .chain(consumers.iter().filter_map(|&((ci, cp), _)| {
                     self.bp.instances[ci].ports[cp].transport().codec()
                 }))
+                .chain(streamwire_core::registered_codecs())
                 .collect();
         let mut unknown_codec = false;
         let chosen = match settings.map(|s| s.resolve_codec(self.info.message(), &known)) {

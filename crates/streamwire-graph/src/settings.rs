@@ -552,10 +552,11 @@ impl StreamSettings {
         &self.params
     }
 
-    /// The codec this stream asks for, for a stream of `message` whose ports name the
-    /// codecs `known` (the producer's `Compressed<M, C>`, the consumers' ones): a typed
-    /// codec as given (the caller checks its message), a name looked up among `known`
-    /// codecs of `message`. `Ok(None)` when no codec is set.
+    /// The codec this stream asks for, for a stream of `message` that knows the codecs
+    /// `known` (those its ports name, `Compressed<M, C>`, and the registered ones,
+    /// [`registered_codecs`](streamwire_core::registered_codecs)): a typed codec as given
+    /// (the caller checks its message), a name looked up among `known` codecs of
+    /// `message`. `Ok(None)` when no codec is set.
     pub fn resolve_codec(
         &self,
         message: MessageInfo,
@@ -590,7 +591,7 @@ fn codec_info_of<M: Message, C: Codec<M>>(_codec: &C) -> CodecInfo {
     C::INFO
 }
 
-/// A codec named in text that no port of the stream knows.
+/// A codec named in text that the stream does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "no codec `{name}` is known for `{message}` on this stream (known: {})",

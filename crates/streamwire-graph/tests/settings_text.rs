@@ -313,3 +313,39 @@ fn an_unknown_codec_name_is_one_build_error_listing_the_known_ones() {
     assert_eq!(error.problems.len(), 1, "{error}");
     insta::assert_snapshot!(error);
 }
+
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct RawCamera {
+    color_image: Out<Image>,
+}
+
+#[test]
+fn a_registered_codec_named_in_text_compresses_a_plain_output() {
+    let plan = |settings: StreamSettings| {
+        let mut bp = Blueprint::new();
+        bp.add(
+            "cam",
+            RawCamera {
+                color_image: Out::new(),
+            },
+        );
+        let viewer = bp.add("viewer", Viewer { frames: In::new() });
+        bp.place(&viewer, Placement::process("ui").on_host("laptop"));
+        bp.stream("color_image", settings);
+        bp.autoconnect().build().unwrap()
+    };
+    let typed = plan(
+        StreamSettings::new()
+            .compression(Compression::Auto)
+            .codec::<Image, Jpeg>()
+            .param("jpeg_quality", 90),
+    );
+    let named = plan(
+        "compression=auto, codec=jpeg, jpeg_quality=90"
+            .parse()
+            .unwrap(),
+    );
+    assert_eq!(typed.codec_nodes().count(), 2);
+    assert_eq!(named.to_string(), typed.to_string());
+}
