@@ -205,6 +205,8 @@ pub enum Problem {
         message: &'static str,
         /// The codec names the stream knows, comma separated (empty: none).
         known: String,
+        /// A known name close to the one given.
+        suggestion: Option<String>,
     },
     /// Codec parameters were refused by the codec.
     InvalidCodecParams {
@@ -410,10 +412,11 @@ impl fmt::Display for Problem {
                 codec,
                 message,
                 known,
+                suggestion,
             } => write!(
                 f,
                 "stream `{stream}` asks for codec `{codec}`, but no codec of that name is known \
-                 for `{message}` on this stream (known: {})\n  \
+                 for `{message}` on this stream (known: {}){}\n  \
                  = note: a codec given by name must be named by a port of the stream \
                  (`Out<Compressed<{message}, C>>`, `In<Compressed<{message}, C>>`) or registered \
                  with `register_codec!({message}, C)`; or name the codec's type: \
@@ -422,7 +425,11 @@ impl fmt::Display for Problem {
                     "none"
                 } else {
                     known.as_str()
-                }
+                },
+                suggestion
+                    .as_ref()
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default()
             ),
             Problem::InvalidCodecParams {
                 stream,

@@ -410,6 +410,7 @@ impl StreamPlanner<'_> {
                     codec: unknown.name,
                     message: unknown.message,
                     known: unknown.known,
+                    suggestion: unknown.suggestion,
                 });
                 wire_codec = None;
                 None

@@ -579,6 +579,8 @@ impl StreamSettings {
                             name: name.clone(),
                             message: message.rust_name(),
                             known: names.join(", "),
+                            suggestion: crate::names::did_you_mean(name, names.iter().copied())
+                                .map(str::to_owned),
                         }
                     })
             }
@@ -594,8 +596,9 @@ fn codec_info_of<M: Message, C: Codec<M>>(_codec: &C) -> CodecInfo {
 /// A codec named in text that the stream does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "no codec `{name}` is known for `{message}` on this stream (known: {})",
-    if known.is_empty() { "none" } else { known.as_str() }
+    "no codec `{name}` is known for `{message}` on this stream (known: {}){}",
+    if known.is_empty() { "none" } else { known.as_str() },
+    suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default()
 )]
 pub struct UnknownCodec {
     /// The name as given.
@@ -604,6 +607,8 @@ pub struct UnknownCodec {
     pub message: &'static str,
     /// The codec names that were known, comma separated.
     pub known: String,
+    /// A known name close to the one given.
+    pub suggestion: Option<String>,
 }
 
 impl fmt::Display for StreamSettings {
