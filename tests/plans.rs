@@ -420,10 +420,7 @@ fn auto_table_can_keep_same_host_links_raw() {
     let far = bp.add("far", viewer());
     bp.place(&near, Placement::process("ui"));
     bp.place(&far, Placement::process("ui").on_host("base_station"));
-    bp.auto_table(AutoTable {
-        same_host: WireFormat::Raw,
-        ..AutoTable::default()
-    });
+    bp.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Raw));
     bp.autoconnect();
     let plan = build(&bp);
     assert_eq!(fed_by(&plan, "near", "frames"), "raw");

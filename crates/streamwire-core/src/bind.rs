@@ -279,7 +279,10 @@ fn open<D: Message>(
     }
 }
 
-impl<T: Payload> In<T> {
+impl<T: Payload> In<T>
+where
+    T::Delivered: Message,
+{
     fn state(&self) -> Result<&InputState, PortError> {
         self.state.as_ref().ok_or_else(unbound::<Self>)
     }
@@ -438,8 +441,8 @@ pub fn pair_by_stamp<A, B>(
 where
     A: Payload,
     B: Payload,
-    A::Delivered: Stamped,
-    B::Delivered: Stamped,
+    A::Delivered: Stamped + Message,
+    B::Delivered: Stamped + Message,
 {
     loop {
         let (Some(first), Some(second)) = (a.peek()?, b.peek()?) else {

@@ -8,6 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::message::{AnyMessage, Message, MessageInfo};
+use crate::text::ParseError;
 
 /// Turns messages of type `M` into an encoded message and back.
 ///
@@ -19,15 +20,14 @@ use crate::message::{AnyMessage, Message, MessageInfo};
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
-/// use streamwire_core::{Codec, CodecError, CodecParams, Fidelity, Message};
-/// # use streamwire_macros::Message;
+/// use streamwire::prelude::*;
 ///
 /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// #[message(name = "acme/Scan", crate = streamwire_core)]
+/// #[message(name = "acme/Scan")]
 /// pub struct Scan { pub ranges: Vec<u8> }
 ///
 /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// #[message(name = "acme/ScanRle", crate = streamwire_core)]
+/// #[message(name = "acme/ScanRle")]
 /// pub struct ScanRle { pub runs: Vec<(u8, u8)> }
 ///
 /// /// Run-length encoding: lossless, so any input may receive its output.
@@ -102,11 +102,13 @@ pub trait Codec<M: Message>: Send + Sync + Sized + 'static {
 /// The codec that `Compressed<M>` uses when no codec is written.
 ///
 /// ```
-/// # use streamwire_core::DefaultCodec;
+/// use streamwire::prelude::*;
+///
 /// // in the messages crate: impl DefaultCodec for Image { type Codec = Jpeg; }
 /// fn default_codec_name<M: DefaultCodec>() -> &'static str {
-///     <M::Codec as streamwire_core::Codec<M>>::NAME
+///     <M::Codec as Codec<M>>::NAME
 /// }
+/// assert_eq!(default_codec_name::<Image>(), "jpeg");
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no default codec",
@@ -216,13 +218,19 @@ impl fmt::Display for Fidelity {
 /// blueprints, files and the command line. Sorted, so plans print them stably.
 ///
 /// ```
-/// # use streamwire_core::CodecParams;
+/// # use streamwire::prelude::*;
 /// let params = CodecParams::new().with("jpeg_quality", 90);
 /// assert_eq!(params.parse::<u8>("jpeg_quality")?, Some(90));
 /// assert_eq!(params.to_string(), "jpeg_quality=90");
-/// # Ok::<(), streamwire_core::CodecError>(())
+/// # Ok::<(), CodecError>(())
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// As text they parse what they print: `key=value` pairs separated by commas
+/// (`"jpeg_quality=90, max_width=640".parse::<CodecParams>()`; the empty text is no
+/// parameter), so a value cannot itself hold a comma. Serialized as a map of texts; a
+/// blueprint file may write numbers and booleans as such (`{ jpeg_quality = 90 }`) or give
+/// the whole text as one string.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
 pub struct CodecParams(BTreeMap<String, String>);
 
@@ -323,6 +331,124 @@ impl fmt::Display for CodecParams {
             write!(f, "{k}={v}")?;
         }
         Ok(())
+    }
+}
+
+impl FromStr for CodecParams {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        let mut params = CodecParams::new();
+        if text.trim().is_empty() {
+            return Ok(params);
+        }
+        for pair in text.split(',') {
+            params.insert_pair(text, pair)?;
+        }
+        Ok(params)
+    }
+}
+
+impl CodecParams {
+    /// Adds one `key=value` pair of `text`, refusing a malformed or repeated one.
+    fn insert_pair(&mut self, text: &str, pair: &str) -> Result<(), ParseError> {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(ParseError::invalid(
+                "codec parameters",
+                text.trim(),
+                format!("`{}` is not `key=value`", pair.trim()),
+            ));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if key.is_empty() || value.is_empty() {
+            return Err(ParseError::invalid(
+                "codec parameters",
+                text.trim(),
+                format!(
+                    "`{}` needs both a key and a value, as in `jpeg_quality=90`",
+                    pair.trim()
+                ),
+            ));
+        }
+        if self.0.insert(key.to_owned(), value.to_owned()).is_some() {
+            return Err(ParseError::invalid(
+                "codec parameters",
+                text.trim(),
+                format!("`{key}` is given twice"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Deserialize<'de> for CodecParams {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ParamsVisitor)
+    }
+}
+
+struct ParamsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ParamsVisitor {
+    type Value = CodecParams;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("codec parameters: a map of keys to values, or `key=value, ..` text")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<CodecParams, E> {
+        text.parse().map_err(E::custom)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<CodecParams, A::Error> {
+        let mut params = CodecParams::new();
+        while let Some((key, ParamValue(value))) = map.next_entry::<String, ParamValue>()? {
+            if params.0.insert(key.clone(), value).is_some() {
+                return Err(serde::de::Error::custom(format_args!(
+                    "codec parameter `{key}` is given twice"
+                )));
+            }
+        }
+        Ok(params)
+    }
+}
+
+/// One parameter value of a map: text, or a number or boolean kept as its text.
+struct ParamValue(String);
+
+impl<'de> Deserialize<'de> for ParamValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ValueVisitor;
+
+        impl serde::de::Visitor<'_> for ValueVisitor {
+            type Value = ParamValue;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a parameter value: text, a number or a boolean")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ParamValue, E> {
+                Ok(ParamValue(v.to_owned()))
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<ParamValue, E> {
+                Ok(ParamValue(v.to_string()))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ParamValue, E> {
+                Ok(ParamValue(v.to_string()))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ParamValue, E> {
+                Ok(ParamValue(v.to_string()))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<ParamValue, E> {
+                Ok(ParamValue(v.to_string()))
+            }
+        }
+
+        deserializer.deserialize_any(ValueVisitor)
     }
 }
 
@@ -480,6 +606,63 @@ fn instantiate<M: Message, C: Codec<M>>(
         codec: C::from_params(params)?,
         _message: std::marker::PhantomData,
     }))
+}
+
+/// A codec known by name, so that settings given as text (`codec=jpeg` in a blueprint
+/// file or on the command line) can name it for a stream whose ports do not. Made by
+/// [`register_codec!`](crate::register_codec), collected at link time.
+pub struct CodecRegistration {
+    info: CodecInfo,
+}
+
+impl CodecRegistration {
+    /// The registration of codec `C` for message `M`.
+    pub const fn new<M: Message, C: Codec<M>>() -> CodecRegistration {
+        CodecRegistration { info: C::INFO }
+    }
+}
+
+inventory::collect!(CodecRegistration);
+
+/// Every codec registered with [`register_codec!`](crate::register_codec) in the crates
+/// linked into this program, e.g. the built-in `jpeg` and `zstd` for `Image`.
+pub fn registered_codecs() -> impl Iterator<Item = CodecInfo> {
+    inventory::iter::<CodecRegistration>
+        .into_iter()
+        .map(|registration| registration.info)
+}
+
+/// Makes codec `$codec` of message `$message` known by name to settings given as text:
+/// `register_codec!(Scan, Rle);` at the top level of the crate that implements it.
+///
+/// ```
+/// # use serde::{Deserialize, Serialize};
+/// use streamwire::prelude::*;
+/// # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+/// # #[message(name = "doc/Scan")]
+/// # pub struct Scan(Vec<u8>);
+/// # pub struct Raw;
+/// # impl Codec<Scan> for Raw {
+/// #     const NAME: &'static str = "raw_scan";
+/// #     type Encoded = Scan;
+/// #     fn from_params(_: &CodecParams) -> Result<Self, CodecError> { Ok(Raw) }
+/// #     fn params(&self) -> CodecParams { CodecParams::new() }
+/// #     fn fidelity(&self) -> Fidelity { Fidelity::LOSSLESS }
+/// #     fn encode(&self, scan: &Scan) -> Result<Scan, CodecError> { Ok(scan.clone()) }
+/// #     fn decode(&self, scan: &Scan) -> Result<Scan, CodecError> { Ok(scan.clone()) }
+/// # }
+/// streamwire::register_codec!(Scan, Raw);
+///
+/// assert!(streamwire::registered_codecs().any(|c| c.name() == "raw_scan"));
+/// assert!(streamwire::registered_codecs().any(|c| c.name() == "jpeg"));
+/// ```
+#[macro_export]
+macro_rules! register_codec {
+    ($message:ty, $codec:ty) => {
+        $crate::__private::inventory::submit! {
+            $crate::CodecRegistration::new::<$message, $codec>()
+        }
+    };
 }
 
 /// A codec behind a trait object: encodes and decodes messages given as [`AnyMessage`].

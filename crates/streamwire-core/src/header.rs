@@ -71,7 +71,7 @@ impl Header {
     /// The end-to-end latency of a message that arrived at `arrival`.
     ///
     /// ```
-    /// # use streamwire_core::{Header, Timestamp};
+    /// # use streamwire::prelude::*;
     /// # use std::time::Duration;
     /// let header = Header { seq: 7, publish_time: Timestamp::from_nanos(1_000) };
     /// assert_eq!(header.latency(Timestamp::from_nanos(4_000)), Duration::from_nanos(3_000));

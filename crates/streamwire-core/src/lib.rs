@@ -20,6 +20,8 @@
 //!   running module sees of the runtime.
 //! - [`AnyPort`], [`InputBinding`], [`OutputBinding`], [`Envelope`]: the seam through
 //!   which a runtime binds ports whose types it cannot name.
+//! - [`text`]: settings from text. QoS and codec parameters parse what they print
+//!   (`"best_effort, keep_last(1)".parse::<Qos>()`) and serialize to the same text.
 //! - [`Header`]: the sequence number and publish time the runtime puts on every delivered
 //!   message (separate from a message's own sensor stamp).
 
@@ -30,13 +32,15 @@ pub mod message;
 mod module;
 mod node;
 pub mod port;
+pub mod text;
 
 pub use bind::{
     AnyPort, DropReason, Envelope, InputBinding, OutputBinding, Pair, PortError, Slop, Stamped,
     pair_by_stamp,
 };
 pub use codec::{
-    Codec, CodecError, CodecInfo, CodecParams, CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity,
+    Codec, CodecError, CodecInfo, CodecParams, CodecRegistration, CodecSummary, DefaultCodec,
+    DefaultCodecOf, Fidelity, registered_codecs,
 };
 pub use header::{Delivered, Header, Timestamp};
 pub use message::{AnyMessage, Message, MessageInfo, MessageKind, Payload, SerdeMessage};

@@ -19,12 +19,11 @@ use crate::port::{Durability, History, Qos, Reliability, Transport};
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
-/// use streamwire_core::Message;
-/// # use streamwire_macros::Message;
+/// use streamwire::prelude::*;
 ///
 /// /// Temperature of the motor driver, in degrees Celsius.
 /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// #[message(name = "acme/MotorTemperature", crate = streamwire_core)]
+/// #[message(name = "acme/MotorTemperature")]
 /// pub struct MotorTemperature {
 ///     pub celsius: f32,
 /// }
@@ -32,8 +31,8 @@ use crate::port::{Durability, History, Qos, Reliability, Transport};
 /// assert_eq!(MotorTemperature::TYPE_NAME, "acme/MotorTemperature");
 /// ```
 ///
-/// With the facade crate you write `use streamwire::prelude::*;` and leave out the
-/// `crate = ...` part. Without `name = ...` the name is `<crate name>/<type name>`.
+/// Without `name = ...` the name is `<crate name>/<type name>`. (Crates below the facade,
+/// which cannot depend on it, add `crate = streamwire_core` to the attribute.)
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a streamwire message",
     label = "not a message",
@@ -76,7 +75,10 @@ pub trait Payload: 'static {
     type Logical: Message;
     /// What an input of this payload receives: the message itself, or for
     /// `Compressed<M, C>` the encoded message (`CompressedImage` for JPEG).
-    type Delivered: Message;
+    ///
+    /// Always a [`Message`]; the bound is stated where it is used (`In::recv`), so that a
+    /// message type missing a trait is reported once, not again through this type.
+    type Delivered: 'static;
     /// How the payload may travel: raw, or through a codec.
     const TRANSPORT: Transport;
 }
@@ -130,10 +132,9 @@ impl fmt::Display for MessageKind {
 ///
 /// ```
 /// # use serde::{Deserialize, Serialize};
-/// # use streamwire_core::Message;
-/// # use streamwire_macros::Message;
+/// # use streamwire::prelude::*;
 /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// #[message(name = "acme/Beep", crate = streamwire_core)]
+/// #[message(name = "acme/Beep")]
 /// struct Beep;
 ///
 /// let info = Beep::info();
@@ -225,10 +226,11 @@ pub(crate) fn short_type_name<T: ?Sized>() -> &'static str {
 ///
 /// ```
 /// # use serde::{Deserialize, Serialize};
-/// # use streamwire_core::AnyMessage;
-/// # use streamwire_macros::Message;
+/// # use streamwire::prelude::*;
+/// use streamwire::AnyMessage;
+///
 /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// #[message(name = "acme/Chirp", crate = streamwire_core)]
+/// #[message(name = "acme/Chirp")]
 /// struct Chirp { volume: u8 }
 ///
 /// let boxed: Box<dyn AnyMessage> = Box::new(Chirp { volume: 3 });

@@ -98,7 +98,10 @@ impl PortRef {
     }
 }
 
-impl<T: crate::Payload> From<&In<T>> for PortRef {
+impl<T: crate::Payload> From<&In<T>> for PortRef
+where
+    T::Delivered: crate::Message,
+{
     fn from(port: &In<T>) -> PortRef {
         PortRef {
             index: port.port_index(),

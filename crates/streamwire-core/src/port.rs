@@ -12,12 +12,14 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
 use crate::codec::{Codec, CodecInfo, DefaultCodecOf};
 use crate::message::{Message, MessageInfo, Payload};
 use crate::module::InstanceId;
+use crate::text::{ParseError, is_keyword, parse_keyword};
 
 /// An input port receiving `T`: a message (`In<Image>`: pixels) or
 /// `Compressed<M, C>` (`In<Compressed<Image>>`: the bytes, encoded by codec `C`).
@@ -182,9 +184,8 @@ pub trait SameMessage<T> {}
 
 impl<T> SameMessage<T> for T {}
 
-/// Delivery guarantee of a port.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Delivery guarantee of a port. Text: `reliable`, `best_effort`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Reliability {
     /// Every message is delivered, or the sender waits (the ROS 2 default).
     #[default]
@@ -193,9 +194,33 @@ pub enum Reliability {
     BestEffort,
 }
 
-/// Whether late joiners get messages sent before they subscribed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+impl Reliability {
+    const KEYWORDS: [(&'static str, Reliability); 2] = [
+        ("reliable", Reliability::Reliable),
+        ("best_effort", Reliability::BestEffort),
+    ];
+}
+
+impl fmt::Display for Reliability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Reliability::Reliable => "reliable",
+            Reliability::BestEffort => "best_effort",
+        })
+    }
+}
+
+impl FromStr for Reliability {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        parse_keyword("reliability", text, &Reliability::KEYWORDS)
+    }
+}
+
+/// Whether late joiners get messages sent before they subscribed. Text: `volatile`,
+/// `transient_local`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Durability {
     /// Only messages sent after subscribing.
     #[default]
@@ -204,9 +229,33 @@ pub enum Durability {
     TransientLocal,
 }
 
+impl Durability {
+    const KEYWORDS: [(&'static str, Durability); 2] = [
+        ("volatile", Durability::Volatile),
+        ("transient_local", Durability::TransientLocal),
+    ];
+}
+
+impl fmt::Display for Durability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Durability::Volatile => "volatile",
+            Durability::TransientLocal => "transient_local",
+        })
+    }
+}
+
+impl FromStr for Durability {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        parse_keyword("durability", text, &Durability::KEYWORDS)
+    }
+}
+
 /// How many messages an input queue holds before the oldest is dropped (and counted).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Text: `keep_last(10)`, `keep_all`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum History {
     /// Keep the newest `n` messages (`n >= 1`).
     KeepLast(u32),
@@ -218,8 +267,62 @@ pub enum History {
     KeepAll,
 }
 
+impl History {
+    const EXPECTED: &'static str = "`keep_last(N)` with N >= 1, or `keep_all`";
+}
+
+impl fmt::Display for History {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            History::KeepLast(n) => write!(f, "keep_last({n})"),
+            History::KeepAll => f.write_str("keep_all"),
+        }
+    }
+}
+
+impl FromStr for History {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        let trimmed = text.trim();
+        if is_keyword(trimmed, "keep_all") {
+            return Ok(History::KeepAll);
+        }
+        let depth = trimmed
+            .split_once('(')
+            .filter(|(word, _)| is_keyword(word, "keep_last"))
+            .and_then(|(_, rest)| rest.trim_end().strip_suffix(')'));
+        match depth {
+            None => Err(ParseError::UnknownValue {
+                setting: "history",
+                input: trimmed.to_owned(),
+                expected: History::EXPECTED.to_owned(),
+            }),
+            Some(depth) => match depth.trim().parse::<u32>() {
+                Ok(n) if n >= 1 => Ok(History::KeepLast(n)),
+                _ => Err(ParseError::invalid(
+                    "history",
+                    trimmed,
+                    "the depth must be a whole number >= 1, as in `keep_last(10)`",
+                )),
+            },
+        }
+    }
+}
+
+crate::__serde_as_text!(Reliability);
+crate::__serde_as_text!(Durability);
+crate::__serde_as_text!(History);
+
 /// Quality of service of a port: `#[port(best_effort, depth = 1)]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// Text: its three parts in any order, comma separated, as `Display` prints them
+/// (`best_effort, volatile, keep_last(1)`); a part left out keeps its value from
+/// [`Qos::DEFAULT`], so `best_effort` alone is a valid QoS. `depth = N` is accepted for
+/// `keep_last(N)`, as the port attribute spells it. Serialized as a table
+/// (`{ reliability = "best_effort", history = "keep_last(1)" }`, missing keys defaulted);
+/// either form deserializes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Qos {
     /// Delivery guarantee.
     pub reliability: Reliability,
@@ -246,18 +349,120 @@ impl Default for Qos {
 
 impl fmt::Display for Qos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let reliability = match self.reliability {
-            Reliability::Reliable => "reliable",
-            Reliability::BestEffort => "best_effort",
-        };
-        let durability = match self.durability {
-            Durability::Volatile => "volatile",
-            Durability::TransientLocal => "transient_local",
-        };
-        match self.history {
-            History::KeepLast(n) => write!(f, "{reliability}, {durability}, keep_last({n})"),
-            History::KeepAll => write!(f, "{reliability}, {durability}, keep_all"),
+        write!(
+            f,
+            "{}, {}, {}",
+            self.reliability, self.durability, self.history
+        )
+    }
+}
+
+impl FromStr for Qos {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        const EXPECTED: &str =
+            "comma-separated parts such as `best_effort, volatile, keep_last(1)`";
+        if text.trim().is_empty() {
+            return Err(ParseError::invalid(
+                "qos",
+                text,
+                format!("it is empty; expected {EXPECTED}"),
+            ));
         }
+        let mut reliability = None;
+        let mut durability = None;
+        let mut history = None;
+        for part in text.split(',') {
+            let part = part.trim();
+            let (slot_name, filled) = if let Ok(r) = part.parse::<Reliability>() {
+                ("reliability", reliability.replace(r).is_some())
+            } else if let Ok(d) = part.parse::<Durability>() {
+                ("durability", durability.replace(d).is_some())
+            } else if let Some(h) = parse_history_part(part)? {
+                ("history", history.replace(h).is_some())
+            } else {
+                return Err(ParseError::UnknownValue {
+                    setting: "qos part",
+                    input: part.to_owned(),
+                    expected: format!(
+                        "`reliable`, `best_effort`, `volatile`, `transient_local`, {}",
+                        History::EXPECTED
+                    ),
+                });
+            };
+            if filled {
+                return Err(ParseError::invalid(
+                    "qos",
+                    text.trim(),
+                    format!("the {slot_name} is given twice"),
+                ));
+            }
+        }
+        Ok(Qos {
+            reliability: reliability.unwrap_or(Qos::DEFAULT.reliability),
+            durability: durability.unwrap_or(Qos::DEFAULT.durability),
+            history: history.unwrap_or(Qos::DEFAULT.history),
+        })
+    }
+}
+
+/// A history part of a QoS text: `keep_last(N)`, `keep_all` or `depth = N`. `Ok(None)`
+/// when the part is not about history at all.
+fn parse_history_part(part: &str) -> Result<Option<History>, ParseError> {
+    if let Some((key, depth)) = part.split_once('=')
+        && is_keyword(key, "depth")
+    {
+        return format!("keep_last({})", depth.trim()).parse().map(Some);
+    }
+    let looks_like_history = is_keyword(part, "keep_all")
+        || part
+            .split_once('(')
+            .is_some_and(|(word, _)| is_keyword(word, "keep_last"));
+    if looks_like_history {
+        part.parse().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// The table form of [`Qos`]: any key may be left out.
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct QosTable {
+    reliability: Reliability,
+    durability: Durability,
+    history: History,
+}
+
+impl Default for QosTable {
+    fn default() -> Self {
+        let Qos {
+            reliability,
+            durability,
+            history,
+        } = Qos::DEFAULT;
+        QosTable {
+            reliability,
+            durability,
+            history,
+        }
+    }
+}
+
+impl From<QosTable> for Qos {
+    fn from(table: QosTable) -> Qos {
+        Qos {
+            reliability: table.reliability,
+            durability: table.durability,
+            history: table.history,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Qos {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        crate::text::serde_text::deserialize_text_or_table::<Qos, QosTable, D>(deserializer)
     }
 }
 

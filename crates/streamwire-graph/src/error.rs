@@ -233,6 +233,20 @@ pub enum Problem {
         /// The stream's message.
         stream_message: &'static str,
     },
+    /// Settings name a codec (as text: `codec=jpeg`) that is not among the codecs of the
+    /// stream's message known to the stream (named by its ports, or registered).
+    UnknownCodec {
+        /// The stream.
+        stream: String,
+        /// The codec name, as given.
+        codec: String,
+        /// The stream's message.
+        message: &'static str,
+        /// The codec names the stream knows, comma separated (empty: none).
+        known: String,
+        /// A known name close to the one given.
+        suggestion: Option<String>,
+    },
     /// Codec parameters were refused by the codec.
     InvalidCodecParams {
         /// The stream.
@@ -489,6 +503,30 @@ impl fmt::Display for Problem {
                 f,
                 "codec `{codec}` set for stream `{stream}` carries `{codec_message}`, but the \
                  stream carries `{stream_message}`"
+            ),
+            Problem::UnknownCodec {
+                stream,
+                codec,
+                message,
+                known,
+                suggestion,
+            } => write!(
+                f,
+                "stream `{stream}` asks for codec `{codec}`, but no codec of that name is known \
+                 for `{message}` on this stream (known: {}){}\n  \
+                 = note: a codec given by name must be named by a port of the stream \
+                 (`Out<Compressed<{message}, C>>`, `In<Compressed<{message}, C>>`) or registered \
+                 with `register_codec!({message}, C)`; or name the codec's type: \
+                 `StreamSettings::new().codec::<{message}, C>()`",
+                if known.is_empty() {
+                    "none"
+                } else {
+                    known.as_str()
+                },
+                suggestion
+                    .as_ref()
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default()
             ),
             Problem::InvalidCodecParams {
                 stream,

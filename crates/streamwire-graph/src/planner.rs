@@ -484,6 +484,9 @@ struct StreamPlan {
     wire: Option<(CodecInfo, CodecSummary)>,
     /// The parameters the blueprint set.
     user_params: CodecParams,
+    /// The stream's codec setting was refused (unknown name, another message's codec):
+    /// already reported, so a missing codec is not reported again.
+    codec_refused: bool,
 }
 
 /// Per output: compression mode, codec, parameters. Reports settings for unknown
@@ -520,7 +523,35 @@ fn resolve_settings(
             };
             let mut wire_codec = producer_codec;
             let mut codec_refused = false;
-            if let Some(codec) = settings.and_then(|s| s.codec) {
+            // A codec named in text is looked up among the codecs the stream's ports
+            // name and the registered ones (`register_codec!`).
+            let known: Vec<CodecInfo> = producer_codec
+                .into_iter()
+                .chain(
+                    matching
+                        .consumers(producer)
+                        .filter_map(|(consumer, _)| ports.info(consumer).transport().codec()),
+                )
+                .chain(streamwire_core::registered_codecs())
+                .collect();
+            let chosen = match settings.map(|s| s.resolve_codec(info.message(), &known)) {
+                Some(Ok(codec)) => codec,
+                Some(Err(unknown)) => {
+                    problems.push(Problem::UnknownCodec {
+                        stream: name.to_owned(),
+                        codec: unknown.name,
+                        message: unknown.message,
+                        known: unknown.known,
+                        suggestion: unknown.suggestion,
+                    });
+                    wire_codec = None;
+                    // Its parameters and a missing codec are that one mistake, not more.
+                    codec_refused = true;
+                    None
+                }
+                None => None,
+            };
+            if let Some(codec) = chosen {
                 if codec.message() == info.message() {
                     wire_codec = Some(codec);
                 } else {
@@ -569,6 +600,7 @@ fn resolve_settings(
                 wire_codec,
                 wire,
                 user_params,
+                codec_refused,
             }
         })
         .collect()
@@ -862,7 +894,7 @@ impl StreamWiring<'_> {
             ),
         };
         if compress && plan.wire.is_none() {
-            if plan.wire_codec.is_none() && !*reported_no_codec {
+            if plan.wire_codec.is_none() && !*reported_no_codec && !plan.codec_refused {
                 problems.push(Problem::NoCodec {
                     stream: self.name.to_owned(),
                     producer: port_name(self.bp, plan.producer),

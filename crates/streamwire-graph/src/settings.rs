@@ -1,19 +1,31 @@
 //! The knobs of a blueprint: placement, compression, and how loudly to report.
+//!
+//! Every setting parses (`FromStr`) what its `Display` prints and serializes with serde to
+//! that text, so the command line, blueprint files and `-o key=value` share one parser
+//! (see [`streamwire_core::text`]). A refusal lists the values that would be accepted.
 
 use std::fmt;
+use std::str::FromStr;
 
-use streamwire_core::{Codec, CodecInfo, CodecParams, Message};
+use serde::{Deserialize, Serialize};
+use streamwire_core::text::{ParseError, is_keyword, parse_keyword};
+use streamwire_core::{Codec, CodecInfo, CodecParams, Message, MessageInfo};
 
 /// Where an instance runs: a process on a host. Instances in one process exchange
 /// messages zero-copy; between processes and hosts they go through the transport.
 ///
 /// ```
-/// # use streamwire_graph::Placement;
+/// # use streamwire::prelude::*;
 /// let viewer = Placement::process("ui");
 /// assert_eq!(viewer.host(), "localhost");
 /// let remote = Placement::process("mapper").on_host("base_station");
 /// assert_eq!(remote.to_string(), "base_station/mapper");
+/// assert_eq!("base_station/mapper".parse::<Placement>()?, remote);
+/// assert_eq!("ui".parse::<Placement>()?, viewer);
+/// # Ok::<(), streamwire::text::ParseError>(())
 /// ```
+///
+/// Text: `host/process`, or `process` alone on the default host.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Placement {
     host: String,
@@ -74,8 +86,36 @@ impl fmt::Display for Placement {
     }
 }
 
-/// How far apart the two ends of a link are.
+impl FromStr for Placement {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        let trimmed = text.trim();
+        let (host, process) = trimmed
+            .split_once('/')
+            .unwrap_or((Self::DEFAULT_HOST, trimmed));
+        let valid = |name: &str| {
+            !name.is_empty() && !name.contains(|c: char| c == '/' || c.is_whitespace())
+        };
+        if !valid(host) || !valid(process) {
+            return Err(ParseError::invalid(
+                "placement",
+                trimmed,
+                "expected `host/process` or `process`, each a non-empty name without `/` or spaces",
+            ));
+        }
+        Ok(Placement::process(process).on_host(host))
+    }
+}
+
+streamwire_core::__serde_as_text!(Placement);
+
+/// How far apart the two ends of a link are. Text: `in-process`, `same-host`,
+/// `cross-host`.
+///
+/// Non-exhaustive: a transport may add kinds of links (say, over a radio link).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Locality {
     /// One process: zero-copy delivery of the same `Arc`ed message.
     InProcess,
@@ -95,10 +135,32 @@ impl fmt::Display for Locality {
     }
 }
 
+impl Locality {
+    /// Every locality, nearest first.
+    pub const ALL: [Locality; 3] = [Locality::InProcess, Locality::SameHost, Locality::CrossHost];
+
+    const KEYWORDS: [(&'static str, Locality); 3] = [
+        ("in-process", Locality::InProcess),
+        ("same-host", Locality::SameHost),
+        ("cross-host", Locality::CrossHost),
+    ];
+}
+
+impl FromStr for Locality {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        parse_keyword("locality", text, &Locality::KEYWORDS)
+    }
+}
+
+streamwire_core::__serde_as_text!(Locality);
+
 /// Whether pixel links of compressible streams carry encoded bytes.
 ///
 /// It decides only what travels between the two ends of a link: an input that asked for
-/// bytes (`In<Compressed<..>>`) always gets them, whatever this says.
+/// bytes (`In<Compressed<..>>`) always gets them, whatever this says. Text: `auto`, `on`,
+/// `off`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Compression {
     /// Decide per link from its locality, with the [`AutoTable`].
@@ -121,7 +183,26 @@ impl fmt::Display for Compression {
     }
 }
 
-/// What a link carries under [`Compression::Auto`].
+impl FromStr for Compression {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        parse_keyword(
+            "compression",
+            text,
+            &[
+                ("auto", Compression::Auto),
+                ("on", Compression::On),
+                ("off", Compression::Off),
+            ],
+        )
+    }
+}
+
+streamwire_core::__serde_as_text!(Compression);
+
+/// What a link carries under [`Compression::Auto`]. Text: `raw`, `compress`
+/// (`compressed` is accepted too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WireFormat {
     /// The message itself.
@@ -139,28 +220,81 @@ impl fmt::Display for WireFormat {
     }
 }
 
+impl FromStr for WireFormat {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        if is_keyword(text, "compressed") {
+            return Ok(WireFormat::Compressed);
+        }
+        parse_keyword(
+            "wire format",
+            text,
+            &[
+                ("raw", WireFormat::Raw),
+                ("compress", WireFormat::Compressed),
+            ],
+        )
+    }
+}
+
+streamwire_core::__serde_as_text!(WireFormat);
+
 /// The locality-to-format table of [`Compression::Auto`].
 ///
 /// The defaults: in-process raw (zero-copy delivery costs nothing to skip), same-host and
 /// cross-host compressed (moving 2.76 MB frames between processes costs more CPU than
 /// JPEG encode + decode, and loses frames on robot-class CPUs; see RFC.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// ```
+/// # use streamwire::prelude::*;
+/// let table = AutoTable::default().with(Locality::SameHost, WireFormat::Raw);
+/// assert_eq!(table.format(Locality::SameHost), WireFormat::Raw);
+/// assert_eq!(table.to_string(), "in-process raw, same-host raw, cross-host compress");
+/// assert_eq!("same-host raw".parse::<AutoTable>()?, table);
+/// # Ok::<(), streamwire::text::ParseError>(())
+/// ```
+///
+/// Text: `<locality> <format>` entries, comma separated, as `Display` prints them
+/// (`locality=format` is accepted too); a locality left out keeps its default. Serialized as
+/// a table (`{ same_host = "raw" }`, missing keys defaulted); either form deserializes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct AutoTable {
-    /// Links inside one process.
-    pub in_process: WireFormat,
-    /// Links between processes of one host.
-    pub same_host: WireFormat,
-    /// Links between hosts.
-    pub cross_host: WireFormat,
+    in_process: WireFormat,
+    same_host: WireFormat,
+    cross_host: WireFormat,
 }
 
 impl AutoTable {
+    /// One format for every locality, e.g. `AutoTable::uniform(WireFormat::Raw)`.
+    pub fn uniform(format: WireFormat) -> AutoTable {
+        AutoTable {
+            in_process: format,
+            same_host: format,
+            cross_host: format,
+        }
+    }
+
+    /// This table with links of `locality` carrying `format`.
+    pub fn with(mut self, locality: Locality, format: WireFormat) -> AutoTable {
+        *self.slot(locality) = format;
+        self
+    }
+
     /// The format of a link of `locality`.
     pub fn format(&self, locality: Locality) -> WireFormat {
         match locality {
             Locality::InProcess => self.in_process,
             Locality::SameHost => self.same_host,
             Locality::CrossHost => self.cross_host,
+        }
+    }
+
+    fn slot(&mut self, locality: Locality) -> &mut WireFormat {
+        match locality {
+            Locality::InProcess => &mut self.in_process,
+            Locality::SameHost => &mut self.same_host,
+            Locality::CrossHost => &mut self.cross_host,
         }
     }
 }
@@ -177,16 +311,96 @@ impl Default for AutoTable {
 
 impl fmt::Display for AutoTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "in-process {}, same-host {}, cross-host {}",
-            self.in_process, self.same_host, self.cross_host
+        for (i, locality) in Locality::ALL.into_iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{locality} {}", self.format(locality))?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for AutoTable {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        let mut table = AutoTable::default();
+        let mut seen = Vec::new();
+        for entry in text.split(',') {
+            let entry = entry.trim();
+            let Some((locality, format)) = entry
+                .split_once('=')
+                .or_else(|| entry.split_once(char::is_whitespace))
+            else {
+                return Err(ParseError::invalid(
+                    "auto table",
+                    text.trim(),
+                    format!(
+                        "`{entry}` is not `<locality> <format>`; write e.g. \
+                         `in-process raw, same-host compress, cross-host compress`"
+                    ),
+                ));
+            };
+            let locality: Locality = locality.parse()?;
+            if seen.contains(&locality) {
+                return Err(ParseError::invalid(
+                    "auto table",
+                    text.trim(),
+                    format!("`{locality}` is given twice"),
+                ));
+            }
+            seen.push(locality);
+            *table.slot(locality) = format.parse()?;
+        }
+        Ok(table)
+    }
+}
+
+/// The table form of [`AutoTable`]: any key may be left out.
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct AutoTableFields {
+    in_process: WireFormat,
+    same_host: WireFormat,
+    cross_host: WireFormat,
+}
+
+impl Default for AutoTableFields {
+    fn default() -> Self {
+        let AutoTable {
+            in_process,
+            same_host,
+            cross_host,
+        } = AutoTable::default();
+        AutoTableFields {
+            in_process,
+            same_host,
+            cross_host,
+        }
+    }
+}
+
+impl From<AutoTableFields> for AutoTable {
+    fn from(fields: AutoTableFields) -> AutoTable {
+        AutoTable {
+            in_process: fields.in_process,
+            same_host: fields.same_host,
+            cross_host: fields.cross_host,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AutoTable {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        streamwire_core::text::serde_text::deserialize_text_or_table::<AutoTable, AutoTableFields, D>(
+            deserializer,
         )
     }
 }
 
 /// What to do about a finding that a user may or may not care about (as bevy's
-/// `LogLevel` for schedule ambiguities).
+/// `LogLevel` for schedule ambiguities). Text: `ignore`, `warn`, `error`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Report {
     /// Say nothing.
@@ -208,22 +422,76 @@ impl fmt::Display for Report {
     }
 }
 
+impl FromStr for Report {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        parse_keyword(
+            "report",
+            text,
+            &[
+                ("ignore", Report::Ignore),
+                ("warn", Report::Warn),
+                ("error", Report::Error),
+            ],
+        )
+    }
+}
+
+streamwire_core::__serde_as_text!(Report);
+
 /// Per-stream settings: they beat the global ones.
 ///
 /// ```
-/// # use streamwire_graph::{Compression, StreamSettings};
-/// # use streamwire_msgs::{Image, Jpeg};
-/// let settings = StreamSettings::new()
+/// use streamwire::prelude::*;
+///
+/// // Typed: the compiler checks that the codec carries the message.
+/// let typed = StreamSettings::new()
 ///     .compression(Compression::On)
 ///     .codec::<Image, Jpeg>()
 ///     .param("jpeg_quality", 90);
-/// # let _ = settings;
+/// // A codec value: its parameters come from `Codec::params`, checked by the compiler.
+/// let value = StreamSettings::new()
+///     .compression(Compression::On)
+///     .codec_value::<Image>(Jpeg { quality: 90, ..Jpeg::default() });
+/// assert_eq!(value.codec_name(), Some("jpeg"));
+/// assert_eq!(value.params().get("jpeg_quality"), Some("90"));
+/// // Text, as a blueprint file or the command line gives it; the codec is found by name
+/// // when the blueprint is built.
+/// let text: StreamSettings = "compression=on, codec=jpeg, jpeg_quality=90".parse()?;
+/// assert_eq!(text.to_string(), typed.to_string());
+/// # Ok::<(), streamwire::text::ParseError>(())
 /// ```
+///
+/// Text: comma-separated `key=value` pairs, as `Display` prints them: `compression=` a
+/// [`Compression`], `codec=` a codec's name (`jpeg`, `zstd`), and every other key a codec
+/// parameter; the empty text changes nothing. Serialized as a table
+/// (`{ compression = "on", codec = "jpeg", params = { jpeg_quality = 90 } }`, every key
+/// optional); either form deserializes. A codec read from text or a file is a name,
+/// resolved against the stream's message when the blueprint is built.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StreamSettings {
     pub(crate) compression: Option<Compression>,
-    pub(crate) codec: Option<CodecInfo>,
+    pub(crate) codec: Option<CodecSetting>,
     pub(crate) params: CodecParams,
+}
+
+/// The codec a [`StreamSettings`] names: a type the compiler checked, or a name from text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CodecSetting {
+    /// `codec::<M, C>()` or `codec_value(..)`.
+    Typed(CodecInfo),
+    /// `codec=<name>` from text: resolved against the stream's message at build time.
+    Named(String),
+}
+
+impl CodecSetting {
+    fn name(&self) -> &str {
+        match self {
+            CodecSetting::Typed(info) => info.name(),
+            CodecSetting::Named(name) => name,
+        }
+    }
 }
 
 impl StreamSettings {
@@ -242,7 +510,24 @@ impl StreamSettings {
     /// The codec of this stream's compressed links (by default the one its output names:
     /// `Out<Compressed<M, C>>`). Needed to compress a plain `Out<M>`.
     pub fn codec<M: Message, C: Codec<M>>(mut self) -> StreamSettings {
-        self.codec = Some(C::INFO);
+        self.codec = Some(CodecSetting::Typed(C::INFO));
+        self
+    }
+
+    /// The codec `codec` of message `M`, with every parameter it has
+    /// ([`Codec::params`]): `.codec_value::<Image>(Jpeg { quality: 90, ..Jpeg::default() })`.
+    /// A field the codec does not have is a compile error; a later [`param`](Self::param)
+    /// still overrides one of its values.
+    pub fn codec_value<M: Message>(mut self, codec: impl Codec<M>) -> StreamSettings {
+        self.codec = Some(CodecSetting::Typed(codec_info_of(&codec)));
+        self.params = self.params.merged(&codec.params());
+        self
+    }
+
+    /// The codec by name (`"jpeg"`), as text and files give it; found among the codecs
+    /// of the stream's message when the blueprint is built.
+    pub fn codec_named(mut self, name: impl Into<String>) -> StreamSettings {
+        self.codec = Some(CodecSetting::Named(name.into()));
         self
     }
 
@@ -250,6 +535,184 @@ impl StreamSettings {
     pub fn param(mut self, key: impl Into<String>, value: impl ToString) -> StreamSettings {
         self.params.set(key, value);
         self
+    }
+
+    /// The compression this stream asks for, if it overrides the global one.
+    pub fn compression_override(&self) -> Option<Compression> {
+        self.compression
+    }
+
+    /// The name of the codec this stream asks for, if any.
+    pub fn codec_name(&self) -> Option<&str> {
+        self.codec.as_ref().map(CodecSetting::name)
+    }
+
+    /// The codec parameters set on this stream.
+    pub fn params(&self) -> &CodecParams {
+        &self.params
+    }
+
+    /// The codec this stream asks for, for a stream of `message` that knows the codecs
+    /// `known` (those its ports name, `Compressed<M, C>`, and the registered ones,
+    /// [`registered_codecs`](streamwire_core::registered_codecs)): a typed codec as given
+    /// (the caller checks its message), a name looked up among `known` codecs of
+    /// `message`. `Ok(None)` when no codec is set.
+    pub fn resolve_codec(
+        &self,
+        message: MessageInfo,
+        known: &[CodecInfo],
+    ) -> Result<Option<CodecInfo>, UnknownCodec> {
+        match &self.codec {
+            None => Ok(None),
+            Some(CodecSetting::Typed(info)) => Ok(Some(*info)),
+            Some(CodecSetting::Named(name)) => {
+                let of_message = || known.iter().filter(|c| c.message() == message);
+                of_message()
+                    .find(|c| c.name() == name.as_str())
+                    .copied()
+                    .map(Some)
+                    .ok_or_else(|| {
+                        let mut names: Vec<&str> = of_message().map(CodecInfo::name).collect();
+                        names.sort_unstable();
+                        names.dedup();
+                        UnknownCodec {
+                            name: name.clone(),
+                            message: message.rust_name(),
+                            known: names.join(", "),
+                            suggestion: crate::names::did_you_mean(name, names.iter().copied())
+                                .map(str::to_owned),
+                        }
+                    })
+            }
+        }
+    }
+}
+
+/// The [`CodecInfo`] of a codec value (the type is known from the value).
+fn codec_info_of<M: Message, C: Codec<M>>(_codec: &C) -> CodecInfo {
+    C::INFO
+}
+
+/// A codec named in text that the stream does not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no codec `{name}` is known for `{message}` on this stream (known: {}){}",
+    if known.is_empty() { "none" } else { known.as_str() },
+    suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default()
+)]
+pub struct UnknownCodec {
+    /// The name as given.
+    pub name: String,
+    /// The stream's message.
+    pub message: &'static str,
+    /// The codec names that were known, comma separated.
+    pub known: String,
+    /// A known name close to the one given.
+    pub suggestion: Option<String>,
+}
+
+impl fmt::Display for StreamSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(compression) = self.compression {
+            parts.push(format!("compression={compression}"));
+        }
+        if let Some(codec) = &self.codec {
+            parts.push(format!("codec={}", codec.name()));
+        }
+        if !self.params.is_empty() {
+            parts.push(self.params.to_string());
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
+impl FromStr for StreamSettings {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        let mut settings = StreamSettings::new();
+        let mut params = Vec::new();
+        for pair in text.split(',').filter(|pair| !pair.trim().is_empty()) {
+            let key = pair.split_once('=').map_or(pair, |(key, _)| key);
+            let value = pair.split_once('=').map(|(_, value)| value.trim());
+            let twice = || {
+                ParseError::invalid(
+                    "stream settings",
+                    text.trim(),
+                    format!("`{}` is given twice", key.trim()),
+                )
+            };
+            if is_keyword(key, "compression") {
+                let compression = value.unwrap_or_default().parse()?;
+                if settings.compression.replace(compression).is_some() {
+                    return Err(twice());
+                }
+            } else if is_keyword(key, "codec") {
+                let name = value.unwrap_or_default();
+                if name.is_empty() || name.contains(char::is_whitespace) {
+                    return Err(ParseError::invalid(
+                        "stream settings",
+                        text.trim(),
+                        "`codec=` needs a codec name, as in `codec=jpeg`",
+                    ));
+                }
+                if settings
+                    .codec
+                    .replace(CodecSetting::Named(name.to_owned()))
+                    .is_some()
+                {
+                    return Err(twice());
+                }
+            } else {
+                params.push(pair);
+            }
+        }
+        settings.params = params.join(",").parse()?;
+        Ok(settings)
+    }
+}
+
+impl Serialize for StreamSettings {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        StreamSettingsFields {
+            compression: self.compression,
+            codec: self.codec_name().map(str::to_owned),
+            params: self.params.clone(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for StreamSettings {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        streamwire_core::text::serde_text::deserialize_text_or_table::<
+            StreamSettings,
+            StreamSettingsFields,
+            D,
+        >(deserializer)
+    }
+}
+
+/// The table form of [`StreamSettings`].
+#[derive(Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct StreamSettingsFields {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compression: Option<Compression>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    codec: Option<String>,
+    #[serde(skip_serializing_if = "CodecParams::is_empty")]
+    params: CodecParams,
+}
+
+impl From<StreamSettingsFields> for StreamSettings {
+    fn from(fields: StreamSettingsFields) -> StreamSettings {
+        StreamSettings {
+            compression: fields.compression,
+            codec: fields.codec.map(CodecSetting::Named),
+            params: fields.params,
+        }
     }
 }
 

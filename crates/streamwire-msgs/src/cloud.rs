@@ -228,7 +228,7 @@ pub enum PointCloudError {
 /// PCD files.
 ///
 /// ```
-/// use streamwire_msgs::{PointCloud, PointDatatype, PointField};
+/// use streamwire::msgs::{PointCloud, PointDatatype, PointField};
 ///
 /// let fields = vec![
 ///     PointField::new("x", 0, PointDatatype::Float32, 1),

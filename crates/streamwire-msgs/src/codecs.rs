@@ -173,6 +173,11 @@ impl DefaultCodec for Image {
     type Codec = Jpeg;
 }
 
+// Known by name to settings given as text (`codec=jpeg`).
+streamwire_core::register_codec!(Image, Jpeg);
+streamwire_core::register_codec!(Image, Zstd);
+streamwire_core::register_codec!(DepthImage, Zstd);
+
 /// Lossless zstd for depth (16UC1 and 32FC1, exactly) and for images that must stay
 /// exact. The encoded data is a plain zstd frame of the packed rows (little-endian for
 /// depth), described by a plain format string, e.g. `"16UC1; zstd"`.
@@ -368,8 +373,8 @@ impl CompressedImage {
     /// bgr8"` or, for a greyscale JPEG, `"mono8; jpeg compressed "`.
     ///
     /// ```
-    /// use streamwire_core::Codec;
-    /// use streamwire_msgs::{CompressedImage, Image, ImageEncoding, Jpeg};
+    /// use streamwire::Codec;
+    /// use streamwire::msgs::{CompressedImage, Image, ImageEncoding, Jpeg};
     ///
     /// # let camera_jpeg = Jpeg::default()
     /// #     .encode(&Image::from_packed(8, 4, ImageEncoding::Mono8, vec![128; 32])?)?

@@ -25,7 +25,7 @@ use crate::{DepthEncoding, ImageEncoding};
 /// camera intrinsics; the decoded image reports its own, real size.
 ///
 /// ```
-/// use streamwire_msgs::{Compression, CompressedImage, ImageEncoding, RawEncoding};
+/// use streamwire::msgs::{Compression, CompressedImage, ImageEncoding, RawEncoding};
 ///
 /// // Bytes straight from a camera that emits JPEG: pass them through as they are.
 /// let jpeg_bytes = vec![0xFF, 0xD8, 0xFF, 0xD9];
@@ -215,7 +215,7 @@ impl FromStr for RawEncoding {
 /// unsupported. [`Display`](fmt::Display) writes the canonical form.
 ///
 /// ```
-/// use streamwire_msgs::{CompressedFormat, Compression, DepthEncoding, FormatError, RawEncoding};
+/// use streamwire::msgs::{CompressedFormat, Compression, DepthEncoding, FormatError, RawEncoding};
 ///
 /// let depth: CompressedFormat = "16UC1; zstd".parse()?;
 /// assert_eq!(depth.encoding, Some(RawEncoding::Depth(DepthEncoding::Mm16)));

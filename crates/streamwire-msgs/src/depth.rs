@@ -76,7 +76,7 @@ impl FromStr for DepthEncoding {
 /// little-endian, rows `step` bytes apart as in [`Image`](crate::Image).
 ///
 /// ```
-/// use streamwire_msgs::DepthImage;
+/// use streamwire::msgs::DepthImage;
 ///
 /// let depth = DepthImage::from_mm(3, 1, &[0, 1500, 65535])?.with_frame_id("depth_optical");
 /// assert_eq!(depth.depth_mm(1, 0), Some(1500));

@@ -107,8 +107,8 @@ impl FromStr for ImageEncoding {
 /// buffer of exactly `height * step` bytes.
 ///
 /// ```
-/// use streamwire_core::Timestamp;
-/// use streamwire_msgs::{Image, ImageEncoding};
+/// use streamwire::Timestamp;
+/// use streamwire::msgs::{Image, ImageEncoding};
 ///
 /// // 2x2 mono8 with rows padded to 4 bytes.
 /// let image = Image::new(2, 2, ImageEncoding::Mono8, 4, vec![1, 2, 0, 0, 3, 4, 0, 0])?

@@ -30,8 +30,8 @@
 //! depth at all: `Compressed<DepthImage, Jpeg>` does not compile (see [`JpegPixels`]).
 //!
 //! ```
-//! use streamwire_core::{Codec, Timestamp};
-//! use streamwire_msgs::{DepthImage, Image, ImageEncoding, Jpeg, Zstd};
+//! use streamwire::{Codec, Timestamp};
+//! use streamwire::msgs::{DepthImage, Image, ImageEncoding, Jpeg, Zstd};
 //!
 //! let pixels: Vec<u8> = (0..64 * 48 * 3).map(|i| (i % 251) as u8).collect();
 //! let image = Image::from_packed(64, 48, ImageEncoding::Rgb8, pixels)?
@@ -63,8 +63,8 @@
 //! so a typo fails when the blueprint is built), its [`Fidelity`](streamwire_core::Fidelity),
 //! and `encode`/`decode`. `decode` gets bytes from the wire: it must return an error on
 //! corrupt or hostile input, never panic or allocate what the input merely claims. The
-//! engines of `streamwire-codec` (JPEG with decode limits, exact-size zstd) do the hard
-//! part. Implement [`DefaultCodec`](streamwire_core::DefaultCodec) for your message so
+//! engines of `streamwire-codec` (JPEG with decode limits, exact-size zstd; re-exported as
+//! `streamwire::engines`) do the hard part. Implement [`DefaultCodec`](streamwire_core::DefaultCodec) for your message so
 //! ports can say `Compressed<MyMessage>`.
 //!
 //! Here a laser scan of millimetre ranges gets a lossless codec reusing the zstd engine:
@@ -72,14 +72,13 @@
 //! ```
 //! use bytes::Bytes;
 //! use serde::{Deserialize, Serialize};
-//! use streamwire_codec::lossless;
-//! use streamwire_core::{Codec, CodecError, CodecParams, DefaultCodec, Fidelity, Payload};
-//! use streamwire_core::{Compressed, Timestamp};
-//! # use streamwire_macros::Message;
+//! use streamwire::engines::lossless;
+//! use streamwire::prelude::*;
+//! use streamwire::Payload;
 //!
 //! /// One sweep of a 2D lidar: ranges in millimetres, little-endian u16.
 //! #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Message)]
-//! #[message(name = "acme/Scan", crate = streamwire_core)]
+//! #[message(name = "acme/Scan")]
 //! pub struct Scan {
 //!     pub stamp: Timestamp,
 //!     pub ranges_mm: Bytes,
@@ -87,7 +86,7 @@
 //!
 //! /// The scan, zstd-compressed, with its length so the decoder allocates no more.
 //! #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-//! #[message(name = "acme/ScanZstd", crate = streamwire_core)]
+//! #[message(name = "acme/ScanZstd")]
 //! pub struct ScanZstd {
 //!     pub stamp: Timestamp,
 //!     pub len: u32,

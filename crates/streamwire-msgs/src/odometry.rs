@@ -126,8 +126,8 @@ pub const QUATERNION_TOLERANCE: f64 = 1e-3;
 /// construction and when deserializing).
 ///
 /// ```
-/// use streamwire_core::Timestamp;
-/// use streamwire_msgs::{Odometry, Pose, Quaternion, Twist, Vector3};
+/// use streamwire::Timestamp;
+/// use streamwire::msgs::{Odometry, Pose, Quaternion, Twist, Vector3};
 ///
 /// let pose = Pose { position: Vector3::new(1.0, 2.0, 0.0), orientation: Quaternion::from_yaw(0.5) };
 /// let twist = Twist { linear: Vector3::new(0.3, 0.0, 0.0), ..Twist::default() };

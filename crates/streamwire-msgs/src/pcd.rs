@@ -10,7 +10,7 @@
 //! `WIDTH 4000000000`) is an error, never a large allocation or a panic.
 //!
 //! ```
-//! use streamwire_msgs::PointCloud;
+//! use streamwire::msgs::PointCloud;
 //!
 //! let pcd = b"VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\n\
 //!             WIDTH 2\nHEIGHT 1\nVIEWPOINT 0 0 0 1 0 0 0\nPOINTS 2\nDATA ascii\n\

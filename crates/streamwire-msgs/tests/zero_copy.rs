@@ -1,24 +1,22 @@
-//! Clones never copy a payload: proved with a counting allocator (its own test binary, so
-//! no other test allocates concurrently).
-
-use std::alloc::System;
+//! Clones never copy a payload: proved with the workspace's counting allocator (its own
+//! test binary, since the allocator is process-wide; counts are per thread, so tests running
+//! in parallel do not disturb each other).
 
 use bytes::Bytes;
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use streamwire_core::{AnyMessage, Codec};
 use streamwire_msgs::{
     CompressedImage, DepthImage, Image, ImageEncoding, Jpeg, Odometry, PointCloud, PointField,
     Pose, Quaternion, Twist,
 };
 
-#[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+use streamwire_testdata::alloc::{CountingAlloc, allocated_during};
 
-/// Bytes allocated while running `f`.
+#[global_allocator]
+static ALLOCATOR: CountingAlloc = CountingAlloc;
+
+/// Bytes allocated on this thread while running `f`.
 fn allocated_by(f: impl FnOnce()) -> usize {
-    let region = Region::new(GLOBAL);
-    f();
-    region.change().bytes_allocated
+    allocated_during(f).1
 }
 
 #[test]

@@ -206,7 +206,10 @@ impl<M: Module + Node> Harness<M> {
         &mut self,
         port: PortHandle<In<P>>,
         message: P::Delivered,
-    ) -> Result<Header, HarnessError> {
+    ) -> Result<Header, HarnessError>
+    where
+        P::Delivered: streamwire_core::Message,
+    {
         let (feeder, _) = self.input(port.port_index())?;
         Ok(feeder.publish_new(Arc::new(message)))
     }

@@ -10,10 +10,14 @@
 //! message when it is missing: such a test must fail, not silently pass. Benches and
 //! examples that can fall back to synthetic input check [`dir`] themselves.
 //!
+//! [`alloc`] holds the one counting allocator of the workspace's tests.
+//!
 //! Every function here panics on a missing or malformed file: it is test support, where a
 //! panic with the path in the message is the useful outcome.
 
 use std::path::{Path, PathBuf};
+
+pub mod alloc;
 
 /// Number of frames of the cockatoo sequence.
 pub const COCKATOO_FRAMES: usize = 280;

@@ -1,12 +1,258 @@
-#![doc = include_str!("../../../README.md")]
+//! Typed robot dataflow: modules exchange typed streams, and how a stream travels (raw
+//! pixels or compressed bytes) is part of its type, checked by the compiler.
 //!
-//! ## Crates
+//! This page is a guide, from a first message and module to a blueprint and its printed
+//! plan. Everything in it is reachable from one import:
 //!
-//! This facade re-exports the parts; most users only write `use streamwire::prelude::*;`.
-//! - [`streamwire_core`]: messages, codecs, ports, modules (re-exported at the root).
-//! - [`streamwire_graph`]: blueprints and plans (re-exported at the root).
-//! - [`msgs`]: the built-in messages and their codecs (JPEG, lossless zstd).
-//! - `streamwire-macros`: `#[derive(Module)]` and `#[derive(Message)]`.
+//! ```
+//! use streamwire::prelude::*;
+//! ```
+//!
+//! Add `streamwire` and `serde = { version = "1", features = ["derive"] }` to your
+//! `Cargo.toml`.
+//!
+//! # 1. A message
+//!
+//! A message is what travels on a stream. The built-in ones ([`msgs::Image`],
+//! [`msgs::DepthImage`], [`msgs::PointCloud`], [`msgs::Odometry`], ...) are in the prelude;
+//! your own is any `Clone + Debug + Serialize + Deserialize` type with
+//! `#[derive(Message)]` and a stable name (the name goes on the wire and in recordings, so
+//! it must not change when the Rust type moves):
+//!
+//! ```
+//! use serde::{Deserialize, Serialize};
+//! use streamwire::prelude::*;
+//!
+//! /// The boxes a detector found in one frame.
+//! #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+//! #[message(name = "acme/Detections")]
+//! pub struct Detections {
+//!     pub boxes: Vec<[f32; 4]>,
+//! }
+//!
+//! assert_eq!(Detections::TYPE_NAME, "acme/Detections");
+//! ```
+//!
+//! # 2. A module
+//!
+//! A module is a struct of ports and configuration. `In<M>` receives `M`, `Out<M>` sends
+//! it; fields marked `#[config]` are settings of the module. The stream a port reads or
+//! writes is its field name, unless `#[port(name = "...")]` says otherwise; the same
+//! attribute carries `optional`, `lossless` and QoS (`best_effort`, `depth = 1`):
+//!
+//! ```
+//! # use serde::{Deserialize, Serialize};
+//! use streamwire::prelude::*;
+//! # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+//! # #[message(name = "acme/Detections")]
+//! # pub struct Detections { pub boxes: Vec<[f32; 4]> }
+//!
+//! /// Finds objects in colour frames.
+//! #[derive(Module, Default)]
+//! pub struct Detector {
+//!     /// The newest frame only: drop rather than fall behind.
+//!     #[port(name = "color_image", best_effort, depth = 1)]
+//!     pub frames: In<Image>,
+//!     pub detections: Out<Detections>,
+//!     #[config]
+//!     pub threshold: f32,
+//! }
+//!
+//! // Ports are placeholders until the runtime binds them: `Default` makes them all, so
+//! // only the configuration is written out.
+//! let detector = Detector { threshold: 0.5, ..Default::default() };
+//! assert_eq!(Detector::PORTS[0].stream(), "color_image");
+//! # let _ = detector;
+//! ```
+//!
+//! Deriving `Default` next to `Module` is the way to skip writing `In::new()` and
+//! `Out::new()` for every port; without it, write them: `Detector { frames: In::new(),
+//! detections: Out::new(), threshold: 0.5 }`. Mistakes are compile errors on your field:
+//! a field that is not a port, two ports on one stream, an `Out` connected into an `Out`,
+//! connecting an `Out<Image>` to an `In<PointCloud>`.
+//!
+//! # 3. Ports that may compress
+//!
+//! How a stream may travel is part of the port's type:
+//!
+//! | field type                | means                                                        |
+//! |---------------------------|--------------------------------------------------------------|
+//! | `Out<Image>`              | sends images, always raw (unless a stream setting asks)      |
+//! | `Out<Compressed<Image>>`  | sends images that the wire may compress (JPEG by default)    |
+//! | `In<Image>`               | wants pixels: decoded for it if the link was compressed      |
+//! | `In<Compressed<Image>>`   | wants the encoded bytes (a web relay, a recorder)            |
+//!
+//! Ports match on the message (`Image`); the codec is a permission on an output and a
+//! requirement on an input. `Compressed<DepthImage, Jpeg>` does not compile (JPEG carries
+//! 8-bit colour, not depth): depth uses the lossless [`msgs::Zstd`] by default.
+//!
+//! ```
+//! use streamwire::prelude::*;
+//!
+//! /// A camera whose frames the wire may compress.
+//! #[derive(Module, Default)]
+//! pub struct Camera {
+//!     #[port(best_effort, depth = 1)]
+//!     pub color_image: Out<Compressed<Image>>,
+//! }
+//!
+//! /// Relays the JPEG bytes to browsers as they are: no decode, no re-encode.
+//! #[derive(Module, Default)]
+//! pub struct WebRelay {
+//!     #[port(name = "color_image/compressed")]
+//!     pub jpeg: In<Compressed<Image>>,
+//! }
+//! ```
+//!
+//! # 4. A blueprint, and its plan
+//!
+//! A [`Blueprint`] names module instances, places them into processes and hosts
+//! ([`Placement`]), and connects their ports: `autoconnect()` by stream name and message
+//! type, or explicitly and checked by the compiler with `connect(from, to)` on the typed
+//! handles of `instance.ports()`. [`Blueprint::build`] checks everything and returns a
+//! [`Plan`]: which instance runs where, which encode and decode nodes were inserted, and
+//! why each link is raw or compressed.
+//!
+//! ```
+//! # use serde::{Deserialize, Serialize};
+//! use streamwire::prelude::*;
+//! # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+//! # #[message(name = "acme/Detections")]
+//! # pub struct Detections { pub boxes: Vec<[f32; 4]> }
+//! # #[derive(Module, Default)]
+//! # pub struct Detector {
+//! #     #[port(name = "color_image", best_effort, depth = 1)]
+//! #     pub frames: In<Image>,
+//! #     pub detections: Out<Detections>,
+//! #     #[config]
+//! #     pub threshold: f32,
+//! # }
+//! # #[derive(Module, Default)]
+//! # pub struct Camera {
+//! #     #[port(best_effort, depth = 1)]
+//! #     pub color_image: Out<Compressed<Image>>,
+//! # }
+//! # #[derive(Module, Default)]
+//! # pub struct WebRelay {
+//! #     #[port(name = "color_image/compressed")]
+//! #     pub jpeg: In<Compressed<Image>>,
+//! # }
+//!
+//! fn main() -> Result<(), BuildError> {
+//!     let mut blueprint = Blueprint::new();
+//!     let camera = blueprint.add("camera", Camera::default());
+//!     let detector = blueprint.add("detector", Detector { threshold: 0.5, ..Default::default() });
+//!     let web = blueprint.add("web", WebRelay::default());
+//!     blueprint.place(&detector, Placement::process("perception"));
+//!     blueprint.place(&web, Placement::process("ui").on_host("laptop"));
+//!
+//!     // The detector is wired explicitly (typed: an `In<PointCloud>` here would not
+//!     // compile); the relay finds `color_image/compressed` by name.
+//!     blueprint.connect(camera.ports().color_image, detector.ports().frames);
+//!     let plan = blueprint.autoconnect().build()?;
+//!     println!("{plan}");
+//!
+//!     // One JPEG encode in the camera's process, shared by the relay and the detector's
+//!     // link; one decode in `perception`, since the detector wants pixels.
+//!     assert_eq!(plan.codec_nodes().count(), 2);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! `println!("{plan}")` lists the instances by process, the codec nodes with every
+//! parameter, and each link with its reason:
+//!
+//! ```text
+//! plan: 3 instances in 3 processes on 2 hosts; 2 codec nodes; 4 links
+//! settings: compression auto (in-process raw, same-host compress, cross-host compress); lossy pixels warn; unfed optional inputs ignore
+//!
+//! placement
+//!   laptop/ui             web (WebRelay)
+//!   localhost/main        camera (Camera)
+//!   localhost/perception  detector (Detector)
+//!
+//! stream color_image (Image) from camera.color_image: Out<Compressed<Image>>
+//!   compression auto (global setting), codec jpeg
+//!   encode color_image -> color_image/compressed at localhost/main: jpeg (Jpeg; lossy)
+//!     params chroma_downsampling=average, drop_alpha=false, jpeg_quality=75, max_width=none, subsampling=4:2:0
+//!   decode color_image/compressed -> color_image at localhost/perception: jpeg (Jpeg; lossy)
+//!   camera.color_image              -> [encode color_image/compressed]  Image                   in-process  to the encoder, in the producer's process
+//!   [encode color_image/compressed] -> [decode @ localhost/perception]  CompressedImage (jpeg)  same-host   compressed: auto compresses same-host links
+//!   [decode @ localhost/perception] -> detector.frames                  Image                   in-process  decoded once for localhost/perception (connected explicitly)
+//!   [encode color_image/compressed] -> web.jpeg                         CompressedImage (jpeg)  cross-host  the input asked for bytes: `In<Compressed<Image>>`
+//!
+//! stream detections (Detections) from detector.detections: Out<Detections>
+//!   compression off (plain output), codec none
+//!   no consumers
+//!
+//! notes
+//!   lossy pixels: detector.frames receives lossy pixels of `color_image` (decoded from jpeg)
+//! ```
+//!
+//! The camera's frames are encoded once in `localhost/main`; the relay on `laptop/ui`
+//! receives the bytes as they are; a decoder in `localhost/perception` gives the detector
+//! pixels, and the plan notes that they are lossy (make that an error with
+//! `blueprint.lossy_pixels(Report::Error)`, or mark the input `#[port(lossless)]`).
+//! [`Plan::to_dot`] draws the same graph for Graphviz.
+//!
+//! # 5. Settings
+//!
+//! Global settings decide when pixel links compress ([`Compression`]: `Auto` by
+//! locality with an [`AutoTable`], `On`, `Off`) and how loudly to report findings such as
+//! lossy pixels reaching an input ([`Report`]). Per-stream [`StreamSettings`] beat them and
+//! pick a codec and its parameters, typed or as text:
+//!
+//! ```
+//! use streamwire::prelude::*;
+//! # #[derive(Module, Default)]
+//! # pub struct Camera { pub color_image: Out<Compressed<Image>> }
+//!
+//! let mut blueprint = Blueprint::new();
+//! blueprint.add("camera", Camera::default());
+//! blueprint.compression(Compression::Auto);
+//! // A codec value, checked by the compiler...
+//! blueprint.stream(
+//!     "color_image",
+//!     StreamSettings::new().codec_value::<Image>(Jpeg { quality: 90, ..Jpeg::default() }),
+//! );
+//! // ...or the same as text, as a blueprint file or `-o key=value` gives it.
+//! let from_text: StreamSettings = "codec=jpeg, jpeg_quality=90".parse()?;
+//! assert_eq!(from_text.params().get("jpeg_quality"), Some("90"));
+//! # Ok::<(), streamwire::text::ParseError>(())
+//! ```
+//!
+//! Every setting parses what it prints and serializes with serde to the same text; see
+//! [`text`] for QoS (`"best_effort, keep_last(1)"`) and the rules shared by all.
+//!
+//! # 6. When something is wrong
+//!
+//! `build` reports every problem at once in a [`BuildError`], each naming instances,
+//! ports and types, with a suggestion where one is likely: an input fed by nobody, two
+//! outputs on one stream, a codec parameter the codec does not know, a lossless input
+//! behind a lossy link.
+//!
+//! ```
+//! use streamwire::prelude::*;
+//! # #[derive(Module, Default)]
+//! # pub struct Viewer { #[port(name = "color_image")] pub frames: In<Image> }
+//!
+//! let mut blueprint = Blueprint::new();
+//! blueprint.add("viewer", Viewer::default());
+//! let error = blueprint.autoconnect().build().unwrap_err();
+//! assert!(error.to_string().contains("viewer.frames"));
+//! ```
+//!
+//! # Where next
+//!
+//! - [`msgs`]: the built-in messages and codecs, and a complete example of your own
+//!   message with its own codec.
+//! - [`Codec`]: writing a codec; [`Module`] and [`Message`]: what the derives generate.
+//! - `RFC.md` in the repository: why compression is part of a port's type, and the rules
+//!   by which the planner inserts codec nodes.
+//!
+//! This crate re-exports the parts: `streamwire-core` (messages, codecs, ports, modules)
+//! and `streamwire-graph` (blueprints, plans) at its root, the built-in messages as
+//! [`msgs`], the codec engines as [`engines`], and the derives.
 
 // Lets derive output that names `::streamwire::..` compile inside this crate too.
 extern crate self as streamwire;
@@ -21,6 +267,10 @@ pub use streamwire_msgs as msgs;
 /// Running blueprints: [`Runtime`](runtime::Runtime), run handles, taps, statistics and
 /// the one-module [`Harness`](runtime::Harness).
 pub use streamwire_runtime as runtime;
+
+/// The codec engines behind the built-in codecs (JPEG with decoder limits, exact-size
+/// lossless zstd), for writing codecs of your own messages.
+pub use streamwire_codec as engines;
 
 /// Everything a module author or blueprint writer needs, in one `use`.
 pub mod prelude {
@@ -39,3 +289,8 @@ pub mod prelude {
     };
     pub use streamwire_runtime::{EndReason, Harness, Run, RunHandle, RunOptions, RunReport};
 }
+
+/// The repository README's examples, run as doctests so they keep compiling.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
