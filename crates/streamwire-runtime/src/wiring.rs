@@ -42,7 +42,17 @@ pub(crate) struct CodecDesc {
 
 impl CodecDesc {
     pub(crate) fn label(&self) -> String {
-        format!("{} {} {}", self.kind, self.codec.name(), self.stream)
+        match self.kind {
+            // Decoders are one per receiving process: the place tells them apart.
+            CodecKind::Decode => format!(
+                "{} {} {} @ {}",
+                self.kind,
+                self.codec.name(),
+                self.stream,
+                self.placement
+            ),
+            _ => format!("{} {} {}", self.kind, self.codec.name(), self.stream),
+        }
     }
 
     /// The stream this node publishes: the encoded stream, or the decoded one.

@@ -55,6 +55,77 @@ pub struct Mapper {
     pub odometry: In<Odometry>,
 }
 
+// --- What each module does when the blueprint runs ------------------------------------
+
+impl Node for TestPatternCamera {
+    fn trigger(&self) -> Trigger {
+        Trigger::rate(self.fps)
+    }
+
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        let seq = cx.counter("frames").get();
+        let stamp = cx.now();
+        self.color_image
+            .publish(self.pattern.color_frame(seq)?.with_stamp(stamp))?;
+        self.depth
+            .publish(self.pattern.depth_frame(seq)?.with_stamp(stamp))?;
+        cx.counter("frames").increment();
+        Ok(())
+    }
+}
+
+impl Node for ObjectDetector {
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        // Real image work, if simple: find the test pattern's white square.
+        while let Some(frame) = self.frames.recv()? {
+            let image = &frame.message;
+            let bright = image
+                .data()
+                .chunks_exact(3)
+                .filter(|px| px.iter().all(|&v| v > 200))
+                .count();
+            if bright > 0 {
+                cx.counter("detections").increment();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Node for Viewer {
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        while self.frames.recv()?.is_some() {
+            cx.counter("shown").increment();
+        }
+        Ok(())
+    }
+}
+
+impl Node for WebRelay {
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        // The bytes the camera's process encoded: forwarded as they are, no decode.
+        while let Some(jpeg) = self.jpeg.recv()? {
+            cx.counter("jpeg_bytes")
+                .add(jpeg.message.data().len() as u64);
+        }
+        Ok(())
+    }
+}
+
+impl Node for Mapper {
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        while let Some(depth) = self.depth.recv()? {
+            let near = (0..depth.message.height())
+                .filter_map(|y| depth.message.depth_mm(depth.message.width() / 2, y))
+                .filter(|&mm| mm < 2000)
+                .count();
+            cx.counter("near_rows").add(near as u64);
+        }
+        let _pose = self.odometry.latest()?;
+        Ok(())
+    }
+}
+
 /// Where the demo's instances run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {

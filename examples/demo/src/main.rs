@@ -1,5 +1,7 @@
 //! `streamwire-demo`: builds the demo blueprint and prints its plan (or DOT).
 
+use std::time::Duration;
+
 use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
 use streamwire::prelude::*;
@@ -25,9 +27,16 @@ struct Args {
     /// What to do about inputs that receive lossy pixels.
     #[arg(long, value_enum, default_value_t = ReportArg::Warn)]
     lossy_pixels: ReportArg,
-    /// Print the plan as Graphviz DOT instead of text.
+    /// Print the plan as Graphviz DOT instead of text (and do not run).
     #[arg(long)]
     dot: bool,
+    /// Print the plan and stop there, without running the blueprint.
+    #[arg(long)]
+    plan_only: bool,
+    /// How long to run the blueprint after printing its plan, in seconds (Ctrl+C stops
+    /// it sooner).
+    #[arg(long, default_value_t = 3.0)]
+    run_for: f64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -79,13 +88,35 @@ fn main() -> anyhow::Result<()> {
             ReportArg::Error => Report::Error,
         },
     };
-    let plan = demo_blueprint(&options)
+    let blueprint = demo_blueprint(&options);
+    let plan = blueprint
         .build()
         .context("the demo blueprint does not build")?;
     if args.dot {
         print!("{}", plan.to_dot());
-    } else {
-        print!("{plan}");
+        return Ok(());
+    }
+    print!("{plan}");
+    if args.plan_only {
+        return Ok(());
+    }
+    let run_for = Duration::try_from_secs_f64(args.run_for)
+        .context("--run-for takes a number of seconds, like 3 or 0.5")?;
+    println!();
+    println!(
+        "running for {:.1} s (every planned process inside this one; Ctrl+C stops sooner)",
+        run_for.as_secs_f64()
+    );
+    let handle = blueprint
+        .run(RunOptions::default())
+        .context("the demo did not start")?;
+    let stop = handle.stop_flag();
+    ctrlc::set_handler(move || stop.stop()).context("cannot install the Ctrl+C handler")?;
+    let report = handle.wait_timeout(run_for);
+    println!();
+    print!("{report}");
+    if let Some(failure) = &report.failure {
+        anyhow::bail!("the demo failed: {failure}");
     }
     Ok(())
 }

@@ -19,14 +19,43 @@ fn run(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn default_run_prints_the_robot_plan() {
-    let (ok, stdout, stderr) = run(&[]);
+    let (ok, stdout, stderr) = run(&["--plan-only"]);
     assert!(ok, "{stderr}");
     insta::assert_snapshot!(stdout);
 }
 
 #[test]
+fn the_demo_runs_its_blueprint_and_reports_what_moved() {
+    let (ok, stdout, stderr) = run(&["--run-for", "1.5"]);
+    assert!(ok, "{stderr}");
+    let report = stdout
+        .split_once("run stopped after")
+        .map(|(_, report)| report)
+        .unwrap_or_else(|| panic!("no report in:\n{stdout}"));
+    // Counts, not speeds: frames moved through every kind of link of the plan.
+    let delivered = |input: &str| -> u64 {
+        report
+            .lines()
+            .find(|l| l.trim_start().starts_with(input))
+            .and_then(|l| l.split_whitespace().nth(2))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no delivered count for {input} in:\n{report}"))
+    };
+    for input in [
+        "detector.frames",
+        "viewer.frames",
+        "web.jpeg",
+        "mapper.depth",
+    ] {
+        assert!(delivered(input) > 0, "{input} got nothing:\n{report}");
+    }
+    assert!(report.contains("encode jpeg"), "{report}");
+    assert!(report.contains("decode zstd"), "{report}");
+}
+
+#[test]
 fn one_process_layout_encodes_only_for_the_web_relay() {
-    let (ok, stdout, stderr) = run(&["--layout", "one-process"]);
+    let (ok, stdout, stderr) = run(&["--layout", "one-process", "--plan-only"]);
     assert!(ok, "{stderr}");
     // Zero-copy in process: no decode; the relay asked for bytes, so one encode.
     assert!(stdout.contains("1 codec node;"), "{stdout}");
@@ -36,7 +65,7 @@ fn one_process_layout_encodes_only_for_the_web_relay() {
 
 #[test]
 fn settings_change_the_plan() {
-    let (ok, stdout, stderr) = run(&["--jpeg-quality", "90", "--max-width", "640"]);
+    let (ok, stdout, stderr) = run(&["--jpeg-quality", "90", "--max-width", "640", "--plan-only"]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("jpeg_quality=90"), "{stdout}");
     assert!(stdout.contains("max_width=640"), "{stdout}");
