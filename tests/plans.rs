@@ -1121,3 +1121,35 @@ proptest! {
         }
     }
 }
+
+/// Records every frame: keep-all, so a slow disk holds the camera back.
+#[derive(Module)]
+pub struct FrameLogger {
+    #[port(name = "color_image", keep_all)]
+    pub frames: In<Image>,
+}
+
+#[test]
+fn a_keep_all_input_on_a_fan_out_is_listed_as_blocking() {
+    let mut bp = Blueprint::new();
+    bp.add("cam", camera());
+    bp.add("viewer", Viewer { frames: In::new() });
+    bp.add("logger", FrameLogger { frames: In::new() });
+    bp.autoconnect();
+    let plan = build(&bp);
+    let blocking: Vec<String> = plan
+        .notes()
+        .iter()
+        .filter(|n| matches!(n, Note::BlockingFanOut { .. }))
+        .map(ToString::to_string)
+        .collect();
+    insta::assert_snapshot!(blocking.join("\n"), @"blocking input on a fan-out: logger.frames keeps all of `color_image`; when its queue is full it holds the producer back (up to the keep-all deadline), delaying the other 1 consumer");
+
+    // Alone on its stream it blocks nobody else: nothing to list.
+    let mut bp = Blueprint::new();
+    bp.add("cam", camera());
+    bp.add("logger", FrameLogger { frames: In::new() });
+    bp.autoconnect();
+    let plan = build(&bp);
+    assert!(!plan.notes().iter().any(|n| matches!(n, Note::BlockingFanOut { .. })));
+}

@@ -425,6 +425,17 @@ pub enum Note {
         /// What does not match, e.g. `the output is best_effort, the input wants reliable`.
         reasons: Vec<String>,
     },
+    /// A `keep_all` input shares its stream with other consumers: when its queue is full
+    /// it holds the producer back (up to the runtime's keep-all deadline per message),
+    /// and so delays the others too.
+    BlockingFanOut {
+        /// `instance.port` of the keep-all input.
+        input: String,
+        /// The stream.
+        stream: String,
+        /// How many other consumers the stream has.
+        others: usize,
+    },
 }
 
 impl fmt::Display for Note {
@@ -452,6 +463,17 @@ impl fmt::Display for Note {
                 f,
                 "incompatible qos: {output} feeds {input} on `{stream}`, but {}",
                 reasons.join(", and ")
+            ),
+            Note::BlockingFanOut {
+                input,
+                stream,
+                others,
+            } => write!(
+                f,
+                "blocking input on a fan-out: {input} keeps all of `{stream}`; when its queue is \
+                 full it holds the producer back (up to the keep-all deadline), delaying the \
+                 other {others} consumer{}",
+                if *others == 1 { "" } else { "s" }
             ),
         }
     }

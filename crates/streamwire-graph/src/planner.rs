@@ -28,8 +28,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 use streamwire_core::{
-    CodecInfo, CodecParams, CodecSummary, Direction, Durability, MessageInfo, PortInfo, Qos,
-    Reliability, Transport,
+    CodecInfo, CodecParams, CodecSummary, Direction, Durability, History, MessageInfo, PortInfo,
+    Qos, Reliability, Transport,
 };
 
 use crate::blueprint::Blueprint;
@@ -1102,6 +1102,7 @@ fn check(
 ) -> Vec<Note> {
     let mut notes = Vec::new();
     check_qos(bp, ports, matching, problems, &mut notes);
+    check_blocking_fan_out(bp, ports, matching, &mut notes);
 
     // Lossy inputs: listed always; logged with Warn; errors with Error.
     for (key, note) in &wired.lossy {
@@ -1197,6 +1198,41 @@ fn check_qos(
             tracing::warn!("{note}");
         }
         notes.push(note);
+    }
+}
+
+/// A keep-all input on a stream with other consumers: listed (and logged) so that a
+/// stalled consumer holding back the others is not a surprise at run time.
+fn check_blocking_fan_out(
+    bp: &Blueprint,
+    ports: &Ports,
+    matching: &Matching,
+    notes: &mut Vec<Note>,
+) {
+    let mut consumers: BTreeMap<PortKey, Vec<PortKey>> = BTreeMap::new();
+    for (&to, feed) in &matching.feeds {
+        consumers.entry(feed.from).or_default().push(to);
+    }
+    for (from, inputs) in consumers {
+        if inputs.len() < 2 {
+            continue;
+        }
+        for &input in &inputs {
+            if ports.get(input).qos.history != History::KeepAll {
+                continue;
+            }
+            let note = Note::BlockingFanOut {
+                input: format!(
+                    "{}.{}",
+                    bp.instances[input.0].name,
+                    ports.info(input).field()
+                ),
+                stream: ports.get(from).stream.clone(),
+                others: inputs.len() - 1,
+            };
+            tracing::warn!("{note}");
+            notes.push(note);
+        }
     }
 }
 
