@@ -1151,5 +1151,10 @@ fn a_keep_all_input_on_a_fan_out_is_listed_as_blocking() {
     bp.add("logger", FrameLogger { frames: In::new() });
     bp.autoconnect();
     let plan = build(&bp);
-    assert!(!plan.notes().iter().any(|n| matches!(n, Note::BlockingFanOut { .. })));
+    assert!(
+        !plan
+            .notes()
+            .iter()
+            .any(|n| matches!(n, Note::BlockingFanOut { .. }))
+    );
 }

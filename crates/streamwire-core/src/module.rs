@@ -13,14 +13,13 @@ use crate::port::PortInfo;
 ///
 /// ```
 /// # use serde::{Deserialize, Serialize};
-/// # use streamwire_core::{Compressed, In, Module, Out, Direction};
-/// # use streamwire_macros::{Message, Module};
+/// # use streamwire::prelude::*;
+/// # use streamwire::Direction;
 /// # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// # #[message(name = "doc/Text", crate = streamwire_core)]
+/// # #[message(name = "doc/Text")]
 /// # pub struct Text(String);
 /// /// Turns text upper case.
 /// #[derive(Module)]
-/// #[module(crate = streamwire_core)]
 /// pub struct Shout {
 ///     /// Text to shout.
 ///     #[port(name = "text")]

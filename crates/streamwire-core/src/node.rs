@@ -31,14 +31,12 @@ pub type NodeResult = Result<(), NodeError>;
 ///
 /// ```
 /// # use serde::{Deserialize, Serialize};
-/// # use streamwire_core::{Context, In, Node, NodeResult, Out, Trigger};
-/// # use streamwire_macros::{Message, Module};
+/// # use streamwire::prelude::*;
 /// # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// # #[message(name = "doc/Text", crate = streamwire_core)]
+/// # #[message(name = "doc/Text")]
 /// # pub struct Text(String);
 /// /// Turns text upper case: a reactor, stepped once per message.
 /// #[derive(Module)]
-/// #[module(crate = streamwire_core)]
 /// pub struct Shout {
 ///     pub text: In<Text>,
 ///     pub loud_text: Out<Text>,

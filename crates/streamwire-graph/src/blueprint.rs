@@ -21,16 +21,11 @@ static NEXT_BLUEPRINT_ID: AtomicU64 = AtomicU64::new(1);
 /// A set of module instances and how they are wired.
 ///
 /// ```
-/// # use streamwire_graph::{Blueprint, Placement};
-/// # use streamwire_core::{Compressed, In, Out};
-/// # use streamwire_macros::Module;
-/// # use streamwire_msgs::Image;
+/// # use streamwire::prelude::*;
 /// #[derive(Module)]
-/// #[module(crate = streamwire_core)]
 /// struct Camera { color_image: Out<Compressed<Image>> }
 ///
 /// #[derive(Module)]
-/// #[module(crate = streamwire_core)]
 /// struct Viewer { #[port(name = "color_image")] frames: In<Image> }
 ///
 /// let mut blueprint = Blueprint::new();
@@ -42,7 +37,7 @@ static NEXT_BLUEPRINT_ID: AtomicU64 = AtomicU64::new(1);
 /// let plan = blueprint.build()?;
 /// // The viewer is in another process: one JPEG encode, one decode.
 /// assert_eq!(plan.codec_nodes().count(), 2);
-/// # Ok::<(), streamwire_graph::BuildError>(())
+/// # Ok::<(), streamwire::BuildError>(())
 /// ```
 pub struct Blueprint {
     id: u64,
@@ -165,11 +160,8 @@ impl Blueprint {
     /// relative stream names are prefixed too (`left/color_image`), as ROS namespaces do.
     ///
     /// ```
-    /// # use streamwire_graph::Blueprint;
-    /// # use streamwire_core::Out;
-    /// # use streamwire_macros::Module;
-    /// # use streamwire_msgs::Image;
-    /// # #[derive(Module)] #[module(crate = streamwire_core)]
+    /// # use streamwire::prelude::*;
+    /// # #[derive(Module)]
     /// # struct Camera { color_image: Out<Image> }
     /// let mut blueprint = Blueprint::new();
     /// let left = blueprint.namespace("left").add("cam", Camera { color_image: Out::new() });

@@ -34,8 +34,9 @@ impl Clock for SystemClock {
 ///
 /// ```
 /// # use std::time::Duration;
-/// # use streamwire_core::Timestamp;
-/// # use streamwire_runtime::{Clock, ManualClock};
+/// # use streamwire::prelude::*;
+/// # use streamwire::runtime::Clock;
+/// # use streamwire::runtime::ManualClock;
 /// let clock = ManualClock::new(Timestamp::from_nanos(1_000));
 /// clock.advance(Duration::from_micros(2));
 /// assert_eq!(clock.now(), Timestamp::from_nanos(3_000));

@@ -55,16 +55,13 @@ pub enum HarnessError {
 ///
 /// ```
 /// # use serde::{Deserialize, Serialize};
-/// # use streamwire_core::{Context, In, Node, NodeResult, Out};
-/// # use streamwire_macros::{Message, Module};
-/// use streamwire_runtime::Harness;
+/// # use streamwire::prelude::*;
 /// # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// # #[message(name = "doc/Count", crate = streamwire_core)]
+/// # #[message(name = "doc/Count")]
 /// # pub struct Count(u32);
 ///
 /// /// Doubles counts.
 /// #[derive(Module)]
-/// #[module(crate = streamwire_core)]
 /// pub struct Doubler {
 ///     pub count: In<Count>,
 ///     pub doubled: Out<Count>,
@@ -86,7 +83,7 @@ pub enum HarnessError {
 /// let out = harness.take(ports.doubled);
 /// assert_eq!(out.iter().map(|d| d.message.0).collect::<Vec<_>>(), [42]);
 /// assert_eq!(out[0].header.seq, 0);
-/// # Ok::<(), streamwire_runtime::HarnessError>(())
+/// # Ok::<(), streamwire::runtime::HarnessError>(())
 /// ```
 pub struct Harness<M: Module + Node> {
     module: M,

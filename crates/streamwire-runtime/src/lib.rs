@@ -36,15 +36,12 @@
 //! ```
 //! # use std::time::Duration;
 //! # use serde::{Deserialize, Serialize};
-//! # use streamwire_core::{Context, Node, NodeResult, Out, Trigger};
-//! # use streamwire_macros::{Message, Module};
-//! # use streamwire_runtime::Harness;
+//! # use streamwire::prelude::*;
 //! # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-//! # #[message(name = "doc/Reading", crate = streamwire_core)]
+//! # #[message(name = "doc/Reading")]
 //! # pub struct Reading(f32);
 //! /// A thermometer read at 10 Hz.
 //! #[derive(Module)]
-//! #[module(crate = streamwire_core)]
 //! pub struct Thermometer {
 //!     pub temperature: Out<Reading>,
 //! }
@@ -65,7 +62,7 @@
 //! harness.clock().advance(Duration::from_millis(100));
 //! harness.run_until_idle()?; // one period later
 //! assert_eq!(harness.take(ports.temperature).len(), 2);
-//! # Ok::<(), streamwire_runtime::HarnessError>(())
+//! # Ok::<(), streamwire::runtime::HarnessError>(())
 //! ```
 //!
 //! A **reactor** handles its input as it comes and publishes (the default trigger: any
@@ -75,15 +72,11 @@
 //!
 //! ```
 //! # use std::time::Duration;
-//! # use streamwire_core::{Context, In, Node, NodeResult, Slop, Timestamp, Trigger, pair_by_stamp};
-//! # use streamwire_macros::Module;
-//! # use streamwire_msgs::{DepthImage, Image, ImageEncoding};
-//! # use streamwire_runtime::Harness;
+//! # use streamwire::prelude::*;
 //! const SLOP: Slop = Slop::Within(Duration::from_millis(5));
 //!
 //! /// Colour and depth of the same instant, for a point cloud.
 //! #[derive(Module)]
-//! #[module(crate = streamwire_core)]
 //! pub struct Rgbd {
 //!     #[port(keep_all)]
 //!     pub color: In<Image>,
@@ -120,20 +113,16 @@
 //! harness.run_until_idle()?;
 //! assert_eq!(harness.module().pairs, 2);
 //! assert_eq!(harness.drops(ports.color).unpaired, 1); // the frame at 33 ms
-//! # Ok::<(), streamwire_runtime::HarnessError>(())
+//! # Ok::<(), streamwire::runtime::HarnessError>(())
 //! ```
 //!
 //! A module **driven by a fast input reads the latest value of a slow one** (odometry, a
 //! map) with `latest`, which keeps the newest value between steps:
 //!
 //! ```
-//! # use streamwire_core::{Context, In, Node, NodeResult, Trigger};
-//! # use streamwire_macros::Module;
-//! # use streamwire_msgs::{Image, ImageEncoding, Odometry};
-//! # use streamwire_runtime::Harness;
+//! # use streamwire::prelude::*;
 //! /// Tags each frame with the robot's latest pose.
 //! #[derive(Module)]
-//! #[module(crate = streamwire_core)]
 //! pub struct Tagger {
 //!     pub frames: In<Image>,
 //!     pub odometry: In<Odometry>,
@@ -165,7 +154,7 @@
 //!     harness.run_until_idle()?;
 //! }
 //! assert_eq!(harness.module().tagged, 3);
-//! # Ok::<(), streamwire_runtime::HarnessError>(())
+//! # Ok::<(), streamwire::runtime::HarnessError>(())
 //! ```
 
 mod clock;

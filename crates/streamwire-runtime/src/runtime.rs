@@ -164,17 +164,13 @@ pub enum RunError {
 /// ```
 /// # use std::time::Duration;
 /// # use serde::{Deserialize, Serialize};
-/// # use streamwire_core::{Context, In, Node, NodeResult, Out, Trigger};
-/// # use streamwire_graph::Blueprint;
-/// # use streamwire_macros::{Message, Module};
-/// use streamwire_runtime::{EndReason, Run, RunOptions};
+/// # use streamwire::prelude::*;
 /// # #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-/// # #[message(name = "doc/Tick", crate = streamwire_core)]
+/// # #[message(name = "doc/Tick")]
 /// # pub struct Tick(u32);
 ///
 /// /// Counts to three at 100 Hz, then finishes.
 /// #[derive(Module)]
-/// #[module(crate = streamwire_core)]
 /// pub struct Counter { pub tick: Out<Tick>, #[state] pub n: u32 }
 ///
 /// impl Node for Counter {
@@ -187,7 +183,6 @@ pub enum RunError {
 ///
 /// /// Prints ticks: a reactor.
 /// #[derive(Module)]
-/// #[module(crate = streamwire_core)]
 /// pub struct Printer { pub tick: In<Tick> }
 ///
 /// impl Node for Printer {
@@ -204,7 +199,7 @@ pub enum RunError {
 /// let report = blueprint.run(RunOptions::default())?.wait_timeout(Duration::from_secs(10));
 /// assert_eq!(report.reason, EndReason::Finished);
 /// assert_eq!(report.stats.outputs[0].published, 3);
-/// # Ok::<(), streamwire_runtime::RunError>(())
+/// # Ok::<(), streamwire::runtime::RunError>(())
 /// ```
 pub trait Run {
     /// Builds the plan and starts every module and codec node of it.

@@ -164,17 +164,23 @@
 //!
 //! ```text
 //! plan: 3 instances in 3 processes on 2 hosts; 2 codec nodes; 4 links
-//! settings: compression auto (in-process raw, same-host compress, cross-host compress); lossy pixels warn; unfed optional inputs ignore
+//! settings: compression auto (in-process raw, same-host compress, cross-host compress); lossy pixels warn; unfed optional inputs ignore; incompatible qos error
 //!
 //! placement
 //!   laptop/ui             web (WebRelay)
 //!   localhost/main        camera (Camera)
 //!   localhost/perception  detector (Detector)
 //!
+//! qos
+//!   camera.color_image   out  best_effort, volatile, keep_last(1)  #[port] reliability, depth; sensor defaults otherwise
+//!   detector.frames      in   best_effort, volatile, keep_last(1)  #[port] reliability, depth; sensor defaults otherwise
+//!   detector.detections  out  reliable, volatile, keep_last(10)    state defaults
+//!   web.jpeg             in   best_effort, volatile, keep_last(1)  sensor defaults
+//!
 //! stream color_image (Image) from camera.color_image: Out<Compressed<Image>>
 //!   compression auto (global setting), codec jpeg
 //!   encode color_image -> color_image/compressed at localhost/main: jpeg (Jpeg; lossy)
-//!     params chroma_downsampling=average, drop_alpha=false, jpeg_quality=75, max_width=none, subsampling=4:2:0
+//!     params chroma_downsampling=average, drop_alpha=false, jpeg_quality=75, max_width=none, subsampling=4:2:0 (defaults)
 //!   decode color_image/compressed -> color_image at localhost/perception: jpeg (Jpeg; lossy)
 //!   camera.color_image              -> [encode color_image/compressed]  Image                   in-process  to the encoder, in the producer's process
 //!   [encode color_image/compressed] -> [decode @ localhost/perception]  CompressedImage (jpeg)  same-host   compressed: auto compresses same-host links
@@ -242,17 +248,90 @@
 //! assert!(error.to_string().contains("viewer.frames"));
 //! ```
 //!
+//! # 7. Running it
+//!
+//! A module's behaviour is [`Node`]: a `step` the runtime calls when its [`Trigger`]
+//! fires (any input has a message, by default; a rate for a source; all of several inputs,
+//! paired by stamp with [`pair_by_stamp`]). `blueprint.run(..)` builds the plan and runs
+//! every instance on a thread of its own, with the codec nodes the plan shows:
+//!
+//! ```
+//! use std::time::Duration;
+//! use streamwire::prelude::*;
+//!
+//! /// A source: a small grey frame at 50 Hz, then done after 5.
+//! #[derive(Module, Default)]
+//! pub struct Camera {
+//!     pub color_image: Out<Compressed<Image>>,
+//!     #[state]
+//!     pub sent: u32,
+//! }
+//!
+//! impl Node for Camera {
+//!     fn trigger(&self) -> Trigger {
+//!         Trigger::rate(50.0)
+//!     }
+//!     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+//!         if self.sent == 5 {
+//!             cx.finish(); // a finite source: the run ends when everyone is done
+//!             return Ok(());
+//!         }
+//!         let frame = Image::from_packed(64, 48, ImageEncoding::Mono8, vec![128u8; 64 * 48])?;
+//!         self.color_image.publish(frame.with_stamp(cx.now()))?;
+//!         self.sent += 1;
+//!         Ok(())
+//!     }
+//! }
+//!
+//! /// A reactor: counts what it sees.
+//! #[derive(Module, Default)]
+//! pub struct Viewer {
+//!     #[port(name = "color_image", keep_all)]
+//!     pub frames: In<Image>,
+//! }
+//!
+//! impl Node for Viewer {
+//!     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+//!         while let Some(frame) = self.frames.recv()? {
+//!             cx.counter("seen").increment();
+//!             assert_eq!(frame.message.width(), 64);
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let mut blueprint = Blueprint::new();
+//! blueprint.add("camera", Camera::default());
+//! let viewer = blueprint.add("viewer", Viewer::default());
+//! // Another process: the frames are JPEG-encoded once and decoded once on the way.
+//! blueprint.place(&viewer, Placement::process("ui"));
+//! blueprint.autoconnect();
+//!
+//! let report = blueprint.run(RunOptions::default())?.wait_timeout(Duration::from_secs(30));
+//! println!("{report}"); // every input's deliveries and drops, the codec nodes' work
+//! assert_eq!(report.reason, EndReason::Finished);
+//! assert_eq!(report.stats.outputs[0].published, 5);
+//! # Ok::<(), streamwire::runtime::RunError>(())
+//! ```
+//!
+//! While it runs, [`RunHandle::stats`](runtime::RunHandle::stats) reads every counter and
+//! [`RunHandle::tap`](runtime::RunHandle::tap) listens to any stream by name (pixels, or
+//! the encoded bytes). [`Harness`](runtime::Harness) tests one module without a
+//! blueprint, on the same queues, with a manual clock.
+//!
 //! # Where next
 //!
 //! - [`msgs`]: the built-in messages and codecs, and a complete example of your own
 //!   message with its own codec.
 //! - [`Codec`]: writing a codec; [`Module`] and [`Message`]: what the derives generate.
+//! - [`runtime`]: running plans, taps, statistics and the one-module harness.
 //! - `RFC.md` in the repository: why compression is part of a port's type, and the rules
 //!   by which the planner inserts codec nodes.
 //!
-//! This crate re-exports the parts: `streamwire-core` (messages, codecs, ports, modules)
-//! and `streamwire-graph` (blueprints, plans) at its root, the built-in messages as
-//! [`msgs`], the codec engines as [`engines`], and the derives.
+//! This crate re-exports the parts: `streamwire-core` (messages, codecs, ports, modules,
+//! behaviour) and `streamwire-graph` (blueprints, plans) at its root, the runtime as
+//! [`runtime`], the built-in messages as [`msgs`], the codec engines as [`engines`], and
+//! the derives.
 
 // Lets derive output that names `::streamwire::..` compile inside this crate too.
 extern crate self as streamwire;
