@@ -69,7 +69,10 @@ impl Node for Consumer {
 
 /// Runs `publishes` frames of `width x height` to `consumers` keep-all consumers and
 /// returns (bytes allocated per delivery after warm-up, largest single allocation).
-#[expect(clippy::unwrap_used, reason = "test helper: a failure is the test failing")]
+#[expect(
+    clippy::unwrap_used,
+    reason = "test helper: a failure is the test failing"
+)]
 fn measure(width: u32, height: u32, consumers: usize) -> (u64, usize) {
     let payload = (width * height * 3) as usize;
     let frame = Image::from_packed(width, height, ImageEncoding::Rgb8, vec![7u8; payload]).unwrap();
