@@ -69,6 +69,6 @@ pub mod lossless;
 
 pub use jpeg::{
     DecodeLimits, DecodedJpeg, EncodeOptions, EncodedJpeg, JpegDecoder, JpegError, JpegHeader,
-    PixelFormat, PixelsRef,
+    PixelFormat, PixelsRef, Threads,
 };
 pub use lossless::{LosslessError, compress_rows, decompress_exact};

@@ -7,7 +7,7 @@ use zune_core::colorspace::ColorSpace;
 use zune_core::options::DecoderOptions;
 
 use super::markers::{self, FrameInfo};
-use super::{JpegError, PixelFormat};
+use super::{JpegError, PixelFormat, Threads};
 
 /// Bounds on what a decode may cost, checked before the decoder allocates anything
 /// proportional to the image (see the [module docs](super)).
@@ -92,13 +92,30 @@ pub struct DecodedJpeg {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JpegDecoder {
     limits: DecodeLimits,
+    threads: Threads,
 }
 
 impl JpegDecoder {
     /// A decoder enforcing `limits`.
     #[must_use]
     pub const fn new(limits: DecodeLimits) -> Self {
-        Self { limits }
+        Self {
+            limits,
+            threads: Threads::Auto,
+        }
+    }
+
+    /// The same decoder decoding restart-marked files on up to `threads` threads (default
+    /// [`Threads::Auto`]; [`Threads::Unsplit`] always decodes on the calling thread).
+    #[must_use]
+    pub const fn with_threads(self, threads: Threads) -> Self {
+        Self { threads, ..self }
+    }
+
+    /// How many threads this decoder may use.
+    #[must_use]
+    pub const fn threads(&self) -> Threads {
+        self.threads
     }
 
     /// The limits this decoder enforces.

@@ -9,7 +9,10 @@ use jpeg_encoder::{
     SamplingFactor,
 };
 
-use super::{ChromaDownsampling, EncodeOptions, JpegError, PixelFormat, PixelsRef, Subsampling};
+use super::{
+    ChromaDownsampling, EncodeOptions, JpegError, PixelFormat, PixelsRef, Subsampling, Threads,
+    strips,
+};
 
 /// JPEG stores each side in 16 bits.
 const JPEG_MAX_SIDE: u32 = 65535;
@@ -126,28 +129,46 @@ fn encode_at_size(
     height: u16,
     options: &EncodeOptions,
 ) -> Result<Vec<u8>, JpegError> {
-    let mut out = Vec::with_capacity(estimated_size(pixels));
     // Defence in depth: jpeg-encoder should never panic on the inputs we pass (sizes are
-    // checked above), but a panic must not take the node down with it.
+    // checked above), but a panic must not take the node down with it. A panic on a pool
+    // thread comes back to this thread through rayon and is caught here as well.
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let mut encoder = Encoder::new(&mut out, options.quality);
-        configure(&mut encoder, options);
-        if pixels.is_packed() {
-            // jpeg-encoder's own entry point: it picks its AVX2 colour conversion at run time.
-            encoder.encode(pixels.data(), width, height, color_type(pixels.format()))
+        if options.threads == Threads::Unsplit {
+            encode_piece(pixels, width, height, options, None)
         } else {
-            encoder.encode_image(PaddedRows {
-                pixels: *pixels,
-                width,
-                height,
-            })
+            strips::encode(pixels, width, height, options)
         }
     }));
-    match result {
-        Ok(Ok(())) => Ok(out),
-        Ok(Err(error)) => Err(JpegError::Encoder(error.to_string())),
-        Err(_) => Err(JpegError::EncoderPanicked),
+    result.unwrap_or(Err(JpegError::EncoderPanicked))
+}
+
+/// Encodes `pixels` (`width`x`height`) as one JFIF file with jpeg-encoder, with a restart
+/// marker every `restart_interval` MCUs if given.
+pub(super) fn encode_piece(
+    pixels: &PixelsRef<'_>,
+    width: u16,
+    height: u16,
+    options: &EncodeOptions,
+    restart_interval: Option<u16>,
+) -> Result<Vec<u8>, JpegError> {
+    let mut out = Vec::with_capacity(estimated_size(pixels));
+    let mut encoder = Encoder::new(&mut out, options.quality);
+    configure(&mut encoder, options);
+    if let Some(interval) = restart_interval {
+        encoder.set_restart_interval(interval);
     }
+    let result = if pixels.is_packed() {
+        // jpeg-encoder's own entry point: it picks its AVX2 colour conversion at run time.
+        encoder.encode(pixels.data(), width, height, color_type(pixels.format()))
+    } else {
+        encoder.encode_image(PaddedRows {
+            pixels: *pixels,
+            width,
+            height,
+        })
+    };
+    result.map_err(|error| JpegError::Encoder(error.to_string()))?;
+    Ok(out)
 }
 
 /// A starting capacity for the output: about 2 bits per pixel, a q75 camera frame's size,

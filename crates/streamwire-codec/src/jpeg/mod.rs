@@ -27,8 +27,10 @@ mod decode;
 mod encode;
 mod markers;
 mod pixels;
+mod strips;
 
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::str::FromStr;
 
 pub use decode::{DecodeLimits, DecodedJpeg, JpegDecoder, JpegHeader};
@@ -134,6 +136,66 @@ impl FromStr for ChromaDownsampling {
     }
 }
 
+/// How many threads encode or decode one image, in horizontal strips of whole MCU rows.
+///
+/// Encoding with anything but [`Unsplit`](Self::Unsplit) writes a restart interval of one MCU
+/// row (16 pixel rows for 4:2:0, 8 for 4:2:2, 4:4:4 and greyscale) and restart markers between
+/// rows: still one standard baseline JPEG that every decoder reads, whose strips can be coded
+/// and decoded independently. The bytes do not depend on the thread count, only on the image
+/// and the other options; the pixels they decode to are those of the unsplit encode.
+///
+/// The threads are those of rayon's global pool (shared, created once), never spawned per
+/// frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Threads {
+    /// Encode: one entropy-coded segment without restart markers on the calling thread (the
+    /// files of jpeg-encoder alone). Decode: one zune-jpeg decode on the calling thread.
+    Unsplit,
+    /// The threads of the shared pool (the cores available), capped by the number of strips.
+    #[default]
+    Auto,
+    /// At most this many strips in flight at once, capped by the number of strips. `1`
+    /// still writes restart markers, on the calling thread.
+    Fixed(NonZeroUsize),
+}
+
+impl Threads {
+    /// How many pieces to cut `strips` strips into: at least 1, at most `strips`.
+    pub(crate) fn pieces(self, strips: usize) -> usize {
+        let wanted = match self {
+            Self::Unsplit => 1,
+            Self::Auto => rayon::current_num_threads(),
+            Self::Fixed(count) => count.get(),
+        };
+        wanted.min(strips).max(1)
+    }
+}
+
+impl fmt::Display for Threads {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unsplit => f.write_str("unsplit"),
+            Self::Auto => f.write_str("auto"),
+            Self::Fixed(count) => write!(f, "{count}"),
+        }
+    }
+}
+
+impl FromStr for Threads {
+    type Err = String;
+
+    /// Accepts `auto`, `unsplit` and a whole number of at least 1.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "auto" => Ok(Self::Auto),
+            "unsplit" => Ok(Self::Unsplit),
+            other => other.parse::<NonZeroUsize>().map(Self::Fixed).map_err(|_| {
+                format!("threads `{other}`: expected auto, unsplit or a number of at least 1")
+            }),
+        }
+    }
+}
+
 /// What [`encode`] does with an image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EncodeOptions {
@@ -149,6 +211,9 @@ pub struct EncodeOptions {
     /// Encode [`PixelFormat::Rgba8`]/[`PixelFormat::Bgra8`] by dropping alpha; when `false` they
     /// are refused with [`JpegError::AlphaNotAllowed`] (JPEG cannot carry alpha).
     pub drop_alpha: bool,
+    /// Strip-parallel encoding with restart markers (default [`Threads::Auto`]) or the
+    /// unsplit encode.
+    pub threads: Threads,
 }
 
 impl Default for EncodeOptions {
@@ -165,6 +230,7 @@ impl Default for EncodeOptions {
             chroma_downsampling: ChromaDownsampling::default(),
             max_width: None,
             drop_alpha: false,
+            threads: Threads::default(),
         }
     }
 }
