@@ -228,3 +228,82 @@ fn djpeg_decodes_strips_to_the_pixels_of_the_unsplit_encode() {
         }
     }
 }
+
+const OUT_FORMATS: [PixelFormat; 5] = PixelFormat::ALL;
+
+#[test]
+fn parallel_decode_equals_sequential_decode() {
+    let sequential = JpegDecoder::default().with_threads(Threads::Unsplit);
+    for case in &CASES {
+        for (width, height) in SIZES {
+            let step = width as usize * case.format.bytes_per_pixel();
+            let data = noisy_image(width, height, case.format, step);
+            let pixels = PixelsRef::new(width, height, step, case.format, &data).unwrap();
+            let label = format!("{width}x{height} {} {}", case.format, case.subsampling);
+            let file = encode(&pixels, &options(case, fixed(1))).unwrap().data;
+            let strips = sequential.restart_strips(&file).unwrap();
+            let (_, mcu_height) = match (case.format, case.subsampling) {
+                (PixelFormat::Mono8, _) | (_, Subsampling::S444 | Subsampling::S422) => (8, 8),
+                _ => (16, 16),
+            };
+            let expected_strips = height.div_ceil(mcu_height) as usize;
+            assert_eq!(
+                strips,
+                (expected_strips > 1).then_some(expected_strips),
+                "{label}"
+            );
+            for format in OUT_FORMATS {
+                let expected = sequential.decode(&file, format).unwrap();
+                for threads in [fixed(2), fixed(3), fixed(64), Threads::Auto] {
+                    let decoder = JpegDecoder::default().with_threads(threads);
+                    let decoded = decoder.decode(&file, format).unwrap();
+                    assert!(
+                        decoded == expected,
+                        "{label} as {format} at {threads} threads: differs from sequential"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn parallel_decode_of_real_frames_equals_sequential_decode() {
+    use streamwire_testdata as testdata;
+    let sequential = JpegDecoder::default().with_threads(Threads::Unsplit);
+    let parallel = JpegDecoder::default().with_threads(fixed(2));
+    for index in [0, 140, testdata::COCKATOO_FRAMES - 1] {
+        let source = testdata::read(&testdata::cockatoo_frame(index));
+        let rgb = sequential.decode(&source, PixelFormat::Rgb8).unwrap();
+        let pixels = PixelsRef::new(
+            rgb.width,
+            rgb.height,
+            rgb.width as usize * 3,
+            PixelFormat::Rgb8,
+            &rgb.data,
+        )
+        .unwrap();
+        for subsampling in [Subsampling::S420, Subsampling::S444] {
+            let options = EncodeOptions {
+                subsampling,
+                ..EncodeOptions::default()
+            };
+            let file = encode(&pixels, &options).unwrap().data;
+            assert_eq!(
+                sequential.restart_strips(&file).unwrap(),
+                Some(
+                    720 / if subsampling == Subsampling::S420 {
+                        16
+                    } else {
+                        8
+                    }
+                )
+            );
+            for format in [PixelFormat::Rgb8, PixelFormat::Bgra8, PixelFormat::Mono8] {
+                let expected = sequential.decode(&file, format).unwrap();
+                let decoded = parallel.decode(&file, format).unwrap();
+                assert!(decoded == expected, "frame {index} {subsampling} {format}");
+            }
+        }
+    }
+}

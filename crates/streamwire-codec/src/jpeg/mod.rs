@@ -26,6 +26,7 @@
 mod decode;
 mod encode;
 mod markers;
+mod parallel_decode;
 mod pixels;
 mod strips;
 
