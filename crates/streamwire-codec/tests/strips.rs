@@ -307,3 +307,84 @@ fn parallel_decode_of_real_frames_equals_sequential_decode() {
         }
     }
 }
+
+/// Without the `turbo` feature the backend is refused with its own error.
+#[cfg(not(feature = "turbo"))]
+#[test]
+fn turbo_backend_is_refused_without_the_feature() {
+    use streamwire_codec::jpeg::{Backend, JpegError};
+    let data = noisy_image(16, 16, PixelFormat::Rgb8, 48);
+    let pixels = PixelsRef::new(16, 16, 48, PixelFormat::Rgb8, &data).unwrap();
+    let options = EncodeOptions {
+        backend: Backend::Turbo,
+        ..EncodeOptions::default()
+    };
+    assert!(!Backend::Turbo.is_available());
+    assert!(matches!(
+        encode(&pixels, &options),
+        Err(JpegError::BackendUnavailable {
+            backend: Backend::Turbo
+        })
+    ));
+}
+
+/// libjpeg-turbo strips decode to the pixels of its unsplit encode, in zune-jpeg (sequential
+/// and parallel) and djpeg, and their bytes do not depend on the thread count.
+#[cfg(feature = "turbo")]
+#[test]
+fn turbo_strips_decode_to_the_pixels_of_its_unsplit_encode() {
+    use streamwire_codec::jpeg::{Backend, ChromaDownsampling, JpegError};
+    let sequential = JpegDecoder::default().with_threads(Threads::Unsplit);
+    for case in &CASES {
+        for (width, height) in SIZES {
+            let bpp = case.format.bytes_per_pixel();
+            let step = width as usize * bpp + if height % 2 == 0 { 3 } else { 0 };
+            let data = noisy_image(width, height, case.format, step);
+            let pixels = PixelsRef::new(width, height, step, case.format, &data).unwrap();
+            let label = format!(
+                "turbo {width}x{height} {} {}",
+                case.format, case.subsampling
+            );
+            let turbo = |threads| EncodeOptions {
+                backend: Backend::Turbo,
+                ..options(case, threads)
+            };
+            let unsplit = encode(&pixels, &turbo(Threads::Unsplit)).unwrap();
+            let split = encode(&pixels, &turbo(fixed(1))).unwrap();
+            for threads in [fixed(2), fixed(5), Threads::Auto] {
+                assert_eq!(encode(&pixels, &turbo(threads)).unwrap(), split, "{label}");
+            }
+            let out_format = if case.format == PixelFormat::Mono8 {
+                PixelFormat::Mono8
+            } else {
+                PixelFormat::Rgb8
+            };
+            let expected = sequential.decode(&unsplit.data, out_format).unwrap();
+            let decoded = sequential.decode(&split.data, out_format).unwrap();
+            assert!(decoded == expected, "{label}: zune pixels differ");
+            let parallel = JpegDecoder::default().with_threads(fixed(3));
+            assert!(
+                parallel.decode(&split.data, out_format).unwrap() == expected,
+                "{label}: parallel decode differs"
+            );
+            let tag = label.replace([' ', ':'], "-");
+            if let (Some(a), Some(b)) = (
+                djpeg(&unsplit.data, &format!("{tag}-unsplit")),
+                djpeg(&split.data, &format!("{tag}-split")),
+            ) {
+                assert!(a == b, "{label}: djpeg pixels differ");
+            }
+        }
+    }
+    let data = noisy_image(16, 16, PixelFormat::Rgb8, 48);
+    let pixels = PixelsRef::new(16, 16, 48, PixelFormat::Rgb8, &data).unwrap();
+    let top_left = EncodeOptions {
+        backend: Backend::Turbo,
+        chroma_downsampling: ChromaDownsampling::TopLeft,
+        ..EncodeOptions::default()
+    };
+    assert!(matches!(
+        encode(&pixels, &top_left),
+        Err(JpegError::BackendUnsupported { .. })
+    ));
+}

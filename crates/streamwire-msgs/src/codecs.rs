@@ -24,7 +24,7 @@ use crate::{CompressedImage, DepthImage, Image, ImageEncoding};
 
 /// Chroma subsampling and chroma averaging of the JPEG engine, under the names the
 /// `subsampling` and `chroma_downsampling` parameters use.
-pub use streamwire_codec::jpeg::{ChromaDownsampling, Subsampling, Threads};
+pub use streamwire_codec::jpeg::{Backend, ChromaDownsampling, Subsampling, Threads};
 
 /// JPEG for 8-bit colour and greyscale images: lossy and small. At the defaults the 280
 /// real 1280x720 frames of the test data average 42.5 KB, 65x smaller than raw rgb8
@@ -36,8 +36,10 @@ pub use streamwire_codec::jpeg::{ChromaDownsampling, Subsampling, Threads};
 /// (`false` default: rgba8/bgra8 images are refused rather than silently losing alpha),
 /// `threads` (`auto` default: strip-parallel encode and decode with restart markers on the
 /// shared pool; a number caps the threads; `unsplit` writes files without restart markers and
-/// decodes on the calling thread). A parameter left at its default is not listed by
-/// [`Jpeg::params`] when it is one of those added later (`threads`), so plans read as before.
+/// decodes on the calling thread), `encoder` (`jpeg-encoder` default; `turbo` for
+/// libjpeg-turbo, accepted only in builds with this crate's `turbo` feature). A parameter left
+/// at its default is not listed by [`Jpeg::params`] when it is one of those added later
+/// (`threads`, `encoder`), so plans read as before.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Jpeg {
     /// 1..=100.
@@ -52,6 +54,8 @@ pub struct Jpeg {
     pub drop_alpha: bool,
     /// Threads of the strip-parallel encode and decode.
     pub threads: Threads,
+    /// The library that encodes.
+    pub encoder: Backend,
 }
 
 impl Default for Jpeg {
@@ -63,6 +67,7 @@ impl Default for Jpeg {
             max_width: None,
             drop_alpha: false,
             threads: Threads::Auto,
+            encoder: Backend::JpegEncoder,
         }
     }
 }
@@ -75,6 +80,7 @@ impl Jpeg {
         "max_width",
         "drop_alpha",
         "threads",
+        "encoder",
     ];
 
     /// Builds a JPEG codec from text parameters (see the type's docs for the keys).
@@ -116,10 +122,22 @@ impl Jpeg {
         if let Some(threads) = params.parse::<Threads>("threads")? {
             jpeg.threads = threads;
         }
+        if let Some(encoder) = params.parse::<Backend>("encoder")? {
+            if !encoder.is_available() {
+                return Err(CodecError::InvalidParam {
+                    key: "encoder".to_owned(),
+                    value: encoder.to_string(),
+                    reason: "this build has no libjpeg-turbo: enable the `turbo` feature of \
+                             streamwire-msgs (or streamwire-codec)"
+                        .to_owned(),
+                });
+            }
+            jpeg.encoder = encoder;
+        }
         Ok(jpeg)
     }
 
-    /// Every parameter, defaults included, except `threads` at its default (`auto`).
+    /// Every parameter, defaults included, except `threads` and `encoder` at their defaults.
     pub fn params(&self) -> CodecParams {
         let mut params = CodecParams::new()
             .with("jpeg_quality", self.quality)
@@ -133,6 +151,9 @@ impl Jpeg {
             .with("drop_alpha", self.drop_alpha);
         if self.threads != Threads::default() {
             params = params.with("threads", self.threads);
+        }
+        if self.encoder != Backend::default() {
+            params = params.with("encoder", self.encoder);
         }
         params
     }
@@ -243,6 +264,7 @@ impl Jpeg {
             max_width: self.max_width,
             drop_alpha: self.drop_alpha,
             threads: self.threads,
+            backend: self.encoder,
         }
     }
 }
@@ -592,6 +614,15 @@ mod tests {
             assert_eq!(jpeg.threads, threads);
             assert_eq!(Jpeg::from_params(&jpeg.params()).expect("rebuild"), jpeg);
         }
+        let turbo = Jpeg::from_params(&CodecParams::new().with("encoder", "turbo"));
+        if Backend::Turbo.is_available() {
+            let turbo = turbo.expect("turbo in this build");
+            assert_eq!(turbo.encoder, Backend::Turbo);
+            assert_eq!(turbo.params().get("encoder"), Some("turbo"));
+        } else {
+            assert!(matches!(turbo, Err(CodecError::InvalidParam { .. })));
+        }
+        assert!(default.params().get("encoder").is_none());
         for bad in ["0", "-1", "many"] {
             assert!(matches!(
                 Jpeg::from_params(&CodecParams::new().with("threads", bad)),

@@ -10,8 +10,8 @@ use jpeg_encoder::{
 };
 
 use super::{
-    ChromaDownsampling, EncodeOptions, JpegError, PixelFormat, PixelsRef, Subsampling, Threads,
-    strips,
+    Backend, ChromaDownsampling, EncodeOptions, JpegError, PixelFormat, PixelsRef, Subsampling,
+    Threads, strips,
 };
 
 /// JPEG stores each side in 16 bits.
@@ -48,11 +48,25 @@ pub struct EncodedJpeg {
 /// # Errors
 /// [`JpegError::InvalidQuality`], [`JpegError::InvalidMaxWidth`],
 /// [`JpegError::AlphaNotAllowed`], [`JpegError::TooLargeToEncode`], [`JpegError::Resize`],
+/// [`JpegError::BackendUnavailable`], [`JpegError::BackendUnsupported`],
 /// [`JpegError::Encoder`], [`JpegError::EncoderPanicked`].
 pub fn encode(pixels: &PixelsRef<'_>, options: &EncodeOptions) -> Result<EncodedJpeg, JpegError> {
     if !(1..=100).contains(&options.quality) {
         return Err(JpegError::InvalidQuality {
             quality: options.quality,
+        });
+    }
+    if !options.backend.is_available() {
+        return Err(JpegError::BackendUnavailable {
+            backend: options.backend,
+        });
+    }
+    if options.backend == Backend::Turbo
+        && options.chroma_downsampling == ChromaDownsampling::TopLeft
+    {
+        return Err(JpegError::BackendUnsupported {
+            backend: options.backend,
+            what: "keep the top-left chroma sample (it always averages)",
         });
     }
     let format = pixels.format();
@@ -132,12 +146,17 @@ fn encode_at_size(
     // Defence in depth: jpeg-encoder should never panic on the inputs we pass (sizes are
     // checked above), but a panic must not take the node down with it. A panic on a pool
     // thread comes back to this thread through rayon and is caught here as well.
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        if options.threads == Threads::Unsplit {
+    let result = catch_unwind(AssertUnwindSafe(|| match options.backend {
+        Backend::JpegEncoder if options.threads == Threads::Unsplit => {
             encode_piece(pixels, width, height, options, None)
-        } else {
-            strips::encode(pixels, width, height, options)
         }
+        Backend::JpegEncoder => strips::encode(pixels, width, height, options),
+        #[cfg(feature = "turbo")]
+        Backend::Turbo => super::turbo::encode(pixels, width, height, options),
+        #[cfg(not(feature = "turbo"))]
+        Backend::Turbo => Err(JpegError::BackendUnavailable {
+            backend: Backend::Turbo,
+        }),
     }));
     result.unwrap_or(Err(JpegError::EncoderPanicked))
 }

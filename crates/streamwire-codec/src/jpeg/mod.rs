@@ -29,6 +29,8 @@ mod markers;
 mod parallel_decode;
 mod pixels;
 mod strips;
+#[cfg(feature = "turbo")]
+mod turbo;
 
 use std::fmt;
 use std::num::NonZeroUsize;
@@ -197,6 +199,55 @@ impl FromStr for Threads {
     }
 }
 
+/// The library that encodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Backend {
+    /// jpeg-encoder: pure Rust, its AVX2 path picked at run time. The default.
+    #[default]
+    JpegEncoder,
+    /// libjpeg-turbo 3 through the `turbojpeg` crate, only in builds with this crate's
+    /// `turbo` feature ([`Backend::is_available`]); elsewhere encoding refuses it with
+    /// [`JpegError::BackendUnavailable`]. It always averages subsampled chroma, so
+    /// [`ChromaDownsampling::TopLeft`] is refused. With threads, its strips are eight at most
+    /// (restart interval `ceil(MCU rows / 8)` MCU rows): each strip is one libjpeg-turbo call.
+    Turbo,
+}
+
+impl Backend {
+    /// Whether this build can encode with the backend.
+    #[must_use]
+    pub const fn is_available(self) -> bool {
+        match self {
+            Self::JpegEncoder => true,
+            Self::Turbo => cfg!(feature = "turbo"),
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::JpegEncoder => "jpeg-encoder",
+            Self::Turbo => "turbo",
+        })
+    }
+}
+
+impl FromStr for Backend {
+    type Err = String;
+
+    /// Accepts `jpeg-encoder` and `turbo` (whether or not this build has it).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "jpeg-encoder" => Ok(Self::JpegEncoder),
+            "turbo" => Ok(Self::Turbo),
+            other => Err(format!(
+                "unknown JPEG encoder `{other}`: expected jpeg-encoder or turbo"
+            )),
+        }
+    }
+}
+
 /// What [`encode`] does with an image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EncodeOptions {
@@ -215,6 +266,8 @@ pub struct EncodeOptions {
     /// Strip-parallel encoding with restart markers (default [`Threads::Auto`]) or the
     /// unsplit encode.
     pub threads: Threads,
+    /// The library that encodes.
+    pub backend: Backend,
 }
 
 impl Default for EncodeOptions {
@@ -232,6 +285,7 @@ impl Default for EncodeOptions {
             max_width: None,
             drop_alpha: false,
             threads: Threads::default(),
+            backend: Backend::default(),
         }
     }
 }
@@ -272,6 +326,22 @@ pub enum JpegError {
     /// The encoder reported an error.
     #[error("JPEG encoder: {0}")]
     Encoder(String),
+    /// The backend asked for is not in this build.
+    #[error(
+        "the {backend} JPEG encoder is not in this build: enable streamwire-codec's `turbo` feature"
+    )]
+    BackendUnavailable {
+        /// The backend asked for.
+        backend: Backend,
+    },
+    /// The backend cannot honour an option.
+    #[error("the {backend} JPEG encoder cannot {what}")]
+    BackendUnsupported {
+        /// The backend asked for.
+        backend: Backend,
+        /// What it cannot do.
+        what: &'static str,
+    },
     /// The encoder panicked (caught; this is a bug to report).
     #[error("the JPEG encoder panicked")]
     EncoderPanicked,

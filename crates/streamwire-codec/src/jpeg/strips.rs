@@ -60,27 +60,52 @@ pub(super) fn encode(
         })
         .collect();
     let encoded = encoded.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let parts: Vec<(u32, &[u8])> = encoded
+        .iter()
+        .enumerate()
+        .map(|(piece, file)| (first_strip(piece), file.as_slice()))
+        .collect();
+    stitch(&parts, height, interval)
+}
 
-    let first = encoded
+/// Stitches files that each code consecutive strips of one image (same tables, the first
+/// starting at strip 0), given with the index of their first strip, into one file of
+/// `height` rows with a restart marker every `interval` MCUs: the first file's headers (DRI
+/// replaced, frame height set), then every file's entropy-coded data with the restart
+/// markers it holds renumbered and one inserted between files.
+pub(super) fn stitch(
+    parts: &[(u32, &[u8])],
+    height: u16,
+    interval: u16,
+) -> Result<Vec<u8>, JpegError> {
+    let &(_, first) = parts
         .first()
         .ok_or_else(|| JpegError::Encoder("no strips".into()))?;
     let layout = Layout::of(first)?;
-    let total: usize = encoded.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(first.get(..layout.scan_data).unwrap_or_default());
-    // The frame header of piece 0 declares piece 0's height: declare the image's.
-    let height_at = layout.sof + 5;
-    if let Some(field) = out.get_mut(height_at..height_at + 2) {
-        field.copy_from_slice(&height.to_be_bytes());
+    let total: usize = parts.iter().map(|(_, file)| file.len() + 2).sum();
+    let mut out = Vec::with_capacity(total + 8);
+    out.extend_from_slice(&[0xFF, 0xD8]);
+    for segment in &layout.header {
+        let start = out.len();
+        out.extend_from_slice(first.get(segment.clone()).unwrap_or_default());
+        if segment.start == layout.sof {
+            // The frame header of the first file declares its own height: declare the image's.
+            let at = start + 5;
+            if let Some(field) = out.get_mut(at..at + 2) {
+                field.copy_from_slice(&height.to_be_bytes());
+            }
+        }
     }
-    for (piece, bytes) in encoded.iter().enumerate() {
-        let strip = first_strip(piece);
-        let data = if piece == 0 {
+    out.extend_from_slice(&[0xFF, 0xDD, 0x00, 0x04]);
+    out.extend_from_slice(&interval.to_be_bytes());
+    out.extend_from_slice(first.get(layout.scan_header.clone()).unwrap_or_default());
+    for (index, &(strip, file)) in parts.iter().enumerate() {
+        let data = if index == 0 {
             layout.entropy(first)
         } else {
-            let marker = u8::try_from((strip - 1) % 8).unwrap_or_default();
+            let marker = u8::try_from((strip.saturating_sub(1)) % 8).unwrap_or_default();
             out.extend_from_slice(&[0xFF, 0xD0 + marker]);
-            Layout::of(bytes)?.entropy(bytes)
+            Layout::of(file)?.entropy(file)
         }
         .ok_or_else(|| JpegError::Encoder("strip without entropy-coded data".into()))?;
         let start = out.len();
@@ -92,7 +117,11 @@ pub(super) fn encode(
 }
 
 /// Rows `[top, bottom)` of `pixels` as their own image.
-fn rows_of<'a>(pixels: &PixelsRef<'a>, top: u32, bottom: u32) -> Result<PixelsRef<'a>, JpegError> {
+pub(super) fn rows_of<'a>(
+    pixels: &PixelsRef<'a>,
+    top: u32,
+    bottom: u32,
+) -> Result<PixelsRef<'a>, JpegError> {
     let step = pixels.step();
     let data = pixels
         .data()
@@ -130,12 +159,14 @@ fn renumber_restarts(entropy: &mut [u8], offset: u32) {
     }
 }
 
-/// Where the parts of a file jpeg-encoder wrote lie.
+/// Where the parts of a file an encoder wrote lie.
 struct Layout {
+    /// The segments from SOI (excluded) to SOS (excluded), without any DRI.
+    header: Vec<std::ops::Range<usize>>,
     /// Offset of the SOF marker.
     sof: usize,
-    /// Offset of the first entropy-coded byte (just after the SOS segment).
-    scan_data: usize,
+    /// The SOS segment; the entropy-coded data follows it.
+    scan_header: std::ops::Range<usize>,
 }
 
 impl Layout {
@@ -143,6 +174,7 @@ impl Layout {
         let bad = || JpegError::Encoder("unexpected encoder output".into());
         let mut pos = 2;
         let mut sof = None;
+        let mut header = Vec::new();
         loop {
             let (Some(0xFF), Some(&code)) = (file.get(pos), file.get(pos + 1)) else {
                 return Err(bad());
@@ -151,23 +183,28 @@ impl Layout {
                 .get(pos + 2..pos + 4)
                 .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
                 .ok_or_else(bad)?;
+            let segment = pos..pos + 2 + length;
             match code {
                 0xC0..=0xC2 => sof = Some(pos),
                 0xDA => {
                     return Ok(Self {
+                        header,
                         sof: sof.ok_or_else(bad)?,
-                        scan_data: pos + 2 + length,
+                        scan_header: segment,
                     });
                 }
                 _ => {}
             }
-            pos += 2 + length;
+            if code != 0xDD {
+                header.push(segment.clone());
+            }
+            pos = segment.end;
         }
     }
 
     /// The entropy-coded data: from the end of the SOS segment to the EOI marker.
     fn entropy<'a>(&self, file: &'a [u8]) -> Option<&'a [u8]> {
-        file.get(self.scan_data..file.len().checked_sub(2)?)
+        file.get(self.scan_header.end..file.len().checked_sub(2)?)
     }
 }
 
