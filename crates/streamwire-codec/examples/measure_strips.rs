@@ -168,8 +168,7 @@ fn main() {
 
     for run in 1..=runs {
         let mut encode_stats: Vec<Stats> = names.iter().map(|_| Stats::default()).collect();
-        let mut decode_stats: Vec<Stats> =
-            decoder_names.iter().map(|_| Stats::default()).collect();
+        let mut decode_stats: Vec<Stats> = decoder_names.iter().map(|_| Stats::default()).collect();
         let mut buffer = Vec::new();
         let mut turbo_buffer = vec![0u8; sources[0].len()];
         for (index, source) in sources.iter().enumerate() {
@@ -202,7 +201,10 @@ fn main() {
                 stats.cpu_ms.push(cpu);
                 stats.bytes.push(file.len() as f64);
                 stats.psnr.push(psnr(source, &buffer).expect("same size"));
-                if encoders.get(c).is_some_and(|(_, o)| o.threads == Threads::Auto) {
+                if encoders
+                    .get(c)
+                    .is_some_and(|(_, o)| o.threads == Threads::Auto)
+                {
                     default_file = file;
                 }
             }
