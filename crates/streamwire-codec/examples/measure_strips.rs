@@ -10,8 +10,8 @@
 //!
 //! The contenders run interleaved frame by frame, their order rotating each frame, so drift
 //! in a shared machine's load hits all alike. Per contender: wall ms per frame (median),
-//! CPU ms per frame over all threads (mean: the process's threads' run time from
-//! `/proc/self/task/*/schedstat`, which includes rayon's workers spinning before they sleep),
+//! CPU ms per frame over all threads (mean of the process CPU clock, which includes rayon's
+//! workers spinning before they sleep),
 //! megapixels/s at the median, bytes per frame and PSNR against the source pixels; and the
 //! median over frames of the per-frame wall-time ratio to libjpeg-turbo single-threaded.
 
@@ -33,16 +33,9 @@ fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
-/// CPU time of every thread of this process so far, in ns (Linux; 0 elsewhere).
+/// CPU time of every thread of this process so far, in ns (`CLOCK_PROCESS_CPUTIME_ID`).
 fn cpu_ns() -> u64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .filter_map(Result::ok)
-        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
-        .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
+    u64::try_from(cpu_time::ProcessTime::now().as_duration().as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[derive(Default)]
