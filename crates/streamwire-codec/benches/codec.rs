@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo bench -p streamwire-codec -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p streamwire-codec --features turbo -- strips_ --warm-up-time 1 --measurement-time 3
 //! ```
 //!
 //! Uses the real cockatoo frame and depth PNG when the shared data directory exists, else a
@@ -11,10 +12,12 @@
 mod common;
 
 use std::hint::black_box;
+use std::num::NonZeroUsize;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use streamwire_codec::jpeg::{
-    ChromaDownsampling, EncodeOptions, JpegDecoder, PixelFormat, PixelsRef, encode,
+    Backend, ChromaDownsampling, EncodeOptions, JpegDecoder, PixelFormat, PixelsRef, Threads,
+    encode,
 };
 use streamwire_codec::lossless::{compress_rows, decompress_exact};
 use streamwire_testdata as data;
@@ -198,5 +201,108 @@ fn zstd_benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, jpeg_benches, zstd_benches);
+/// Strip-parallel encode and parallel decode side by side with libjpeg-turbo (`turbojpeg`,
+/// single-threaded). Criterion runs contenders one after the other, so on a shared machine
+/// prefer `examples/measure_strips.rs`, which interleaves them frame by frame.
+fn strip_benches(c: &mut Criterion) {
+    let rgb = frame();
+    let pixels =
+        PixelsRef::new(WIDTH, HEIGHT, WIDTH as usize * 3, PixelFormat::Rgb8, &rgb).expect("layout");
+    let fixed = |n: usize| Threads::Fixed(NonZeroUsize::new(n).expect("nonzero"));
+    for quality in [75u8, 80] {
+        let mut group = c.benchmark_group(format!("strips_encode_720p_q{quality}_420"));
+        let mut contenders = vec![
+            (
+                "jpeg_encoder_unsplit",
+                Threads::Unsplit,
+                Backend::JpegEncoder,
+            ),
+            ("jpeg_encoder_strips_1", fixed(1), Backend::JpegEncoder),
+            ("jpeg_encoder_strips_2", fixed(2), Backend::JpegEncoder),
+            (
+                "jpeg_encoder_strips_auto",
+                Threads::Auto,
+                Backend::JpegEncoder,
+            ),
+        ];
+        if Backend::Turbo.is_available() {
+            contenders.push(("turbo_backend_strips_1", fixed(1), Backend::Turbo));
+            contenders.push(("turbo_backend_strips_2", fixed(2), Backend::Turbo));
+        }
+        for (name, threads, backend) in contenders {
+            let options = EncodeOptions {
+                quality,
+                threads,
+                backend,
+                ..EncodeOptions::default()
+            };
+            group.bench_function(name, |b| {
+                b.iter(|| encode(black_box(&pixels), &options).expect("encode"));
+            });
+        }
+        let mut compressor = turbojpeg::Compressor::new().expect("turbojpeg");
+        compressor.set_quality(i32::from(quality)).expect("quality");
+        compressor
+            .set_subsamp(turbojpeg::Subsamp::Sub2x2)
+            .expect("subsampling");
+        group.bench_function("libjpeg_turbo", |b| {
+            b.iter(|| {
+                let image = turbojpeg::Image {
+                    pixels: black_box(rgb.as_slice()),
+                    width: WIDTH as usize,
+                    pitch: WIDTH as usize * 3,
+                    height: HEIGHT as usize,
+                    format: turbojpeg::PixelFormat::RGB,
+                };
+                compressor.compress_to_vec(image).expect("turbo encode")
+            });
+        });
+        group.finish();
+
+        let strips = encode(
+            &pixels,
+            &EncodeOptions {
+                quality,
+                ..EncodeOptions::default()
+            },
+        )
+        .expect("encode")
+        .data;
+        let mut group = c.benchmark_group(format!("strips_decode_720p_q{quality}_rgb8"));
+        let mut buffer = Vec::new();
+        for (name, threads) in [
+            ("zune_sequential", Threads::Unsplit),
+            ("zune_parallel_2", fixed(2)),
+            ("zune_parallel_auto", Threads::Auto),
+        ] {
+            let decoder = JpegDecoder::default().with_threads(threads);
+            group.bench_function(name, |b| {
+                b.iter(|| {
+                    decoder
+                        .decode_into(black_box(&strips), PixelFormat::Rgb8, &mut buffer)
+                        .expect("decode")
+                });
+            });
+        }
+        let mut decompressor = turbojpeg::Decompressor::new().expect("turbojpeg");
+        let mut output = vec![0u8; rgb.len()];
+        group.bench_function("libjpeg_turbo", |b| {
+            b.iter(|| {
+                let image = turbojpeg::Image {
+                    pixels: output.as_mut_slice(),
+                    width: WIDTH as usize,
+                    pitch: WIDTH as usize * 3,
+                    height: HEIGHT as usize,
+                    format: turbojpeg::PixelFormat::RGB,
+                };
+                decompressor
+                    .decompress(black_box(&strips), image)
+                    .expect("turbo decode");
+            });
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, jpeg_benches, strip_benches, zstd_benches);
 criterion_main!(benches);

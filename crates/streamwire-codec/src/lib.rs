@@ -68,7 +68,7 @@ pub mod jpeg;
 pub mod lossless;
 
 pub use jpeg::{
-    DecodeLimits, DecodedJpeg, EncodeOptions, EncodedJpeg, JpegDecoder, JpegError, JpegHeader,
-    PixelFormat, PixelsRef,
+    Backend, DecodeLimits, DecodedJpeg, EncodeOptions, EncodedJpeg, JpegDecoder, JpegError,
+    JpegHeader, PixelFormat, PixelsRef, Threads,
 };
 pub use lossless::{LosslessError, compress_rows, decompress_exact};

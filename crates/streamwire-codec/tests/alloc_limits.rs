@@ -1,19 +1,8 @@
 //! Hostile inputs are refused before the decoder allocates anything proportional to the size
-//! they declare, proven with a counting global allocator. This is its own test binary because
-//! the allocator is process-wide.
-//!
-//! Counts are kept per thread (const-initialised thread locals, which never allocate), so the
-//! test harness running other tests on other threads cannot disturb a measurement.
-#![expect(
-    unsafe_code,
-    reason = "a counting allocator must implement the unsafe GlobalAlloc trait; the crate \
-              denies unsafe everywhere else"
-)]
+//! they declare, proven with the workspace's counting allocator (`streamwire_testdata::alloc`,
+//! per-thread counts). This is its own test binary because the allocator is process-wide.
 
 mod common;
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 
 use common::craft;
 use streamwire_codec::jpeg::{
@@ -21,69 +10,10 @@ use streamwire_codec::jpeg::{
 };
 use streamwire_codec::lossless::{LosslessError, compress_rows, decompress_exact};
 
-thread_local! {
-    static CURRENT: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn record(delta: isize) {
-    // try_with: allocations during thread teardown find the locals gone; skip them.
-    let _ = CURRENT.try_with(|current| {
-        let now = current.get().wrapping_add(delta);
-        current.set(now);
-        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
-    });
-}
-
-struct Counting;
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged to the system allocator.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            record(layout.size() as isize);
-        }
-        ptr
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged to the system allocator.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            record(layout.size() as isize);
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(ptr, layout) };
-        record(-(layout.size() as isize));
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded unchanged to the system allocator.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
-        if !new.is_null() {
-            record(new_size as isize - layout.size() as isize);
-        }
-        new
-    }
-}
+use streamwire_testdata::alloc::{CountingAlloc, peak_during};
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// Runs `f` and returns its result with the peak bytes allocated on this thread during the
-/// call, above what was live when it started.
-fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let base = CURRENT.with(Cell::get);
-    PEAK.with(|peak| peak.set(base));
-    let result = f();
-    let peak = PEAK.with(Cell::get);
-    (result, usize::try_from(peak - base).unwrap_or(0))
-}
+static ALLOCATOR: CountingAlloc = CountingAlloc;
 
 const MIB: usize = 1 << 20;
 

@@ -24,7 +24,7 @@ use crate::{CompressedImage, DepthImage, Image, ImageEncoding};
 
 /// Chroma subsampling and chroma averaging of the JPEG engine, under the names the
 /// `subsampling` and `chroma_downsampling` parameters use.
-pub use streamwire_codec::jpeg::{ChromaDownsampling, Subsampling};
+pub use streamwire_codec::jpeg::{Backend, ChromaDownsampling, Subsampling, Threads};
 
 /// JPEG for 8-bit colour and greyscale images: lossy and small. At the defaults the 280
 /// real 1280x720 frames of the test data average 42.5 KB, 65x smaller than raw rgb8
@@ -33,7 +33,13 @@ pub use streamwire_codec::jpeg::{ChromaDownsampling, Subsampling};
 /// Parameters: `jpeg_quality` (1..=100, default 75), `subsampling` (`4:2:0` default,
 /// `4:2:2`, `4:4:4`), `chroma_downsampling` (`average` default, `top_left`), `max_width`
 /// (downscale wider images keeping the aspect ratio; default `none`), `drop_alpha`
-/// (`false` default: rgba8/bgra8 images are refused rather than silently losing alpha).
+/// (`false` default: rgba8/bgra8 images are refused rather than silently losing alpha),
+/// `threads` (`auto` default: strip-parallel encode and decode with restart markers on the
+/// shared pool; a number caps the threads; `unsplit` writes files without restart markers and
+/// decodes on the calling thread), `encoder` (`jpeg-encoder` default; `turbo` for
+/// libjpeg-turbo, accepted only in builds with this crate's `turbo` feature). A parameter left
+/// at its default is not listed by [`Jpeg::params`] when it is one of those added later
+/// (`threads`, `encoder`), so plans read as before.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Jpeg {
     /// 1..=100.
@@ -46,6 +52,10 @@ pub struct Jpeg {
     pub max_width: Option<u32>,
     /// Encode rgba8/bgra8 by dropping alpha (decoded as opaque).
     pub drop_alpha: bool,
+    /// Threads of the strip-parallel encode and decode.
+    pub threads: Threads,
+    /// The library that encodes.
+    pub encoder: Backend,
 }
 
 impl Default for Jpeg {
@@ -56,6 +66,8 @@ impl Default for Jpeg {
             chroma_downsampling: ChromaDownsampling::Average,
             max_width: None,
             drop_alpha: false,
+            threads: Threads::Auto,
+            encoder: Backend::JpegEncoder,
         }
     }
 }
@@ -67,6 +79,8 @@ impl Jpeg {
         "chroma_downsampling",
         "max_width",
         "drop_alpha",
+        "threads",
+        "encoder",
     ];
 
     /// Builds a JPEG codec from text parameters (see the type's docs for the keys).
@@ -105,12 +119,27 @@ impl Jpeg {
         if let Some(drop_alpha) = params.parse::<bool>("drop_alpha")? {
             jpeg.drop_alpha = drop_alpha;
         }
+        if let Some(threads) = params.parse::<Threads>("threads")? {
+            jpeg.threads = threads;
+        }
+        if let Some(encoder) = params.parse::<Backend>("encoder")? {
+            if !encoder.is_available() {
+                return Err(CodecError::InvalidParam {
+                    key: "encoder".to_owned(),
+                    value: encoder.to_string(),
+                    reason: "this build has no libjpeg-turbo: enable the `turbo` feature of \
+                             streamwire-msgs (or streamwire-codec)"
+                        .to_owned(),
+                });
+            }
+            jpeg.encoder = encoder;
+        }
         Ok(jpeg)
     }
 
-    /// Every parameter, defaults included.
+    /// Every parameter, defaults included, except `threads` and `encoder` at their defaults.
     pub fn params(&self) -> CodecParams {
-        CodecParams::new()
+        let mut params = CodecParams::new()
             .with("jpeg_quality", self.quality)
             .with("subsampling", self.subsampling)
             .with("chroma_downsampling", self.chroma_downsampling)
@@ -119,7 +148,14 @@ impl Jpeg {
                 self.max_width
                     .map_or_else(|| "none".to_owned(), |w| w.to_string()),
             )
-            .with("drop_alpha", self.drop_alpha)
+            .with("drop_alpha", self.drop_alpha);
+        if self.threads != Threads::default() {
+            params = params.with("threads", self.threads);
+        }
+        if self.encoder != Backend::default() {
+            params = params.with("encoder", self.encoder);
+        }
+        params
     }
 
     /// Lossy; downscaled when `max_width` is set.
@@ -232,6 +268,8 @@ impl Jpeg {
             chroma_downsampling: self.chroma_downsampling,
             max_width: self.max_width,
             drop_alpha: self.drop_alpha,
+            threads: self.threads,
+            backend: self.encoder,
         }
     }
 }
@@ -338,9 +376,9 @@ impl JpegPixels for Image {
     /// Decodes into the encoding named by the format string (for the legacy plain
     /// `"jpeg"`: mono8 for a greyscale JPEG, else rgb8), at the JPEG's real size. The
     /// stamp and frame id are kept.
-    fn decode_jpeg(_jpeg: &Jpeg, compressed: &CompressedImage) -> Result<Image, CodecError> {
+    fn decode_jpeg(jpeg: &Jpeg, compressed: &CompressedImage) -> Result<Image, CodecError> {
         let format = compressed.format_info().map_err(decode_error)?;
-        let decoder = JpegDecoder::default();
+        let decoder = JpegDecoder::default().with_threads(jpeg.threads);
         let encoding = match (format.compression, format.encoding) {
             (Compression::Jpeg, Some(RawEncoding::Image(encoding))) => encoding,
             (Compression::Jpeg, None) => {
@@ -562,3 +600,39 @@ const _: () = {
         i += 1;
     }
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_parameter_parses_and_is_listed_only_when_set() {
+        let default = Jpeg::default();
+        assert!(default.params().get("threads").is_none());
+        for (text, threads) in [
+            ("auto", Threads::Auto),
+            ("unsplit", Threads::Unsplit),
+            ("3", "3".parse::<Threads>().expect("3 threads")),
+        ] {
+            let jpeg = Jpeg::from_params(&CodecParams::new().with("threads", text))
+                .expect("valid threads");
+            assert_eq!(jpeg.threads, threads);
+            assert_eq!(Jpeg::from_params(&jpeg.params()).expect("rebuild"), jpeg);
+        }
+        let turbo = Jpeg::from_params(&CodecParams::new().with("encoder", "turbo"));
+        if Backend::Turbo.is_available() {
+            let turbo = turbo.expect("turbo in this build");
+            assert_eq!(turbo.encoder, Backend::Turbo);
+            assert_eq!(turbo.params().get("encoder"), Some("turbo"));
+        } else {
+            assert!(matches!(turbo, Err(CodecError::InvalidParam { .. })));
+        }
+        assert!(default.params().get("encoder").is_none());
+        for bad in ["0", "-1", "many"] {
+            assert!(matches!(
+                Jpeg::from_params(&CodecParams::new().with("threads", bad)),
+                Err(CodecError::InvalidParam { .. })
+            ));
+        }
+    }
+}

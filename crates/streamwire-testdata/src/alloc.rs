@@ -39,6 +39,9 @@ static PROCESS_BYTES: AtomicUsize = AtomicUsize::new(0);
 static PROCESS_ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 /// The largest single allocation since the last process-wide measurement began.
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
+/// Bytes live in the whole process (allocated minus freed), and their peak.
+static PROCESS_LIVE: AtomicUsize = AtomicUsize::new(0);
+static PROCESS_PEAK: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     /// Bytes live on this thread (allocated minus freed; may go negative when a thread
@@ -51,6 +54,15 @@ thread_local! {
 }
 
 fn record(delta: isize) {
+    if delta >= 0 {
+        let grown = delta.unsigned_abs();
+        let live = PROCESS_LIVE
+            .fetch_add(grown, Ordering::SeqCst)
+            .wrapping_add(grown);
+        PROCESS_PEAK.fetch_max(live, Ordering::SeqCst);
+    } else {
+        PROCESS_LIVE.fetch_sub(delta.unsigned_abs(), Ordering::SeqCst);
+    }
     // try_with: allocations during thread teardown find the locals gone; skip them.
     let _ = CURRENT.try_with(|current| {
         let now = current.get().wrapping_add(delta);
@@ -171,6 +183,21 @@ pub fn process_counts_during<T>(f: impl FnOnce() -> T) -> (T, ProcessCounts) {
         largest: LARGEST.load(Ordering::SeqCst),
     };
     (result, counts)
+}
+
+/// Runs `f` and returns its result with the peak bytes live in the whole process during
+/// the call, above what was live when it started: for code that allocates on a thread
+/// pool (a parallel decoder). Measurements of this kind must not overlap within one
+/// test binary.
+pub fn process_peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    assert_installed();
+    let base = PROCESS_LIVE.load(Ordering::SeqCst);
+    PROCESS_PEAK.store(base, Ordering::SeqCst);
+    let result = f();
+    (
+        result,
+        PROCESS_PEAK.load(Ordering::SeqCst).saturating_sub(base),
+    )
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use zune_core::colorspace::ColorSpace;
 use zune_core::options::DecoderOptions;
 
 use super::markers::{self, FrameInfo};
-use super::{JpegError, PixelFormat};
+use super::parallel_decode;
+use super::{JpegError, PixelFormat, Threads};
 
 /// Bounds on what a decode may cost, checked before the decoder allocates anything
 /// proportional to the image (see the [module docs](super)).
@@ -92,13 +93,30 @@ pub struct DecodedJpeg {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JpegDecoder {
     limits: DecodeLimits,
+    threads: Threads,
 }
 
 impl JpegDecoder {
     /// A decoder enforcing `limits`.
     #[must_use]
     pub const fn new(limits: DecodeLimits) -> Self {
-        Self { limits }
+        Self {
+            limits,
+            threads: Threads::Auto,
+        }
+    }
+
+    /// The same decoder decoding restart-marked files on up to `threads` threads (default
+    /// [`Threads::Auto`]; [`Threads::Unsplit`] always decodes on the calling thread).
+    #[must_use]
+    pub const fn with_threads(self, threads: Threads) -> Self {
+        Self { threads, ..self }
+    }
+
+    /// How many threads this decoder may use.
+    #[must_use]
+    pub const fn threads(&self) -> Threads {
+        self.threads
     }
 
     /// The limits this decoder enforces.
@@ -124,6 +142,19 @@ impl JpegDecoder {
             self.check_decode_bytes(&info, 3)?;
         }
         Ok(info.into())
+    }
+
+    /// The number of restart strips in `data` that can be decoded in parallel: `None` for a
+    /// file decoded in one piece (progressive, several scans, no restart interval or one that
+    /// is not a whole number of MCU rows, restart markers missing, extra or out of order).
+    /// Whether a decode uses them also depends on [`threads`](Self::threads) and the
+    /// decoded-bytes limit. Allocates only the strip list.
+    ///
+    /// # Errors
+    /// As [`read_header`](Self::read_header).
+    pub fn restart_strips(&self, data: &[u8]) -> Result<Option<usize>, JpegError> {
+        let info = markers::scan(data, &self.limits, 1)?;
+        Ok(parallel_decode::plan(data, &info).map(|plan| plan.strips()))
     }
 
     /// Decodes into a new buffer in `format`.
@@ -190,7 +221,9 @@ impl JpegDecoder {
                 .ok_or(JpegError::Corrupt("size overflow".into()))?;
             check_zune_size(decoder.output_buffer_size(), len)?;
             resize_buffer(buffer, len);
-            guard(|| decoder.decode_into(buffer))?;
+            if !self.decode_in_strips(data, &info, format, buffer) {
+                guard(|| decoder.decode_into(buffer))?;
+            }
         } else {
             // The RGB intermediate may be larger than the output (Mono8): recheck the limit.
             let via_bpp = format.bytes_per_pixel().max(3);
@@ -212,6 +245,48 @@ impl JpegDecoder {
             convert_from_rgb(buffer, pixels, format);
         }
         Ok(info.into())
+    }
+
+    /// Decodes a restart-marked file in parallel strips into `buffer` (already sized) if it
+    /// can be (see [`parallel_decode`]); `false` means "decode it sequentially": the file does
+    /// not fit, the memory estimate is over the limit, or a piece failed.
+    fn decode_in_strips(
+        &self,
+        data: &[u8],
+        info: &FrameInfo,
+        format: PixelFormat,
+        buffer: &mut [u8],
+    ) -> bool {
+        if self.threads == Threads::Unsplit {
+            return false;
+        }
+        let Some(plan) = parallel_decode::plan(data, info) else {
+            return false;
+        };
+        let pieces = self.threads.pieces(plan.strips());
+        if pieces < 2 {
+            return false;
+        }
+        let bpp = format.bytes_per_pixel();
+        let row_bytes = info.width as usize * bpp;
+        let output = buffer.len();
+        let one_decode = info
+            .decode_bytes(bpp)
+            .map_or(usize::MAX, |bytes| bytes.saturating_sub(output));
+        let within_limit = plan
+            .extra_bytes(data, pieces, row_bytes, one_decode)
+            .and_then(|extra| extra.checked_add(output))
+            .is_some_and(|bytes| bytes <= self.limits.max_decoded_bytes);
+        if !within_limit {
+            return false;
+        }
+        let options = self.zune_options(colorspace_of(format));
+        // Every zune-jpeg call inside is guarded; this catches anything else, from any thread
+        // of the pool, as the sequential decode's guard would.
+        catch_unwind(AssertUnwindSafe(|| {
+            plan.decode(data, info.height, pieces, row_bytes, buffer, options)
+        }))
+        .is_ok_and(|result| result.is_ok())
     }
 
     fn check_decode_bytes(&self, info: &FrameInfo, bpp: usize) -> Result<(), JpegError> {
@@ -249,7 +324,7 @@ fn colorspace_of(format: PixelFormat) -> ColorSpace {
 }
 
 /// Runs a zune-jpeg call, mapping its errors and catching its panics.
-fn guard<T>(
+pub(super) fn guard<T>(
     call: impl FnOnce() -> Result<T, zune_jpeg::errors::DecodeErrors>,
 ) -> Result<T, JpegError> {
     match catch_unwind(AssertUnwindSafe(call)) {

@@ -9,7 +9,10 @@ use jpeg_encoder::{
     SamplingFactor,
 };
 
-use super::{ChromaDownsampling, EncodeOptions, JpegError, PixelFormat, PixelsRef, Subsampling};
+use super::{
+    Backend, ChromaDownsampling, EncodeOptions, JpegError, PixelFormat, PixelsRef, Subsampling,
+    Threads, strips,
+};
 
 /// JPEG stores each side in 16 bits.
 const JPEG_MAX_SIDE: u32 = 65535;
@@ -45,11 +48,25 @@ pub struct EncodedJpeg {
 /// # Errors
 /// [`JpegError::InvalidQuality`], [`JpegError::InvalidMaxWidth`],
 /// [`JpegError::AlphaNotAllowed`], [`JpegError::TooLargeToEncode`], [`JpegError::Resize`],
+/// [`JpegError::BackendUnavailable`], [`JpegError::BackendUnsupported`],
 /// [`JpegError::Encoder`], [`JpegError::EncoderPanicked`].
 pub fn encode(pixels: &PixelsRef<'_>, options: &EncodeOptions) -> Result<EncodedJpeg, JpegError> {
     if !(1..=100).contains(&options.quality) {
         return Err(JpegError::InvalidQuality {
             quality: options.quality,
+        });
+    }
+    if !options.backend.is_available() {
+        return Err(JpegError::BackendUnavailable {
+            backend: options.backend,
+        });
+    }
+    if options.backend == Backend::Turbo
+        && options.chroma_downsampling == ChromaDownsampling::TopLeft
+    {
+        return Err(JpegError::BackendUnsupported {
+            backend: options.backend,
+            what: "keep the top-left chroma sample (it always averages)",
         });
     }
     let format = pixels.format();
@@ -126,28 +143,51 @@ fn encode_at_size(
     height: u16,
     options: &EncodeOptions,
 ) -> Result<Vec<u8>, JpegError> {
-    let mut out = Vec::with_capacity(estimated_size(pixels));
     // Defence in depth: jpeg-encoder should never panic on the inputs we pass (sizes are
-    // checked above), but a panic must not take the node down with it.
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        let mut encoder = Encoder::new(&mut out, options.quality);
-        configure(&mut encoder, options);
-        if pixels.is_packed() {
-            // jpeg-encoder's own entry point: it picks its AVX2 colour conversion at run time.
-            encoder.encode(pixels.data(), width, height, color_type(pixels.format()))
-        } else {
-            encoder.encode_image(PaddedRows {
-                pixels: *pixels,
-                width,
-                height,
-            })
+    // checked above), but a panic must not take the node down with it. A panic on a pool
+    // thread comes back to this thread through rayon and is caught here as well.
+    let result = catch_unwind(AssertUnwindSafe(|| match options.backend {
+        Backend::JpegEncoder if options.threads == Threads::Unsplit => {
+            encode_piece(pixels, width, height, options, None)
         }
+        Backend::JpegEncoder => strips::encode(pixels, width, height, options),
+        #[cfg(feature = "turbo")]
+        Backend::Turbo => super::turbo::encode(pixels, width, height, options),
+        #[cfg(not(feature = "turbo"))]
+        Backend::Turbo => Err(JpegError::BackendUnavailable {
+            backend: Backend::Turbo,
+        }),
     }));
-    match result {
-        Ok(Ok(())) => Ok(out),
-        Ok(Err(error)) => Err(JpegError::Encoder(error.to_string())),
-        Err(_) => Err(JpegError::EncoderPanicked),
+    result.unwrap_or(Err(JpegError::EncoderPanicked))
+}
+
+/// Encodes `pixels` (`width`x`height`) as one JFIF file with jpeg-encoder, with a restart
+/// marker every `restart_interval` MCUs if given.
+pub(super) fn encode_piece(
+    pixels: &PixelsRef<'_>,
+    width: u16,
+    height: u16,
+    options: &EncodeOptions,
+    restart_interval: Option<u16>,
+) -> Result<Vec<u8>, JpegError> {
+    let mut out = Vec::with_capacity(estimated_size(pixels));
+    let mut encoder = Encoder::new(&mut out, options.quality);
+    configure(&mut encoder, options);
+    if let Some(interval) = restart_interval {
+        encoder.set_restart_interval(interval);
     }
+    let result = if pixels.is_packed() {
+        // jpeg-encoder's own entry point: it picks its AVX2 colour conversion at run time.
+        encoder.encode(pixels.data(), width, height, color_type(pixels.format()))
+    } else {
+        encoder.encode_image(PaddedRows {
+            pixels: *pixels,
+            width,
+            height,
+        })
+    };
+    result.map_err(|error| JpegError::Encoder(error.to_string()))?;
+    Ok(out)
 }
 
 /// A starting capacity for the output: about 2 bits per pixel, a q75 camera frame's size,

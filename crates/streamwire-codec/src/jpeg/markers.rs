@@ -34,13 +34,13 @@ pub(crate) struct FrameInfo {
 }
 
 impl FrameInfo {
-    fn max_sampling(&self) -> (usize, usize) {
+    pub(crate) fn max_sampling(&self) -> (usize, usize) {
         self.used_sampling().fold((1, 1), |(h, v), &(ch, cv)| {
             (h.max(ch.into()), v.max(cv.into()))
         })
     }
 
-    fn used_sampling(&self) -> impl Iterator<Item = &(u8, u8)> {
+    pub(crate) fn used_sampling(&self) -> impl Iterator<Item = &(u8, u8)> {
         self.sampling.iter().take(usize::from(self.components))
     }
 

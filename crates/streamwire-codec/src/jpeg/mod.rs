@@ -26,9 +26,14 @@
 mod decode;
 mod encode;
 mod markers;
+mod parallel_decode;
 mod pixels;
+mod strips;
+#[cfg(feature = "turbo")]
+mod turbo;
 
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::str::FromStr;
 
 pub use decode::{DecodeLimits, DecodedJpeg, JpegDecoder, JpegHeader};
@@ -134,6 +139,115 @@ impl FromStr for ChromaDownsampling {
     }
 }
 
+/// How many threads encode or decode one image, in horizontal strips of whole MCU rows.
+///
+/// Encoding with anything but [`Unsplit`](Self::Unsplit) writes a restart interval of one MCU
+/// row (16 pixel rows for 4:2:0, 8 for 4:2:2, 4:4:4 and greyscale) and restart markers between
+/// rows: still one standard baseline JPEG that every decoder reads, whose strips can be coded
+/// and decoded independently. The bytes do not depend on the thread count, only on the image
+/// and the other options; the pixels they decode to are those of the unsplit encode.
+///
+/// The threads are those of rayon's global pool (shared, created once), never spawned per
+/// frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Threads {
+    /// Encode: one entropy-coded segment without restart markers on the calling thread (the
+    /// files of jpeg-encoder alone). Decode: one zune-jpeg decode on the calling thread.
+    Unsplit,
+    /// The threads of the shared pool (the cores available), capped by the number of strips.
+    #[default]
+    Auto,
+    /// At most this many strips in flight at once, capped by the number of strips. `1`
+    /// still writes restart markers, on the calling thread.
+    Fixed(NonZeroUsize),
+}
+
+impl Threads {
+    /// How many pieces to cut `strips` strips into: at least 1, at most `strips`.
+    pub(crate) fn pieces(self, strips: usize) -> usize {
+        let wanted = match self {
+            Self::Unsplit => 1,
+            Self::Auto => rayon::current_num_threads(),
+            Self::Fixed(count) => count.get(),
+        };
+        wanted.min(strips).max(1)
+    }
+}
+
+impl fmt::Display for Threads {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unsplit => f.write_str("unsplit"),
+            Self::Auto => f.write_str("auto"),
+            Self::Fixed(count) => write!(f, "{count}"),
+        }
+    }
+}
+
+impl FromStr for Threads {
+    type Err = String;
+
+    /// Accepts `auto`, `unsplit` and a whole number of at least 1.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "auto" => Ok(Self::Auto),
+            "unsplit" => Ok(Self::Unsplit),
+            other => other.parse::<NonZeroUsize>().map(Self::Fixed).map_err(|_| {
+                format!("threads `{other}`: expected auto, unsplit or a number of at least 1")
+            }),
+        }
+    }
+}
+
+/// The library that encodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Backend {
+    /// jpeg-encoder: pure Rust, its AVX2 path picked at run time. The default.
+    #[default]
+    JpegEncoder,
+    /// libjpeg-turbo 3 through the `turbojpeg` crate, only in builds with this crate's
+    /// `turbo` feature ([`Backend::is_available`]); elsewhere encoding refuses it with
+    /// [`JpegError::BackendUnavailable`]. It always averages subsampled chroma, so
+    /// [`ChromaDownsampling::TopLeft`] is refused. With threads, its strips are eight at most
+    /// (restart interval `ceil(MCU rows / 8)` MCU rows): each strip is one libjpeg-turbo call.
+    Turbo,
+}
+
+impl Backend {
+    /// Whether this build can encode with the backend.
+    #[must_use]
+    pub const fn is_available(self) -> bool {
+        match self {
+            Self::JpegEncoder => true,
+            Self::Turbo => cfg!(feature = "turbo"),
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::JpegEncoder => "jpeg-encoder",
+            Self::Turbo => "turbo",
+        })
+    }
+}
+
+impl FromStr for Backend {
+    type Err = String;
+
+    /// Accepts `jpeg-encoder` and `turbo` (whether or not this build has it).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "jpeg-encoder" => Ok(Self::JpegEncoder),
+            "turbo" => Ok(Self::Turbo),
+            other => Err(format!(
+                "unknown JPEG encoder `{other}`: expected jpeg-encoder or turbo"
+            )),
+        }
+    }
+}
+
 /// What [`encode`] does with an image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EncodeOptions {
@@ -149,15 +263,22 @@ pub struct EncodeOptions {
     /// Encode [`PixelFormat::Rgba8`]/[`PixelFormat::Bgra8`] by dropping alpha; when `false` they
     /// are refused with [`JpegError::AlphaNotAllowed`] (JPEG cannot carry alpha).
     pub drop_alpha: bool,
+    /// Strip-parallel encoding with restart markers (default [`Threads::Auto`]) or the
+    /// unsplit encode.
+    pub threads: Threads,
+    /// The library that encodes.
+    pub backend: Backend,
 }
 
 impl Default for EncodeOptions {
     /// Quality 75 (what the reference measurements in the project used), 4:2:0,
-    /// [`ChromaDownsampling::Average`] (measured: see its docs), no downscale, alpha refused.
+    /// [`ChromaDownsampling::Average`] (measured: see its docs), no downscale, alpha refused,
+    /// [`Threads::Auto`] (strips with restart markers), [`Backend::JpegEncoder`].
     ///
-    /// On the 280 real 1280x720 cockatoo frames this gives 42 498 bytes/frame (65:1 against
-    /// raw RGB), PSNR 49.74 dB mean / 46.48 dB min against the source pixels, ~7 ms to encode
-    /// and ~1.7 ms to decode a frame (release, 2 shared cores).
+    /// On the 280 real 1280x720 cockatoo frames this gives 42 605 bytes/frame (65:1 against
+    /// raw RGB; the unsplit encode gives 42 498, so the 44 restart markers cost 0.25%), PSNR
+    /// 49.74 dB mean / 46.48 dB min against the source pixels, ~5-7 ms to encode and ~1.3-1.7
+    /// ms to decode a frame (release, 2 shared cores; `examples/measure_strips.rs`).
     fn default() -> Self {
         Self {
             quality: 75,
@@ -165,6 +286,8 @@ impl Default for EncodeOptions {
             chroma_downsampling: ChromaDownsampling::default(),
             max_width: None,
             drop_alpha: false,
+            threads: Threads::default(),
+            backend: Backend::default(),
         }
     }
 }
@@ -205,6 +328,22 @@ pub enum JpegError {
     /// The encoder reported an error.
     #[error("JPEG encoder: {0}")]
     Encoder(String),
+    /// The backend asked for is not in this build.
+    #[error(
+        "the {backend} JPEG encoder is not in this build: enable streamwire-codec's `turbo` feature"
+    )]
+    BackendUnavailable {
+        /// The backend asked for.
+        backend: Backend,
+    },
+    /// The backend cannot honour an option.
+    #[error("the {backend} JPEG encoder cannot {what}")]
+    BackendUnsupported {
+        /// The backend asked for.
+        backend: Backend,
+        /// What it cannot do.
+        what: &'static str,
+    },
     /// The encoder panicked (caught; this is a bug to report).
     #[error("the JPEG encoder panicked")]
     EncoderPanicked,
