@@ -172,3 +172,39 @@ impl Signal {
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use streamwire_core::Timestamp;
+
+    use super::{Clock, ManualClock, ScaledClock};
+
+    #[test]
+    fn a_scaled_clock_runs_rate_times_as_fast_as_wall_time() {
+        let clock = ScaledClock::new(Timestamp::from_nanos(1_000_000_000), 4.0);
+        let now = clock.now();
+        assert!(now >= Timestamp::from_nanos(1_000_000_000));
+        // Four seconds of replay time are (at most) one second of wall time away.
+        let deadline = Timestamp::from_nanos(now.as_nanos() + 4_000_000_000);
+        let wait = clock.real_time_until(deadline).unwrap();
+        assert!(wait <= Duration::from_secs(1), "{wait:?}");
+        assert!(wait > Duration::from_millis(500), "{wait:?}");
+        // A nonsense rate is taken as 1.
+        let clock = ScaledClock::new(Timestamp::ZERO, f64::NAN);
+        let deadline = Timestamp::from_nanos(clock.now().as_nanos() + 1_000_000_000);
+        assert!(clock.real_time_until(deadline).unwrap() > Duration::from_millis(500));
+    }
+
+    #[test]
+    fn a_manual_clock_moves_only_when_told_and_can_go_back() {
+        let clock = ManualClock::new(Timestamp::from_nanos(10));
+        assert_eq!(clock.now(), Timestamp::from_nanos(10));
+        clock.advance(Duration::from_nanos(5));
+        assert_eq!(clock.now(), Timestamp::from_nanos(15));
+        clock.set(Timestamp::from_nanos(3));
+        assert_eq!(clock.now(), Timestamp::from_nanos(3));
+        assert_eq!(clock.real_time_until(Timestamp::from_nanos(100)), None);
+    }
+}
