@@ -166,6 +166,20 @@ impl ModuleDef {
                 config.push(ident);
                 continue;
             }
+            // `Compressed<Compressed<M>>` as written: say so, once, instead of the trait
+            // error it would cause (which would advise a `DefaultCodec` impl for
+            // `Compressed<M>`, wrong and impossible). The field is then left out, so no
+            // further check reports it again.
+            if let Some(inner) = compressed_twice(&field.ty) {
+                cx.error_spanned_by(
+                    &field.ty,
+                    format!(
+                        "`Compressed` wraps a message, not another `Compressed`: write \
+                         `Compressed<{inner}>` (the codec is chosen once per port)"
+                    ),
+                );
+                continue;
+            }
             ports.push(parse_port(cx, field, ident, &port_attrs));
         }
 
@@ -354,6 +368,32 @@ fn check_duplicate_streams(cx: &mut Ctxt, ports: &[PortDef]) {
 }
 
 /// `In<..>` or `Out<..>` by the last segment of the type's path.
+/// The first type argument of the last path segment named `name`, if `ty` is one.
+fn generic_of<'a>(ty: &'a Type, name: &str) -> Option<&'a Type> {
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    let last = path.path.segments.last()?;
+    if last.ident != name {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    args.args.iter().find_map(|arg| match arg {
+        syn::GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    })
+}
+
+/// For `In<Compressed<Compressed<M..>>>` (or `Out<..>`), the text of `M..`.
+fn compressed_twice(ty: &Type) -> Option<String> {
+    let payload = generic_of(ty, "In").or_else(|| generic_of(ty, "Out"))?;
+    let inner = generic_of(payload, "Compressed")?;
+    let message = generic_of(inner, "Compressed")?;
+    Some(crate::names::type_to_string(message))
+}
+
 fn port_direction(ty: &Type) -> Option<Direction> {
     let Type::Path(path) = ty else {
         return None;
