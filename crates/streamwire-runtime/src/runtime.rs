@@ -239,6 +239,8 @@ struct CodecRecord {
     placement: String,
     counters: Arc<CodecCounters>,
     passthrough_of: Option<Arc<Hub>>,
+    /// The node's input queue (none for the decode of ready-made bytes, which has none).
+    queue: Option<Arc<InputQueue>>,
 }
 
 struct TapRecord {
@@ -259,6 +261,7 @@ struct Records {
 }
 
 /// A running blueprint: watch it (`stats`), listen in (`tap`), stop it, wait for it.
+/// Dropping it stops the run.
 pub struct RunHandle {
     shared: Arc<Shared>,
     records: Arc<Records>,
@@ -510,6 +513,7 @@ impl Runtime {
                 placement: codec.placement.clone(),
                 counters: counters.clone(),
                 passthrough_of: None,
+                queue: Some(codec_queues[c].clone()),
             });
             codec_workers.push(CodecWorker {
                 thread: 0,
@@ -569,6 +573,7 @@ impl Runtime {
                     placement: "for taps".to_owned(),
                     counters: counters.clone(),
                     passthrough_of: None,
+                    queue: Some(queue.clone()),
                 });
                 tap_encoders.push((
                     label,
@@ -597,6 +602,7 @@ impl Runtime {
                     placement: format!("in {name}"),
                     counters: Arc::new(CodecCounters::default()),
                     passthrough_of: Some(hub.clone()),
+                    queue: None,
                 });
             }
         }
@@ -951,6 +957,10 @@ impl RunHandle {
                         placement: c.placement.clone(),
                         done,
                         skipped: n.skipped.load(Ordering::Relaxed),
+                        dropped: c
+                            .queue
+                            .as_ref()
+                            .map_or(0, |q| q.dropped(DropReason::QueueFull)),
                         passed_through: n.passed_through.load(Ordering::Relaxed),
                         failed,
                         bytes_in: n.bytes_in.load(Ordering::Relaxed),
@@ -1073,6 +1083,14 @@ fn drops(queue: &InputQueue) -> DropCounts {
         counts.set(reason, queue.dropped(reason));
     }
     counts
+}
+
+/// Dropping the handle without waiting stops the run (its threads see the stop token and
+/// return; nobody is left running unseen).
+impl Drop for RunHandle {
+    fn drop(&mut self) {
+        self.shared.stop();
+    }
 }
 
 /// Stops a run from anywhere (a Ctrl+C handler, another thread).

@@ -189,6 +189,9 @@ pub struct CodecStats {
     pub done: u64,
     /// Messages not encoded because nobody needed the bytes.
     pub skipped: u64,
+    /// Messages its own input queue dropped before it got to them (the node fell behind
+    /// its stream's keep-last depth), counted here rather than lost.
+    pub dropped: u64,
     /// Ready-made encoded messages passed through unchanged (an encode node fed bytes).
     pub passed_through: u64,
     /// Messages that failed (corrupt input), counted and skipped.
@@ -461,6 +464,7 @@ impl fmt::Display for RunStats {
                     c.placement.clone(),
                     c.done.to_string(),
                     c.skipped.to_string(),
+                    c.dropped.to_string(),
                     c.passed_through.to_string(),
                     c.failed.to_string(),
                     bytes(c.bytes_in),
@@ -473,8 +477,8 @@ impl fmt::Display for RunStats {
             &mut out,
             "codec nodes",
             &[
-                "node", "stream", "where", "done", "skipped", "passed", "failed", "in", "out",
-                "per msg",
+                "node", "stream", "where", "done", "skipped", "dropped", "passed", "failed", "in",
+                "out", "per msg",
             ],
             &rows,
         );

@@ -97,7 +97,13 @@ fn measure(width: u32, height: u32, consumers: usize) -> (u64, usize) {
         );
     }
     bp.autoconnect();
-    let handle = Runtime::start(bp.into_runnable().unwrap(), RunOptions::default()).unwrap();
+    // Keep-all consumers with a generous deadline: on a loaded machine a consumer thread
+    // may go unscheduled for a while, and this test is about copies, not deadlines.
+    let options = RunOptions {
+        keep_all_deadline: Duration::from_secs(30),
+        ..RunOptions::default()
+    };
+    let handle = Runtime::start(bp.into_runnable().unwrap(), options).unwrap();
 
     // Warm up (queues grow to their working size), then count from here to the end.
     let began = Instant::now();

@@ -26,7 +26,7 @@ fn default_run_prints_the_robot_plan() {
 
 #[test]
 fn the_demo_runs_its_blueprint_and_reports_what_moved() {
-    let (ok, stdout, stderr) = run(&["--run-for", "1.5"]);
+    let (ok, stdout, stderr) = run(&["--run-for", "3"]);
     assert!(ok, "{stderr}");
     let report = stdout
         .split_once("run stopped after")
