@@ -14,7 +14,7 @@ use crate::clock::{ManualClock, Signal};
 use crate::hub::{Demand, Hub, Wants};
 use crate::queue::{Bound, InputQueue};
 use crate::stats::DropCounts;
-use crate::worker::{InstanceContext, InstanceCounters, Shared, readiness};
+use crate::worker::{InstanceContext, InstanceCounters, Shared, panic_text, readiness};
 
 /// How many messages the harness keeps per output until taken (a keep-last queue: the
 /// harness is bounded like everything else).
@@ -336,11 +336,7 @@ impl<M: Module + Node> Harness<M> {
             Ok(Err(source)) => Err(HarnessError::Failed { phase, source }),
             Err(payload) => Err(HarnessError::Panicked {
                 phase,
-                message: payload
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a panic without a message".to_owned()),
+                message: panic_text(payload.as_ref()),
             }),
         }
     }
