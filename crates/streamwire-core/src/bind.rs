@@ -248,13 +248,8 @@ impl<T: 'static> AnyPort for Out<T> {
 
 fn unbound<P>() -> PortError {
     PortError::Unbound {
-        port: short_port_name::<P>(),
+        port: std::any::type_name::<P>(),
     }
-}
-
-/// `In<..Image>` reads better without the module paths.
-fn short_port_name<P>() -> &'static str {
-    std::any::type_name::<P>()
 }
 
 /// Downcasts an envelope to the port's delivered type, counting a mismatch.
@@ -294,8 +289,11 @@ where
         let Some(envelope) = state.binding.pop() else {
             return Ok(None);
         };
-        let delivered =
-            open::<T::Delivered>(short_port_name::<Self>(), state.binding.as_ref(), &envelope)?;
+        let delivered = open::<T::Delivered>(
+            std::any::type_name::<Self>(),
+            state.binding.as_ref(),
+            &envelope,
+        )?;
         state.latest = Some(envelope);
         Ok(Some(delivered))
     }
@@ -310,10 +308,12 @@ where
         }
         match &state.latest {
             None => Ok(None),
-            Some(envelope) => {
-                open::<T::Delivered>(short_port_name::<Self>(), state.binding.as_ref(), envelope)
-                    .map(Some)
-            }
+            Some(envelope) => open::<T::Delivered>(
+                std::any::type_name::<Self>(),
+                state.binding.as_ref(),
+                envelope,
+            )
+            .map(Some),
         }
     }
 
@@ -322,10 +322,12 @@ where
         let state = self.state()?;
         match state.binding.peek() {
             None => Ok(None),
-            Some(envelope) => {
-                open::<T::Delivered>(short_port_name::<Self>(), state.binding.as_ref(), &envelope)
-                    .map(Some)
-            }
+            Some(envelope) => open::<T::Delivered>(
+                std::any::type_name::<Self>(),
+                state.binding.as_ref(),
+                &envelope,
+            )
+            .map(Some),
         }
     }
 

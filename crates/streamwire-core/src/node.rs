@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::bind::Slop;
 use crate::header::Timestamp;
 use crate::port::In;
 
@@ -117,15 +116,9 @@ pub enum Trigger {
     /// Whenever this input has a message; other inputs are read as they are (`latest`).
     Input(PortRef),
     /// When every one of these inputs has a message (pair them by stamp in the step with
-    /// [`pair_by_stamp`](crate::pair_by_stamp); unpaired messages are dropped and
-    /// counted).
-    All {
-        /// The inputs that must all have a message.
-        inputs: Vec<PortRef>,
-        /// How close their stamps must be (for documentation and reports; the pairing
-        /// itself is done by `pair_by_stamp`).
-        slop: Slop,
-    },
+    /// [`pair_by_stamp`](crate::pair_by_stamp), which takes the slop; unpaired messages
+    /// are dropped and counted).
+    All(Vec<PortRef>),
     /// Every `period` of run-clock time (a source at a fixed rate, like ROS `Rate`).
     Period(Duration),
     /// Again as soon as the previous step returned: the module paces itself, e.g. with
@@ -140,11 +133,8 @@ impl Trigger {
     }
 
     /// Step when every one of `inputs` has a message.
-    pub fn all(inputs: impl IntoIterator<Item = PortRef>, slop: Slop) -> Trigger {
-        Trigger::All {
-            inputs: inputs.into_iter().collect(),
-            slop,
-        }
+    pub fn all(inputs: impl IntoIterator<Item = PortRef>) -> Trigger {
+        Trigger::All(inputs.into_iter().collect())
     }
 
     /// Step at `hz` times a second of run-clock time.

@@ -88,7 +88,7 @@
 //!
 //! impl Node for Rgbd {
 //!     fn trigger(&self) -> Trigger {
-//!         Trigger::all([(&self.color).into(), (&self.depth).into()], SLOP)
+//!         Trigger::all([(&self.color).into(), (&self.depth).into()])
 //!     }
 //!     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
 //!         // Typed: `color` is a `Delivered<Image>`, `depth` a `Delivered<DepthImage>`.

@@ -743,7 +743,7 @@ fn check_trigger(
                 .to_owned(),
         )),
         Trigger::Input(port) => named(port),
-        Trigger::All { inputs, .. } => {
+        Trigger::All(inputs) => {
             if inputs.is_empty() {
                 return Err(bad("its `all` trigger names no inputs".to_owned()));
             }

@@ -308,7 +308,7 @@ pub(crate) fn readiness(
             Some(q) => (!q.is_empty(), q.is_closed(), IDLE_RECHECK),
             None => (false, true, IDLE_RECHECK),
         },
-        Trigger::All { inputs: ports, .. } => {
+        Trigger::All(ports) => {
             let queues: Vec<_> = ports.iter().filter_map(|p| queue(p.index())).collect();
             (
                 !queues.is_empty() && queues.iter().all(|q| !q.is_empty()),

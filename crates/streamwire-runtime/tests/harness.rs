@@ -81,10 +81,7 @@ struct Fuse {
 
 impl Node for Fuse {
     fn trigger(&self) -> Trigger {
-        Trigger::all(
-            [(&self.color).into(), (&self.depth).into()],
-            Slop::Within(Duration::from_millis(5)),
-        )
+        Trigger::all([(&self.color).into(), (&self.depth).into()])
     }
 
     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
@@ -126,6 +123,49 @@ fn exact_pairing_needs_equal_stamps() {
     let mut depth_in: In<DepthImage> = In::new();
     // Unbound ports: pairing is an error, not a panic.
     assert!(pair_by_stamp(&mut color, &mut depth_in, Slop::Exact).is_err());
+
+    /// Pairs colour and depth only when their stamps are equal.
+    #[derive(Module)]
+    #[module(crate = streamwire_core)]
+    struct ExactFuse {
+        #[port(keep_all)]
+        color: In<Image>,
+        #[port(keep_all)]
+        depth: In<DepthImage>,
+        #[state]
+        pairs: Vec<u64>,
+    }
+    impl Node for ExactFuse {
+        fn trigger(&self) -> Trigger {
+            Trigger::all([(&self.color).into(), (&self.depth).into()])
+        }
+        fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+            while let Some((color, _)) =
+                pair_by_stamp(&mut self.color, &mut self.depth, Slop::Exact)?
+            {
+                self.pairs
+                    .push(color.message.stamp().as_nanos() / 1_000_000);
+            }
+            Ok(())
+        }
+    }
+    let mut harness = Harness::new(ExactFuse {
+        color: In::new(),
+        depth: In::new(),
+        pairs: Vec::new(),
+    });
+    let ports = harness.ports();
+    for stamp in [10, 20, 30] {
+        harness.feed(ports.color, image(stamp)).unwrap();
+    }
+    // 19 ms is within any sensible slop of 20 ms, but not equal.
+    for stamp in [10, 19, 30] {
+        harness.feed(ports.depth, depth(stamp)).unwrap();
+    }
+    harness.run_until_idle().unwrap();
+    assert_eq!(harness.module().pairs, [10, 30]);
+    assert_eq!(harness.drops(ports.depth).unpaired, 1, "depth at 19 ms");
+    assert_eq!(harness.drops(ports.color).unpaired, 1, "colour at 20 ms");
 }
 
 /// Driven by images; reads the latest odometry when it needs it.

@@ -133,7 +133,7 @@ pub struct Fuse {
 
 impl Node for Fuse {
     fn trigger(&self) -> Trigger {
-        Trigger::all([(&self.color).into(), (&self.depth).into()], FUSE_SLOP)
+        Trigger::all([(&self.color).into(), (&self.depth).into()])
     }
 
     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {

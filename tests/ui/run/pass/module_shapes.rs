@@ -32,7 +32,7 @@ pub struct Fuse {
 
 impl Node for Fuse {
     fn trigger(&self) -> Trigger {
-        Trigger::all([(&self.color).into(), (&self.depth).into()], Slop::Exact)
+        Trigger::all([(&self.color).into(), (&self.depth).into()])
     }
     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
         let slop = Slop::Within(Duration::from_millis(5));
