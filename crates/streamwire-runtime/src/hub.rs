@@ -194,40 +194,42 @@ impl Hub {
             return;
         };
         let published_type = envelope.message.type_name();
-        let mut decoded: Option<Option<Envelope>> = None;
+        // Sizes and the decode of ready-made bytes are worked out once per publish,
+        // however many subscribers share them.
+        let published_bytes = content_bytes(envelope.message.as_ref());
+        let mut decoded: Option<Option<(Envelope, u64)>> = None;
         for s in subscribers.iter() {
-            let delivery = match s.wants {
-                Wants::Any => Some(envelope.clone()),
-                Wants::Message(want) if want == published_type => Some(envelope.clone()),
-                Wants::Message(want)
-                    if want == self.message
+            let (delivery, bytes) = match s.wants {
+                Wants::Message(want) if want != published_type => {
+                    let wants_pixels_of_ready_made = want == self.message
                         && self
                             .passthrough
                             .as_ref()
-                            .is_some_and(|p| p.encoded == published_type) =>
-                {
-                    decoded
-                        .get_or_insert_with(|| self.decode_ready_made(&envelope))
+                            .is_some_and(|p| p.encoded == published_type);
+                    if !wants_pixels_of_ready_made {
+                        s.queue.count(DropReason::DeserializeFailed);
+                        continue;
+                    }
+                    let Some((delivery, bytes)) = decoded
+                        .get_or_insert_with(|| {
+                            self.decode_ready_made(&envelope).map(|decoded| {
+                                let bytes = content_bytes(decoded.message.as_ref());
+                                (decoded, bytes)
+                            })
+                        })
                         .clone()
+                    else {
+                        s.queue.count(DropReason::DecodeFailed);
+                        continue;
+                    };
+                    (delivery, bytes)
                 }
-                Wants::Message(_) => {
-                    s.queue.count(DropReason::DeserializeFailed);
-                    None
-                }
+                // `Any`, or the type published.
+                _ => (envelope.clone(), published_bytes),
             };
-            match delivery {
-                Some(delivery) => {
-                    s.link.messages.fetch_add(1, Ordering::Relaxed);
-                    s.link
-                        .content_bytes
-                        .fetch_add(content_bytes(delivery.message.as_ref()), Ordering::Relaxed);
-                    s.queue.push(delivery);
-                }
-                None if decoded.as_ref().is_some_and(Option::is_none) => {
-                    s.queue.count(DropReason::DecodeFailed);
-                }
-                None => {}
-            }
+            s.link.messages.fetch_add(1, Ordering::Relaxed);
+            s.link.content_bytes.fetch_add(bytes, Ordering::Relaxed);
+            s.queue.push(delivery);
         }
     }
 

@@ -327,16 +327,14 @@ impl Runtime {
             Bound::from_history(history, options.keep_all_depth, options.keep_all_deadline)
         };
 
-        // Behaviour and triggers first: refuse to start before any thread exists.
-        let mut triggers = Vec::with_capacity(modules.len());
+        // Behaviour first: refuse to start before any thread exists.
         for (desc, module) in wiring.instances.iter().zip(modules.iter_mut()) {
-            let Some(node) = module.behaviour() else {
+            if module.behaviour().is_none() {
                 return Err(StartError::NoBehaviour {
                     instance: desc.name.clone(),
                     module_type: desc.module_type,
                 });
-            };
-            triggers.push(node.trigger());
+            }
         }
 
         // Hubs: one per instance output, one per codec node.
@@ -483,11 +481,13 @@ impl Runtime {
             }
         }
         // Triggers are read after binding, so they can name bound ports.
+        let mut triggers = Vec::with_capacity(modules.len());
         for (i, (desc, module)) in wiring.instances.iter().zip(modules.iter_mut()).enumerate() {
-            if let Some(node) = module.behaviour() {
-                triggers[i] = node.trigger();
-            }
-            check_trigger(desc, &triggers[i], &port_queues[i])?;
+            let trigger = module
+                .behaviour()
+                .map_or(Trigger::AnyInput, |node| node.trigger());
+            check_trigger(desc, &trigger, &port_queues[i])?;
+            triggers.push(trigger);
         }
 
         let mut codec_records = Vec::new();

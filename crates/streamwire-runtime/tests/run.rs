@@ -369,9 +369,17 @@ fn a_corrupt_frame_is_counted_and_skipped_and_the_stream_goes_on() {
     );
     let viewer = bp.add("viewer", Viewer::new());
     bp.place(&viewer, Placement::process("ui"));
+    // And one in the camera's process: it gets the ready-made bytes decoded on publish.
+    let mut local = Viewer::new();
+    local.frames = In::new();
+    bp.add("local", local);
     bp.autoconnect();
     let report = start(bp).wait_timeout(GUARD);
     assert_eq!(report.reason, EndReason::Finished, "{report}");
+    let local = input(&report.stats, "local.frames");
+    assert_eq!(local.dropped.decode_failed, 1, "{report}");
+    assert_eq!(local.dropped.deserialize_failed, 0, "{report}");
+    assert_eq!(local.delivered + local.dropped.queue_full, 4, "{report}");
     let decode = codec(&report.stats, "decode", "color_image");
     assert_eq!(decode.failed, 1, "{report}");
     assert_eq!(decode.done, 4);
