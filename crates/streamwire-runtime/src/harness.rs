@@ -1,20 +1,21 @@
 //! Testing one module without a blueprint, on the runtime's real queues.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use streamwire_core::{
-    Context, Delivered, Direction, DropReason, Header, In, InputBinding, InstanceId, Module, Node,
-    Out, Payload, PortHandle, Timestamp, Trigger,
+    Delivered, Direction, DropReason, Header, In, InputBinding, InstanceId, Module, Node, Out,
+    Payload, PortHandle, Timestamp, Trigger,
 };
 
 use crate::clock::{ManualClock, Signal};
 use crate::hub::{Demand, Hub, Wants};
 use crate::queue::{Bound, InputQueue};
 use crate::stats::DropCounts;
-use crate::worker::{InstanceContext, InstanceCounters, Shared, panic_text, readiness};
+use crate::worker::{
+    InstanceContext, InstanceCounters, Phase, PhaseFailure, Shared, call_phase, readiness,
+};
 
 /// How many messages the harness keeps per output until taken (a keep-last queue: the
 /// harness is bounded like everything else).
@@ -274,7 +275,7 @@ impl<M: Module + Node> Harness<M> {
     /// Calls `start` (done by the first `step` if not called).
     pub fn start(&mut self) -> Result<(), HarnessError> {
         self.started = true;
-        self.call("start")
+        self.call(Phase::Start)
     }
 
     /// Calls `step` once, whether or not the trigger would fire.
@@ -282,7 +283,7 @@ impl<M: Module + Node> Harness<M> {
         if !self.started {
             self.start()?;
         }
-        self.call("step")
+        self.call(Phase::Step)
     }
 
     /// Steps while the module's trigger fires (at most 10,000 times); returns how many
@@ -305,7 +306,7 @@ impl<M: Module + Node> Harness<M> {
             if !ready || matches!(trigger, Trigger::FreeRunning) && steps > 0 {
                 break;
             }
-            self.call("step")?;
+            self.call(Phase::Step)?;
             steps += 1;
         }
         Ok(steps)
@@ -313,7 +314,7 @@ impl<M: Module + Node> Harness<M> {
 
     /// Calls `stop`.
     pub fn stop(&mut self) -> Result<(), HarnessError> {
-        self.call("stop")
+        self.call(Phase::Stop)
     }
 
     fn input(&self, index: usize) -> Result<&(Arc<Hub>, Arc<InputQueue>), HarnessError> {
@@ -323,22 +324,17 @@ impl<M: Module + Node> Harness<M> {
             .ok_or(HarnessError::NoSuchPort { index })
     }
 
-    fn call(&mut self, phase: &'static str) -> Result<(), HarnessError> {
-        let mut cx = Context::new(&self.context);
-        let module = &mut self.module;
-        let result = catch_unwind(AssertUnwindSafe(|| match phase {
-            "start" => module.start(&mut cx),
-            "stop" => module.stop(&mut cx),
-            _ => module.step(&mut cx),
-        }));
-        match result {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(source)) => Err(HarnessError::Failed { phase, source }),
-            Err(payload) => Err(HarnessError::Panicked {
-                phase,
-                message: panic_text(payload.as_ref()),
-            }),
-        }
+    fn call(&mut self, phase: Phase) -> Result<(), HarnessError> {
+        call_phase(&mut self.module, phase, &self.context).map_err(|failure| match failure {
+            PhaseFailure::Error(source) => HarnessError::Failed {
+                phase: phase.name(),
+                source,
+            },
+            PhaseFailure::Panic(message) => HarnessError::Panicked {
+                phase: phase.name(),
+                message,
+            },
+        })
     }
 }
 

@@ -156,7 +156,7 @@ pub(crate) struct InstanceWorker {
 }
 
 /// The text of a panic payload.
-pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {
@@ -166,20 +166,46 @@ pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Phase {
+/// A call into a module's behaviour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
     Start,
     Step,
     Stop,
 }
 
 impl Phase {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Phase::Start => "start",
             Phase::Step => "step",
             Phase::Stop => "stop",
         }
+    }
+}
+
+/// How a phase failed.
+pub(crate) enum PhaseFailure {
+    Error(streamwire_core::NodeError),
+    Panic(String),
+}
+
+/// Calls one phase of `node`, catching a panic (the workspace keeps `panic = "unwind"`):
+/// shared by the run's threads and the harness.
+pub(crate) fn call_phase(
+    node: &mut dyn streamwire_core::Node,
+    phase: Phase,
+    context: &dyn RunContext,
+) -> Result<(), PhaseFailure> {
+    let mut cx = Context::new(context);
+    match catch_unwind(AssertUnwindSafe(|| match phase {
+        Phase::Start => node.start(&mut cx),
+        Phase::Step => node.step(&mut cx),
+        Phase::Stop => node.stop(&mut cx),
+    })) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(PhaseFailure::Error(error)),
+        Err(payload) => Err(PhaseFailure::Panic(panic_text(payload.as_ref()))),
     }
 }
 
@@ -253,17 +279,12 @@ impl InstanceWorker {
                 self.name, self.module_type
             )));
         };
-        let mut cx = Context::new(context);
-        let result = catch_unwind(AssertUnwindSafe(|| match phase {
-            Phase::Start => node.start(&mut cx),
-            Phase::Step => node.step(&mut cx),
-            Phase::Stop => node.stop(&mut cx),
-        }));
-        let failure = match result {
-            Ok(Ok(())) => return None,
-            Ok(Err(_)) if self.shared.is_stopping() => return None,
-            Ok(Err(error)) => format!("returned an error: {error}"),
-            Err(payload) => format!("panicked: {}", panic_text(payload.as_ref())),
+        let failure = match call_phase(node, phase, context) {
+            Ok(()) => return None,
+            // A publish refused because the run is stopping is not a failure.
+            Err(PhaseFailure::Error(_)) if self.shared.is_stopping() => return None,
+            Err(PhaseFailure::Error(error)) => format!("returned an error: {error}"),
+            Err(PhaseFailure::Panic(message)) => format!("panicked: {message}"),
         };
         let text = format!(
             "instance `{}` ({}) failed in {}: {failure}",

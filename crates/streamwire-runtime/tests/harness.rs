@@ -301,6 +301,23 @@ fn a_failing_step_is_an_error_of_the_harness() {
     let error = harness.step().unwrap_err();
     assert!(matches!(error, HarnessError::Failed { phase: "step", .. }));
     assert_eq!(error.to_string(), "step returned an error: no thanks");
+
+    #[derive(Module)]
+    #[module(crate = streamwire_core)]
+    struct Brittle {
+        frames: In<Image>,
+    }
+    impl Node for Brittle {
+        fn start(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+            panic!("no camera attached");
+        }
+        fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+            Ok(())
+        }
+    }
+    let mut harness = Harness::new(Brittle { frames: In::new() });
+    let error = harness.step().unwrap_err();
+    assert_eq!(error.to_string(), "start panicked: no camera attached");
 }
 
 #[test]
