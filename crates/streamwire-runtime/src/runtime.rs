@@ -1072,7 +1072,7 @@ impl RunHandle {
             queue,
             signal,
             attached,
-            stopping: self.shared.stopping.clone(),
+            shared: self.shared.clone(),
         })
     }
 }
@@ -1121,7 +1121,8 @@ pub struct AnyTap {
     queue: Arc<InputQueue>,
     signal: Arc<Signal>,
     attached: Arc<AtomicBool>,
-    stopping: Arc<AtomicBool>,
+    /// For the stop flag, and to unregister the tap's wake-up when it detaches.
+    shared: Arc<Shared>,
 }
 
 impl AnyTap {
@@ -1135,7 +1136,7 @@ impl AnyTap {
                 return Some(envelope);
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || self.queue.is_closed() || self.stopping.load(Ordering::SeqCst) {
+            if left.is_zero() || self.queue.is_closed() || self.shared.is_stopping() {
                 return None;
             }
             self.signal.wait(since, left);
@@ -1160,6 +1161,10 @@ impl Drop for AnyTap {
     fn drop(&mut self) {
         self.attached.store(false, Ordering::SeqCst);
         self.hub.unsubscribe(self.id);
+        // Taps come and go for as long as a run lasts: nothing of them may pile up.
+        if let Ok(mut signals) = self.shared.signals.lock() {
+            signals.retain(|s| !Arc::ptr_eq(s, &self.signal));
+        }
     }
 }
 
