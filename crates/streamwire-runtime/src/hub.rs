@@ -2,7 +2,7 @@
 //! the same shared message to every subscriber queue (a reference-count bump each).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 use streamwire_core::{
     AnyMessage, DropReason, Envelope, Header, OutputBinding, PortError, codec::DynCodec,
@@ -72,8 +72,9 @@ pub(crate) struct Hub {
     clock: Arc<dyn Clock>,
     stopping: Arc<AtomicBool>,
     pub(crate) passthrough: Option<Passthrough>,
-    /// Serialises logging of decode failures to once per burst.
-    failing: Mutex<bool>,
+    /// True inside a burst of failures: logged once per burst (an atomic, since every
+    /// successful frame clears it).
+    failing: AtomicBool,
 }
 
 impl Hub {
@@ -95,7 +96,7 @@ impl Hub {
             clock,
             stopping,
             passthrough,
-            failing: Mutex::new(false),
+            failing: AtomicBool::new(false),
         })
     }
 
@@ -255,18 +256,13 @@ impl Hub {
 
     /// Logs the first failure of a burst, with the stream's name; counts all of them.
     pub(crate) fn failed(&self, error: &dyn std::error::Error) {
-        if let Ok(mut failing) = self.failing.lock()
-            && !*failing
-        {
-            *failing = true;
+        if !self.failing.swap(true, Ordering::Relaxed) {
             tracing::warn!(stream = %self.stream, "corrupt frame skipped: {error}");
         }
     }
 
     pub(crate) fn recovered(&self) {
-        if let Ok(mut failing) = self.failing.lock() {
-            *failing = false;
-        }
+        self.failing.store(false, Ordering::Relaxed);
     }
 
     pub(crate) fn is_stopping(&self) -> bool {
