@@ -91,6 +91,18 @@ fn golden_frame_layout() {
         bytes.len() - 16 - head_len
     );
     insta::assert_snapshot!(text);
+    // RFC.md shows the same bytes: the spec and the code cannot drift apart unseen.
+    let rfc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../RFC.md")).unwrap();
+    for line in text
+        .lines()
+        .filter(|l| l.contains(' ') && l.len() > 20 && !l.contains(':'))
+    {
+        assert!(
+            rfc.contains(line),
+            "RFC.md lacks the golden frame line `{line}`"
+        );
+    }
     assert_eq!(&bytes[..4], &MAGIC);
     assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), FORMAT_VERSION);
 }
