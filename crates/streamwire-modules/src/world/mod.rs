@@ -29,6 +29,9 @@ pub const ROOM_Y: f64 = 5.0;
 pub const CAMERA_HEIGHT_M: f64 = 0.5;
 /// Height of the lidar above the floor, metres.
 pub const LIDAR_HEIGHT_M: f64 = 0.8;
+/// Amplitude of the camera's per-pixel noise (uniform, in 8-bit levels): sensor noise,
+/// chosen so that a 720p frame's JPEG at q75 is the size of a real camera's.
+pub const PIXEL_NOISE: f32 = 1.0;
 /// The label [`World::render`] gives the pixels of the moving object.
 pub const MOVING_LABEL: u8 = 255;
 /// Label of wall pixels.
@@ -363,7 +366,7 @@ impl World {
                 labels[i] = label;
                 if color {
                     let c = self.shade(&hits, surface, &pose, heading, slope * cos);
-                    let n = self.noise(frame_key, col as u64, row as u64);
+                    let n = PIXEL_NOISE * self.noise(frame_key, col as u64, row as u64);
                     for (ch, value) in c.iter().enumerate() {
                         rgb[i * 3 + ch] = (value + n).clamp(0.0, 255.0) as u8;
                     }
@@ -402,7 +405,7 @@ impl World {
                     Surface::Floor(d) | Surface::Ceiling(d) => d,
                 };
                 let noise =
-                    self.noise(key, u64::from(a), u64::from(b) + 1_000_000) as f64 / 6.0 * noise_m;
+                    f64::from(self.noise(key, u64::from(a), u64::from(b) + 1_000_000)) * noise_m;
                 let d = (distance + noise).max(0.0);
                 let z = LIDAR_HEIGHT_M - slope * d;
                 points.push([(d * az.cos()) as f32, (d * az.sin()) as f32, z as f32]);
@@ -411,10 +414,10 @@ impl World {
         points
     }
 
-    /// Uniform noise in -6..6 for (key, a, b), fixed by the seed.
+    /// Uniform noise in -1..1 for (key, a, b), fixed by the seed.
     pub(crate) fn noise(&self, key: u64, a: u64, b: u64) -> f32 {
         let h = mix(self.seed ^ mix(key ^ mix(a ^ mix(b))));
-        ((h >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * 6.0
+        (h >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
     }
 
     fn shade(
@@ -458,11 +461,11 @@ impl World {
 
     /// Brick wall texture at (along, height) metres.
     fn brick(&self, along: f64, height: f64) -> [f32; 3] {
-        let row = (height / 0.08).floor();
-        let shift = if row as i64 % 2 == 0 { 0.0 } else { 0.125 };
+        let row = (height / 0.13).floor();
+        let shift = if row as i64 % 2 == 0 { 0.0 } else { 0.2 };
         let u = along + shift;
-        let col = (u / 0.25).floor();
-        let mortar = (height / 0.08).fract() < 0.14 || (u / 0.25).fract() < 0.05;
+        let col = (u / 0.4).floor();
+        let mortar = (height / 0.13).fract() < 0.1 || (u / 0.4).fract() < 0.03;
         if mortar {
             return [185.0, 180.0, 170.0];
         }
@@ -474,14 +477,14 @@ impl World {
 
     /// Plank floor texture at (x, y) metres.
     fn planks(&self, x: f64, y: f64) -> [f32; 3] {
-        let plank = (y / 0.2).floor();
-        let seam = (y / 0.2).fract() < 0.04;
+        let plank = (y / 0.3).floor();
+        let seam = (y / 0.3).fract() < 0.03;
         if seam {
             return [60.0, 45.0, 30.0];
         }
         let tone = (mix(self.seed ^ mix(plank as i64 as u64 ^ 0xF100)) >> 56) as f32 / 255.0;
-        let grain = ((x * 23.0 + plank * 1.7).sin() * 0.5 + 0.5) as f32;
-        let v = 0.75 + 0.3 * tone + 0.1 * grain;
+        let grain = ((x * 9.0 + plank * 1.7).sin() * 0.5 + 0.5) as f32;
+        let v = 0.75 + 0.3 * tone + 0.05 * grain;
         [140.0 * v, 100.0 * v, 66.0 * v]
     }
 }

@@ -188,7 +188,6 @@ impl SimDepth {
                     return 0;
                 }
                 let noise = f64::from(world.noise(key, (i % w) as u64, (i / w) as u64 + 7_000_000))
-                    / 6.0
                     * (1.0 + 1.5 * m);
                 (m * 1000.0 + noise).round().clamp(1.0, 65534.0) as u16
             })
@@ -365,7 +364,7 @@ impl SimOdometry {
         let pose = world.robot_pose(t);
         let (speed, turn) = world.robot_velocity(t);
         let key = stamp.as_nanos() / 1_000_000;
-        let n = |k: u64| f64::from(world.noise(key, k, 9_000_000)) / 6.0;
+        let n = |k: u64| f64::from(world.noise(key, k, 9_000_000));
         let pose = Pose {
             position: Vector3::new(
                 pose.x + n(0) * self.position_noise_m,
