@@ -7,9 +7,9 @@ use streamwire::prelude::*;
 
 /// Finds the red moving object of the [simulated world](crate::world) in colour frames
 /// and publishes its box (or no box) for every frame it gets, stamped with the frame's
-/// stamp. It looks only at pixels: a pixel is the object's when its red is at least 60
-/// and twice its green and its blue (nothing else in the world is that red, and JPEG at
-/// q75 keeps it so); the box spans the rows and columns holding at least two such pixels
+/// stamp. It looks only at pixels: a pixel is the object's when its red is at least 100
+/// and 20 more than twice its green and its blue (nothing else in the world is that red, and JPEG at
+/// q75 keeps it so); the box spans the rows and columns holding at least three such pixels
 /// (so lone noisy pixels do not stretch it), if `min_pixels` are found.
 ///
 /// Ports: `frames` (`In<Image>`, stream `color_image`), `detections` (`Out<Detections>`).
@@ -60,7 +60,7 @@ pub fn find_red(image: &Image, min_pixels: usize, label: &str) -> Option<Detecti
                 u32::from(px[green]),
                 u32::from(px[blue]),
             );
-            if r >= 60 && r >= 2 * g && r >= 2 * b {
+            if r >= 100 && r >= 2 * g + 20 && r >= 2 * b + 20 {
                 columns[x] += 1;
                 rows[y] += 1;
                 total += 1;
@@ -71,8 +71,8 @@ pub fn find_red(image: &Image, min_pixels: usize, label: &str) -> Option<Detecti
         return None;
     }
     let span = |counts: &[u32]| {
-        let first = counts.iter().position(|&c| c >= 2)?;
-        let last = counts.iter().rposition(|&c| c >= 2)?;
+        let first = counts.iter().position(|&c| c >= 3)?;
+        let last = counts.iter().rposition(|&c| c >= 3)?;
         Some((first, last))
     };
     let (x0, x1) = span(&columns)?;
