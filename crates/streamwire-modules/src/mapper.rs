@@ -128,7 +128,7 @@ impl Mapper {
             }
             let (x, y) = (px + f * cos - l * sin, py + f * sin + l * cos);
             obstacles += 1;
-            if self.ray_every > 0 && obstacles % self.ray_every == 0 {
+            if self.ray_every > 0 && obstacles.is_multiple_of(self.ray_every) {
                 // Free space up to (not including) the hit cell.
                 let steps = ((x - px).hypot(y - py) / (self.resolution_m * 0.5)) as usize;
                 let hit = self.index(x, y);

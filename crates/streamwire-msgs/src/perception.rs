@@ -252,9 +252,7 @@ impl OccupancyGrid {
         {
             return Err(PerceptionError::BadGeometry { resolution });
         }
-        let expected = u64::from(width)
-            .checked_mul(u64::from(height))
-            .unwrap_or(u64::MAX);
+        let expected = u64::from(width).saturating_mul(u64::from(height));
         if usize::try_from(expected).ok() != Some(cells.len()) {
             return Err(PerceptionError::GridSize {
                 width,

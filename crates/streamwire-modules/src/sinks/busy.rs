@@ -88,7 +88,7 @@ pub fn filter_pass(image: &Image, first: u32, out: &mut Vec<u16>) -> u64 {
         ) else {
             continue;
         };
-        for x in 1..w - 1 {
+        for (x, slot) in out.iter_mut().enumerate().take(w - 1).skip(1) {
             let gx = px(up, x + 1) + 2 * px(mid, x + 1) + px(down, x + 1)
                 - px(up, x - 1)
                 - 2 * px(mid, x - 1)
@@ -98,7 +98,7 @@ pub fn filter_pass(image: &Image, first: u32, out: &mut Vec<u16>) -> u64 {
                 - 2 * px(up, x)
                 - px(up, x + 1);
             let magnitude = (gx.unsigned_abs() + gy.unsigned_abs()).min(u32::from(u16::MAX)) as u16;
-            out[x] = magnitude;
+            *slot = magnitude;
             sum += u64::from(magnitude);
         }
     }

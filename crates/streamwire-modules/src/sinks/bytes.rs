@@ -73,7 +73,7 @@ impl Node for ByteConsumer {
             let n = cx.counter("frames");
             n.increment();
             cx.counter("bytes").add(frame.message.data().len() as u64);
-            if self.check_every > 0 && (n.get() - 1) % self.check_every == 0 {
+            if self.check_every > 0 && (n.get() - 1).is_multiple_of(self.check_every) {
                 match Codec::<Image>::decode(&codec, &frame.message) {
                     Ok(_) => cx.counter("decoded").increment(),
                     Err(e) => {

@@ -197,7 +197,7 @@ pub const MOVING_COLOR: [f32; 3] = [215.0, 35.0, 30.0];
 impl World {
     /// The world of `seed`: the same seed gives the same world, block for block.
     pub fn new(seed: u64) -> World {
-        let mut rng = SplitMix(seed ^ 0x5EED_0F_A0_0000);
+        let mut rng = SplitMix(seed ^ 0x5EED_0FA0_0000);
         let spots = [
             (-5.5, -3.5),
             (5.5, -3.4),
