@@ -187,4 +187,17 @@ macro_rules! stamped {
     };
 }
 
-stamped!(Image, DepthImage, CompressedImage, PointCloud, Odometry);
+stamped!(
+    Image,
+    DepthImage,
+    CompressedImage,
+    PointCloud,
+    Odometry,
+    OccupancyGrid
+);
+
+impl streamwire_core::Stamped for Detections {
+    fn stamp(&self) -> streamwire_core::Timestamp {
+        self.stamp
+    }
+}
