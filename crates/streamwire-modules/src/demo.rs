@@ -8,7 +8,7 @@
 //! config.set("camera.fps", "10")?;
 //! config.set("busy.work_ms", "5")?;
 //! let plan = demo_blueprint(&config)?.build()?;
-//! assert!(plan.to_string().contains("encode jpeg"));
+//! assert!(plan.to_string().contains("encode color_image"));
 //! assert!(config.set("camera.colour", "red").is_err());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -695,3 +695,30 @@ impl Node for ReplaySource {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_through_keeps_the_files_bytes_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let pixels = vec![90u8; 24 * 10 * 3];
+        let image =
+            streamwire::engines::jpeg::PixelsRef::new(24, 10, 72, PixelFormat::Rgb8, &pixels)
+                .unwrap();
+        let file = streamwire::engines::jpeg::encode(&image, &Default::default())
+            .unwrap()
+            .data;
+        let path = dir.path().join("0.jpg");
+        std::fs::write(&path, &file).unwrap();
+        let (payload, bytes) = load(&path, true, &JpegDecoder::default()).unwrap();
+        let Payload::Encoded(frame) = payload else {
+            panic!("pass-through must not decode");
+        };
+        assert_eq!(&frame.data()[..], &file[..]);
+        assert_eq!(bytes, file.len());
+        assert_eq!((frame.original_width(), frame.original_height()), (24, 10));
+        assert_eq!(frame.format(), "rgb8; jpeg compressed bgr8");
+    }
+}
