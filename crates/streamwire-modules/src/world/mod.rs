@@ -450,7 +450,7 @@ impl World {
             Surface::Ceiling(d) => {
                 let (x, y) = (pose.x + heading.cos() * d, pose.y + heading.sin() * d);
                 let line = (x / 0.6).fract().abs() < 0.03 || (y / 0.6).fract().abs() < 0.03;
-                let v = if line { 150.0 } else { 205.0 };
+                let v = if line { 178.0 } else { 205.0 };
                 let _ = slope;
                 ([v, v, v + 4.0], d)
             }
@@ -467,11 +467,11 @@ impl World {
         let col = (u / 0.4).floor();
         let mortar = (height / 0.13).fract() < 0.1 || (u / 0.4).fract() < 0.03;
         if mortar {
-            return [185.0, 180.0, 170.0];
+            return [170.0, 150.0, 130.0];
         }
         let tone =
             (mix(self.seed ^ mix(row as i64 as u64 ^ mix(col as i64 as u64))) >> 56) as f32 / 255.0;
-        let v = 0.8 + 0.4 * tone;
+        let v = 0.88 + 0.24 * tone;
         [150.0 * v, 105.0 * v, 85.0 * v]
     }
 
@@ -480,7 +480,7 @@ impl World {
         let plank = (y / 0.3).floor();
         let seam = (y / 0.3).fract() < 0.03;
         if seam {
-            return [60.0, 45.0, 30.0];
+            return [95.0, 68.0, 45.0];
         }
         let tone = (mix(self.seed ^ mix(plank as i64 as u64 ^ 0xF100)) >> 56) as f32 / 255.0;
         let grain = ((x * 9.0 + plank * 1.7).sin() * 0.5 + 0.5) as f32;

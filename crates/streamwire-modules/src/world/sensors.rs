@@ -35,6 +35,10 @@ fn next_stamp(now: Timestamp, hz: f64, last: &mut Option<Timestamp>) -> Option<T
 /// stamps (and sees) the same instants. Deterministic: the same seed and stamp give the
 /// same pixels, noise included.
 ///
+/// At 1280x720 its JPEG at q75 (the codec's default) is 51.6-74.5 KB a frame, mean
+/// 58.8 KB over 14 s at 20 fps, against 42.6 KB for the real cockatoo frames re-encoded
+/// the same way: 1.38 times (`cargo run -p streamwire-modules --example measure`).
+///
 /// Ports: `color_image` (`Out<Compressed<Image>>`: the wire may JPEG it).
 /// Config: `width`, `height` (pixels, any size), `fps`, `seed`, `hfov_deg`.
 #[derive(Module)]
