@@ -122,3 +122,57 @@ fn the_mapper_builds_the_rooms_grid_at_one_hertz() {
     );
     assert!(free_ok as f64 >= 0.98 * free as f64, "{free_ok} of {free}");
 }
+
+#[test]
+fn the_mapper_builds_a_grid_from_depth_too() {
+    use streamwire_modules::world::SimDepth;
+    let depth = SimDepth::default();
+    let odometry = SimOdometry::default();
+    let world = World::new(depth.seed);
+    let mut harness = Harness::new(Mapper::default());
+    let ports = harness.ports();
+    let mut maps = Vec::new();
+    for k in 0..=20u64 {
+        let stamp = at_ms(k * 100);
+        harness
+            .feed(ports.odometry, odometry.sample_at(stamp).unwrap())
+            .unwrap();
+        harness
+            .feed(ports.depth, depth.frame_at(stamp).unwrap())
+            .unwrap();
+        harness.run_until_idle().unwrap();
+        maps.extend(harness.take(ports.map));
+        harness.clock().advance(Duration::from_millis(100));
+    }
+    assert_eq!(maps.len(), 3);
+    assert_eq!(harness.counter("depth_frames"), 21);
+    let grid = &maps[2].message;
+    let t = world_time(grid.stamp());
+    let res = grid.resolution();
+    let (mut occupied, mut occupied_ok) = (0, 0);
+    for row in 0..grid.height() {
+        for col in 0..grid.width() {
+            if grid.cell(col, row).unwrap() >= 65 {
+                let x = grid.origin().0 + (f64::from(col) + 0.5) * res;
+                let y = grid.origin().1 + (f64::from(row) + 0.5) * res;
+                occupied += 1;
+                let near = [
+                    (0.0, 0.0),
+                    (0.15, 0.0),
+                    (-0.15, 0.0),
+                    (0.0, 0.15),
+                    (0.0, -0.15),
+                ];
+                occupied_ok += usize::from(
+                    near.iter()
+                        .any(|(dx, dy)| world.occupied(t, x + dx, y + dy)),
+                );
+            }
+        }
+    }
+    assert!(occupied > 50, "occupied {occupied}");
+    assert!(
+        occupied_ok as f64 >= 0.95 * occupied as f64,
+        "{occupied_ok} of {occupied}"
+    );
+}
