@@ -46,6 +46,10 @@ pub trait Message:
     /// Sensor data or state: decides the default QoS of the ports that carry it
     /// (`#[message(kind = sensor)]`; state unless said otherwise).
     const KIND: MessageKind = MessageKind::State;
+    /// The version of this type's serialized form, carried in every wire frame: a
+    /// receiver refuses a frame of another version (counted as incompatible) instead of
+    /// misreading it. Raise it when a change of the type's fields changes its serde form.
+    const SCHEMA_VERSION: u32 = 1;
 
     /// The run-time description of this message type.
     fn info() -> MessageInfo {
@@ -145,6 +149,7 @@ impl fmt::Display for MessageKind {
 pub struct MessageInfo {
     name: &'static str,
     kind: MessageKind,
+    schema_version: u32,
     rust_name: fn() -> &'static str,
     type_id: fn() -> TypeId,
 }
@@ -156,6 +161,7 @@ impl MessageInfo {
         MessageInfo {
             name: M::TYPE_NAME,
             kind: M::KIND,
+            schema_version: M::SCHEMA_VERSION,
             rust_name: short_type_name::<M>,
             type_id: TypeId::of::<M>,
         }
@@ -169,6 +175,11 @@ impl MessageInfo {
     /// Sensor data or state (decides its ports' default QoS).
     pub fn kind(&self) -> MessageKind {
         self.kind
+    }
+
+    /// The version of its serialized form ([`Message::SCHEMA_VERSION`]).
+    pub fn schema_version(&self) -> u32 {
+        self.schema_version
     }
 
     /// The Rust type's short name, e.g. `Image`; used in messages written for people.
@@ -250,6 +261,8 @@ pub trait AnyMessage: fmt::Debug + Send + Sync + 'static {
     fn as_any(&self) -> &dyn Any;
     /// A boxed copy (cheap: payloads are shared).
     fn clone_boxed(&self) -> Box<dyn AnyMessage>;
+    /// The version of the type's serialized form ([`Message::SCHEMA_VERSION`]).
+    fn schema_version(&self) -> u32;
 }
 
 /// Every message is an `AnyMessage`; `#[derive(Message)]` registers it for
@@ -265,6 +278,10 @@ impl<M: Message> AnyMessage for M {
 
     fn clone_boxed(&self) -> Box<dyn AnyMessage> {
         Box::new(self.clone())
+    }
+
+    fn schema_version(&self) -> u32 {
+        M::SCHEMA_VERSION
     }
 
     #[doc(hidden)]

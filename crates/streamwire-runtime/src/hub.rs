@@ -30,6 +30,8 @@ pub(crate) enum Demand {
     Always,
     /// A codec node: needed while its own output has demand.
     Via(Arc<Hub>),
+    /// A transport publisher: needed while another partition subscribes to the stream.
+    Remote(Arc<dyn streamwire_transport::Publisher>),
 }
 
 /// Counters of one link (hub to queue).
@@ -144,6 +146,7 @@ impl Hub {
             subscribers.iter().any(|s| match &s.demand {
                 Demand::Always => true,
                 Demand::Via(downstream) => downstream.has_demand(),
+                Demand::Remote(publisher) => publisher.is_matched(),
             })
         })
     }

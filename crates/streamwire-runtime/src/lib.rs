@@ -160,6 +160,7 @@
 mod clock;
 mod harness;
 mod hub;
+mod partition;
 mod queue;
 mod runtime;
 mod stats;
@@ -168,10 +169,11 @@ mod worker;
 
 pub use clock::{Clock, ManualClock, ScaledClock, SystemClock};
 pub use harness::{Harness, HarnessError};
+pub use partition::Partitions;
 pub use runtime::{
     AnyTap, Run, RunError, RunHandle, RunOptions, Runtime, StartError, StopFlag, Tap, TapError,
 };
 pub use stats::{
     CodecRole, CodecStats, DropCounts, EndReason, InputStats, InstanceStats, LatencySummary,
-    LinkStats, OutputStats, RunReport, RunStats, TapStats,
+    LinkStats, OutputStats, RunReport, RunStats, TapStats, WireDirection, WireStats,
 };

@@ -7,12 +7,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use streamwire_core::{
-    CodecParams, Delivered, Direction, DropReason, InputBinding, Message, ModuleValue, Trigger,
+    CodecParams, Delivered, Direction, DropReason, History, InputBinding, Message, MessageInfo,
+    ModuleValue, Qos, Trigger,
 };
 use streamwire_graph::{CodecKind, RunnablePlan};
+use streamwire_transport::{Loopback, Transport, TransportError};
 
 use crate::clock::{Clock, Signal, SystemClock};
 use crate::hub::{Demand, Hub, LinkCounters, Passthrough, Wants};
+use crate::partition::{Ingress, Partitions, SenderRecord, SenderWorker};
 use crate::queue::{Bound, InputQueue};
 use crate::stats::{
     CodecRole, CodecStats, DropCounts, EndReason, InputStats, InstanceStats, LinkStats,
@@ -39,6 +42,12 @@ pub struct RunOptions {
     pub stall_after: Duration,
     /// Depth of a tap's keep-last queue (default 16).
     pub tap_depth: usize,
+    /// How the plan's processes run here (default: each is a partition, joined to the
+    /// others by the loopback transport).
+    pub partitions: Partitions,
+    /// The transport joining partitions (default: a new [`Loopback`] per run). Pass a
+    /// clone of your own loopback to put frames on it from a test.
+    pub transport: Option<Arc<dyn Transport>>,
 }
 
 impl Default for RunOptions {
@@ -50,6 +59,8 @@ impl Default for RunOptions {
             keep_all_deadline: Duration::from_millis(100),
             stall_after: Duration::from_secs(1),
             tap_depth: 16,
+            partitions: Partitions::default(),
+            transport: None,
         }
     }
 }
@@ -62,6 +73,8 @@ impl std::fmt::Debug for RunOptions {
             .field("keep_all_deadline", &self.keep_all_deadline)
             .field("stall_after", &self.stall_after)
             .field("tap_depth", &self.tap_depth)
+            .field("partitions", &self.partitions)
+            .field("transport", &self.transport.as_ref().map(|t| t.name()))
             .finish_non_exhaustive()
     }
 }
@@ -108,6 +121,15 @@ pub enum StartError {
         #[source]
         error: streamwire_core::PortError,
     },
+    /// The transport refused a publisher or a subscription.
+    #[error("stream `{stream}` cannot cross between partitions: {error}")]
+    Transport {
+        /// The stream.
+        stream: String,
+        /// Why.
+        #[source]
+        error: TransportError,
+    },
     /// The operating system refused a thread.
     #[error("cannot start the thread of `{name}`")]
     Spawn {
@@ -140,6 +162,23 @@ pub enum TapError {
         carries: String,
         /// The type asked for.
         asked: &'static str,
+    },
+    /// No planned process of that name runs here.
+    #[error("no process `{process}` in this run (processes: {known})")]
+    UnknownProcess {
+        /// The name asked for.
+        process: String,
+        /// The processes of the plan, comma separated.
+        known: String,
+    },
+    /// The transport refused the tap's subscription.
+    #[error("cannot tap `{stream}` across partitions: {error}")]
+    Transport {
+        /// The stream.
+        stream: String,
+        /// Why.
+        #[source]
+        error: TransportError,
     },
 }
 
@@ -258,6 +297,28 @@ struct Records {
     codecs: Vec<CodecRecord>,
     taps: Mutex<Vec<TapRecord>>,
     stall_after: Duration,
+    /// Streams leaving a partition, and the planned ones entering one.
+    senders: Vec<SenderRecord>,
+    ingresses: Vec<Ingress>,
+}
+
+/// A hub a partition publishes into, with what a transport needs to carry it.
+struct StreamHub {
+    name: String,
+    hub: Arc<Hub>,
+    partition: usize,
+    qos: Qos,
+    /// The message types (with schema versions) that travel on it.
+    accepted: Vec<(&'static str, u32)>,
+    /// The codec that made its messages (`jpeg`), or empty.
+    codec: &'static str,
+    /// Whether it may leave its partition (a decoder's output never does: the plan puts a
+    /// decoder in every process that wants its pixels).
+    publish: bool,
+}
+
+fn schema(info: MessageInfo) -> (&'static str, u32) {
+    (info.name(), info.schema_version())
 }
 
 /// A running blueprint: watch it (`stats`), listen in (`tap`), stop it, wait for it.
@@ -265,8 +326,12 @@ struct Records {
 pub struct RunHandle {
     shared: Arc<Shared>,
     records: Arc<Records>,
-    /// Hubs by stream name, for taps: (stream, hub), producers first.
-    streams: Vec<(String, Arc<Hub>)>,
+    /// Hubs by stream name, for taps, producers first.
+    streams: Vec<StreamHub>,
+    /// The partitions' names (planned processes), when partitions are on.
+    partitions: Vec<String>,
+    /// The transport joining them.
+    transport: Option<Arc<dyn Transport>>,
     threads: Vec<ThreadRecord>,
     exits: Receiver<Exit>,
     failure: Option<String>,
@@ -295,6 +360,42 @@ impl Runtime {
     pub fn start(runnable: RunnablePlan, options: RunOptions) -> Result<RunHandle, StartError> {
         let (plan, mut modules) = runnable.into_parts();
         let wiring = Wiring::of(&plan);
+        // Partitions: one per planned process, when asked for and when there are several.
+        let mut partition_names: Vec<String> = plan
+            .processes()
+            .iter()
+            .map(|p| p.placement().to_string())
+            .collect();
+        let partitioned = options.partitions == Partitions::PerProcess && partition_names.len() > 1;
+        if !partitioned {
+            partition_names.clear();
+        }
+        let partition_of = |placement: &str| -> usize {
+            partition_names
+                .iter()
+                .position(|p| p == placement)
+                .unwrap_or(0)
+        };
+        let instance_partition: Vec<usize> = wiring
+            .instances
+            .iter()
+            .map(|i| partition_of(&i.placement))
+            .collect();
+        let codec_partition: Vec<usize> = wiring
+            .codecs
+            .iter()
+            .map(|c| partition_of(&c.placement))
+            .collect();
+        let end_partition = |end: End| match end {
+            End::Port(i, _) => instance_partition[i],
+            End::Codec(c) => codec_partition[c],
+        };
+        let transport: Option<Arc<dyn Transport>> = partitioned.then(|| {
+            options
+                .transport
+                .clone()
+                .unwrap_or_else(|| Arc::new(Loopback::new()))
+        });
         let stopping = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared {
             clock: options.clock.clone(),
@@ -339,11 +440,11 @@ impl Runtime {
 
         // Hubs: one per instance output, one per codec node.
         let mut signals = Vec::new();
+        let mut streams: Vec<StreamHub> = Vec::new();
         let mut port_hubs: Vec<Vec<Option<Arc<Hub>>>> = Vec::new();
         let mut port_queues: Vec<Vec<Option<Arc<InputQueue>>>> = Vec::new();
-        let mut streams = Vec::new();
         let mut outputs = Vec::new();
-        for desc in &wiring.instances {
+        for (i, desc) in wiring.instances.iter().enumerate() {
             let signal = new_signal();
             let mut hubs = Vec::new();
             let mut queues = Vec::new();
@@ -365,7 +466,19 @@ impl Runtime {
                             None => None,
                         };
                         let hub = new_hub(&port.stream, port.info.message().name(), passthrough);
-                        streams.push((port.stream.clone(), hub.clone()));
+                        let mut accepted = vec![schema(port.info.message())];
+                        if let Some(codec) = port.info.transport().codec() {
+                            accepted.push(schema(codec.encoded()));
+                        }
+                        streams.push(StreamHub {
+                            name: port.stream.clone(),
+                            hub: hub.clone(),
+                            partition: instance_partition[i],
+                            qos: port.qos,
+                            accepted,
+                            codec: "",
+                            publish: true,
+                        });
                         outputs.push((format!("{}.{}", desc.name, port.info.field()), hub.clone()));
                         hubs.push(Some(hub));
                         queues.push(None);
@@ -388,10 +501,23 @@ impl Runtime {
         let mut codec_hubs = Vec::new();
         let mut codec_queues = Vec::new();
         let mut codec_signals = Vec::new();
-        for codec in &wiring.codecs {
+        for (c, codec) in wiring.codecs.iter().enumerate() {
             let signal = new_signal();
             let hub = new_hub(codec.output_stream(), codec.output_type(), None);
-            streams.push((codec.output_stream().to_owned(), hub.clone()));
+            let encode = codec.kind == CodecKind::Encode;
+            streams.push(StreamHub {
+                name: codec.output_stream().to_owned(),
+                hub: hub.clone(),
+                partition: codec_partition[c],
+                qos: codec.qos,
+                accepted: vec![schema(if encode {
+                    codec.codec.encoded()
+                } else {
+                    codec.codec.message()
+                })],
+                codec: if encode { codec.codec.name() } else { "" },
+                publish: encode,
+            });
             // A codec node's queue follows its stream's QoS.
             let history = codec.qos.history;
             codec_queues.push(InputQueue::new(
@@ -406,6 +532,7 @@ impl Runtime {
 
         // Links: subscribe each receiving queue to its sending hub.
         let mut links = Vec::new();
+        let mut ingresses: Vec<Ingress> = Vec::new();
         let mut subscriptions: Vec<Vec<(Arc<Hub>, u64)>> = vec![Vec::new(); wiring.instances.len()];
         let mut codec_subscriptions: Vec<Option<(Arc<Hub>, u64)>> = vec![None; wiring.codecs.len()];
         for link in &wiring.links {
@@ -430,6 +557,43 @@ impl Runtime {
             };
             let (Some(hub), Some(queue)) = (hub, queue) else {
                 continue;
+            };
+            // Across partitions, the receiving end subscribes to its partition's ingress
+            // of the stream (one per stream and partition), fed by the transport.
+            let (from_part, to_part) = (end_partition(link.from), end_partition(link.to));
+            let hub = match (&transport, from_part == to_part) {
+                (Some(transport), false) => {
+                    let Some(source) = streams.iter().find(|s| Arc::ptr_eq(&s.hub, &hub)) else {
+                        continue;
+                    };
+                    let existing = ingresses.iter().position(|g| {
+                        g.key == source.name && g.partition == partition_names[to_part]
+                    });
+                    let at = match existing {
+                        Some(at) => at,
+                        None => {
+                            let ingress_hub = new_hub(&source.name, source.hub.message, None);
+                            let ingress = Ingress::open(
+                                transport.as_ref(),
+                                &partition_names[to_part],
+                                &source.name,
+                                source.qos,
+                                ingress_hub,
+                                source.accepted.clone(),
+                            )
+                            .map_err(|error| {
+                                StartError::Transport {
+                                    stream: source.name.clone(),
+                                    error,
+                                }
+                            })?;
+                            ingresses.push(ingress);
+                            ingresses.len() - 1
+                        }
+                    };
+                    ingresses[at].hub.clone()
+                }
+                _ => hub,
             };
             let (id, counters) = hub.subscribe(queue, wants, demand);
             match link.to {
@@ -555,7 +719,18 @@ impl Runtime {
                         })?;
                 let encoded_stream = format!("{}/{}", port.stream, codec.stream_suffix());
                 let hub = new_hub(&encoded_stream, codec.encoded().name(), None);
-                streams.push((encoded_stream, hub.clone()));
+                streams.push(StreamHub {
+                    name: encoded_stream,
+                    hub: hub.clone(),
+                    partition: instance_partition[i],
+                    qos: Qos {
+                        history: History::KeepLast(1),
+                        ..port.qos
+                    },
+                    accepted: vec![schema(codec.encoded())],
+                    codec: codec.name(),
+                    publish: true,
+                });
                 let signal = new_signal();
                 let queue = InputQueue::new(
                     Bound::KeepLast(1),
@@ -607,6 +782,56 @@ impl Runtime {
             }
         }
 
+        // Senders: every stream a partition produces gets a publisher, which sends only
+        // while another partition subscribes (a planned consumer there, or a tap).
+        let mut senders = Vec::new();
+        let mut sender_workers = Vec::new();
+        if let Some(transport) = &transport {
+            let mut keys: Vec<&str> = Vec::new();
+            for stream in streams.iter().filter(|s| s.publish) {
+                if keys.contains(&stream.name.as_str()) {
+                    tracing::debug!(stream = %stream.name, "a second producer of the stream is not published");
+                    continue;
+                }
+                keys.push(&stream.name);
+                let publisher = transport
+                    .publisher(&stream.name, stream.qos)
+                    .map_err(|error| StartError::Transport {
+                        stream: stream.name.clone(),
+                        error,
+                    })?;
+                let signal = new_signal();
+                let queue = InputQueue::new(
+                    bound_of(stream.qos.history),
+                    signal.clone(),
+                    options.clock.clone(),
+                    stopping.clone(),
+                );
+                let (id, _) = stream.hub.subscribe(
+                    queue.clone(),
+                    Wants::Any,
+                    Demand::Remote(publisher.clone()),
+                );
+                let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+                senders.push(SenderRecord {
+                    partition: partition_names[stream.partition].clone(),
+                    publisher: publisher.clone(),
+                    queue: queue.clone(),
+                    failed: failed.clone(),
+                });
+                sender_workers.push(SenderWorker {
+                    thread: 0,
+                    publisher,
+                    codec: stream.codec,
+                    queue,
+                    signal,
+                    subscription: (stream.hub.clone(), id),
+                    failed,
+                    shared: shared.clone(),
+                });
+            }
+        }
+
         let records = Arc::new(Records {
             instances: wiring
                 .instances
@@ -625,6 +850,8 @@ impl Runtime {
             codecs: codec_records,
             taps: Mutex::new(Vec::new()),
             stall_after: options.stall_after,
+            senders,
+            ingresses,
         });
 
         // Threads: codec nodes first, so they are ready before producers publish.
@@ -656,6 +883,17 @@ impl Runtime {
             spawn(
                 &mut threads,
                 format!("sw {}", codec.label()),
+                false,
+                Box::new(move || worker.run(exits)),
+            )?;
+        }
+        for mut worker in sender_workers {
+            worker.thread = threads.len();
+            let exits = exit_tx.clone();
+            let name = format!("sw send {}", worker.publisher.key());
+            spawn(
+                &mut threads,
+                name,
                 false,
                 Box::new(move || worker.run(exits)),
             )?;
@@ -706,6 +944,8 @@ impl Runtime {
             shared,
             records,
             streams,
+            partitions: partition_names,
+            transport,
             threads,
             exits,
             failure: None,
@@ -830,6 +1070,10 @@ impl RunHandle {
                 // Left running (detached): it ignored the stop; the report names it.
                 stragglers.push(thread.name.trim_start_matches("sw ").to_owned());
             }
+        }
+        // Orderly close of the transport: every publisher and subscription undeclared.
+        if let Some(transport) = &self.transport {
+            transport.close();
         }
         let reason = reason.unwrap_or(EndReason::Stopped);
         let reason = if self.failure.is_some() {
@@ -983,15 +1227,23 @@ impl RunHandle {
                         .collect()
                 })
                 .unwrap_or_default(),
+            wire: r
+                .senders
+                .iter()
+                .map(SenderRecord::stats)
+                .chain(r.ingresses.iter().map(Ingress::stats))
+                .collect(),
         }
     }
 
     /// Subscribes to stream `stream` while the run goes on, typed: `tap::<Image>("color_image")`
     /// gets pixels; `tap::<CompressedImage>("color_image")` (or
     /// `"color_image/compressed"`) gets the encoded bytes of the stream's encode node,
-    /// which then encodes for the tap. A tap counts as a consumer until dropped.
+    /// which then encodes for the tap. A tap counts as a consumer until dropped. It
+    /// listens where the stream is produced; [`tap_in`](RunHandle::tap_in) listens from a
+    /// given process.
     pub fn tap<M: Message>(&self, stream: &str) -> Result<Tap<M>, TapError> {
-        let inner = self.attach(stream, Some(M::TYPE_NAME))?;
+        let inner = self.attach(stream, Some(M::TYPE_NAME), None)?;
         Ok(Tap {
             inner,
             _message: std::marker::PhantomData,
@@ -1000,51 +1252,108 @@ impl RunHandle {
 
     /// Subscribes to stream `stream` whatever it carries.
     pub fn tap_any(&self, stream: &str) -> Result<AnyTap, TapError> {
-        self.attach(stream, None)
+        self.attach(stream, None, None)
     }
 
-    fn attach(&self, stream: &str, wanted: Option<&'static str>) -> Result<AnyTap, TapError> {
-        let named: Vec<&Arc<Hub>> = self
-            .streams
-            .iter()
-            .filter(|(name, _)| name == stream)
-            .map(|(_, hub)| hub)
-            .collect();
-        // By its own name, or an encoded form of it (`color_image` asked as bytes).
-        let encoded: Vec<&Arc<Hub>> = self
-            .streams
-            .iter()
-            .filter(|(name, _)| {
-                name.strip_prefix(stream)
-                    .is_some_and(|rest| rest.starts_with('/'))
-            })
-            .map(|(_, hub)| hub)
-            .collect();
-        if named.is_empty() && encoded.is_empty() {
-            let mut known: Vec<&str> = self.streams.iter().map(|(n, _)| n.as_str()).collect();
-            known.sort_unstable();
-            known.dedup();
-            return Err(TapError::UnknownStream {
-                stream: stream.to_owned(),
-                known: known.join(", "),
-            });
-        }
-        // Pixels from the stream's producer, bytes from its encode node.
-        let hub = match wanted {
-            None => named.first().copied(),
-            Some(want) => named
-                .iter()
-                .chain(&encoded)
-                .find(|hub| hub.message == want)
-                .copied(),
+    /// Like [`tap`](RunHandle::tap), from inside planned process `process` (its
+    /// partition): a stream produced in another partition comes across the transport, as
+    /// it would to a tool joining that process, and its producer's partition sends it
+    /// (encoding, for bytes) only while this tap is attached. Without partitions (one
+    /// process, or `Partitions::Shared`) it is the same as `tap`.
+    pub fn tap_in<M: Message>(&self, process: &str, stream: &str) -> Result<Tap<M>, TapError> {
+        let inner = self.attach(stream, Some(M::TYPE_NAME), Some(process))?;
+        Ok(Tap {
+            inner,
+            _message: std::marker::PhantomData,
+        })
+    }
+
+    /// The names of the run's partitions (its planned processes), empty without
+    /// partitions.
+    pub fn partitions(&self) -> &[String] {
+        &self.partitions
+    }
+
+    fn attach(
+        &self,
+        stream: &str,
+        wanted: Option<&'static str>,
+        process: Option<&str>,
+    ) -> Result<AnyTap, TapError> {
+        let partition = match process {
+            Some(name) if !self.partitions.is_empty() => Some(
+                self.partitions
+                    .iter()
+                    .position(|p| p == name)
+                    .ok_or_else(|| TapError::UnknownProcess {
+                        process: name.to_owned(),
+                        known: self.partitions.join(", "),
+                    })?,
+            ),
+            _ => None,
         };
-        let Some(hub) = hub else {
-            let carries: Vec<&str> = named.iter().chain(&encoded).map(|h| h.message).collect();
-            return Err(TapError::WrongType {
-                stream: stream.to_owned(),
-                carries: carries.join(", "),
-                asked: wanted.unwrap_or("any"),
-            });
+        // What the tap can listen to without the transport: every producer (no
+        // partition asked), or the hubs of the partition asked for, its ingresses included.
+        let local: Vec<(&str, &Arc<Hub>)> = match partition {
+            None => self
+                .streams
+                .iter()
+                .map(|s| (s.name.as_str(), &s.hub))
+                .collect(),
+            Some(at) => self
+                .streams
+                .iter()
+                .filter(|s| s.partition == at)
+                .map(|s| (s.name.as_str(), &s.hub))
+                .chain(
+                    self.records
+                        .ingresses
+                        .iter()
+                        .filter(|g| g.partition == self.partitions[at])
+                        .map(|g| (g.key.as_str(), &g.hub)),
+                )
+                .collect(),
+        };
+        let (hub, remote) = match pick(&local, stream, wanted) {
+            Ok(hub) => (hub.clone(), None),
+            Err(error) => {
+                // Not in this partition: across the transport from its producer's.
+                let (Some(at), Some(transport)) = (partition, &self.transport) else {
+                    return Err(error);
+                };
+                let remote: Vec<(&str, &Arc<Hub>)> = self
+                    .streams
+                    .iter()
+                    .filter(|s| s.publish && s.partition != at)
+                    .map(|s| (s.name.as_str(), &s.hub))
+                    .collect();
+                let Ok(source) = pick(&remote, stream, wanted) else {
+                    return Err(error);
+                };
+                let Some(source) = self.streams.iter().find(|s| Arc::ptr_eq(&s.hub, source)) else {
+                    return Err(error);
+                };
+                let hub = Hub::new(
+                    source.name.clone(),
+                    source.hub.message,
+                    self.shared.clock.clone(),
+                    self.shared.stopping.clone(),
+                    None,
+                );
+                let ingress = Ingress::open(
+                    transport.as_ref(),
+                    &self.partitions[at],
+                    &source.name,
+                    source.qos,
+                    hub.clone(),
+                    source.accepted.clone(),
+                )
+                .map_err(|error| TapError::Transport {
+                    stream: stream.to_owned(),
+                    error,
+                })?;
+                (hub, Some(ingress))
+            }
         };
         let signal = Signal::new();
         if let Ok(mut signals) = self.shared.signals.lock() {
@@ -1067,14 +1376,63 @@ impl RunHandle {
             });
         }
         Ok(AnyTap {
-            hub: hub.clone(),
+            hub,
             id,
             queue,
             signal,
             attached,
             shared: self.shared.clone(),
+            _remote: remote,
         })
     }
+}
+
+/// The hub a tap on `stream` listens to among `candidates` (stream name, hub): by its own
+/// name, or an encoded form of it (`color_image` asked as bytes); pixels from the
+/// stream's producer, bytes from its encode node.
+fn pick<'h>(
+    candidates: &[(&str, &'h Arc<Hub>)],
+    stream: &str,
+    wanted: Option<&'static str>,
+) -> Result<&'h Arc<Hub>, TapError> {
+    let named: Vec<&Arc<Hub>> = candidates
+        .iter()
+        .filter(|(name, _)| *name == stream)
+        .map(|(_, hub)| *hub)
+        .collect();
+    let encoded: Vec<&Arc<Hub>> = candidates
+        .iter()
+        .filter(|(name, _)| {
+            name.strip_prefix(stream)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
+        .map(|(_, hub)| *hub)
+        .collect();
+    if named.is_empty() && encoded.is_empty() {
+        let mut known: Vec<&str> = candidates.iter().map(|(n, _)| *n).collect();
+        known.sort_unstable();
+        known.dedup();
+        return Err(TapError::UnknownStream {
+            stream: stream.to_owned(),
+            known: known.join(", "),
+        });
+    }
+    let hub = match wanted {
+        None => named.first().copied(),
+        Some(want) => named
+            .iter()
+            .chain(&encoded)
+            .find(|hub| hub.message == want)
+            .copied(),
+    };
+    hub.ok_or_else(|| {
+        let carries: Vec<&str> = named.iter().chain(&encoded).map(|h| h.message).collect();
+        TapError::WrongType {
+            stream: stream.to_owned(),
+            carries: carries.join(", "),
+            asked: wanted.unwrap_or("any"),
+        }
+    })
 }
 
 fn drops(queue: &InputQueue) -> DropCounts {
@@ -1123,6 +1481,9 @@ pub struct AnyTap {
     attached: Arc<AtomicBool>,
     /// For the stop flag, and to unregister the tap's wake-up when it detaches.
     shared: Arc<Shared>,
+    /// A tap from another partition than the producer's: its subscription on the
+    /// transport, undeclared when the tap detaches.
+    _remote: Option<Ingress>,
 }
 
 impl AnyTap {

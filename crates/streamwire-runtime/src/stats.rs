@@ -26,6 +26,62 @@ pub struct RunStats {
     pub codecs: Vec<CodecStats>,
     /// Per attached (or once attached) tap.
     pub taps: Vec<TapStats>,
+    /// Per transport publisher and subscription, when the run's processes run as
+    /// partitions: what crossed between them, as frames on the wire.
+    pub wire: Vec<WireStats>,
+}
+
+/// Which way a [`WireStats`] row's frames go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WireDirection {
+    /// A publisher: frames sent by this partition.
+    #[default]
+    Out,
+    /// A subscription: frames received by this partition.
+    In,
+}
+
+/// One end of a stream's crossing between partitions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WireStats {
+    /// The partition (the planned process) this end is in.
+    pub partition: String,
+    /// The stream's key on the transport.
+    pub key: String,
+    /// Sending or receiving.
+    pub direction: WireDirection,
+    /// Frames sent or received (a finished stream's end-of-stream frame included).
+    pub frames: u64,
+    /// Their bytes on the wire.
+    pub wire_bytes: u64,
+    /// Sending: messages published while no other partition subscribed (not built, not
+    /// sent). Receiving: 0.
+    pub unmatched: u64,
+    /// Sending: messages the sender's queue dropped (the stream's QoS) before they got a
+    /// link sequence number: never counted as lost on the wire.
+    pub sender_dropped: u64,
+    /// Receiving: frames that never arrived, from gaps in the link sequence.
+    pub lost: u64,
+    /// Receiving: frames refused, by kind (truncated, garbage, incompatible, wrong type,
+    /// undecodable), in `Rejection::ALL` order. Sending: messages that failed to serialize,
+    /// under `undecodable`.
+    pub rejected: Vec<(String, u64)>,
+}
+
+impl WireStats {
+    /// Frames refused, all kinds.
+    pub fn rejected_total(&self) -> u64 {
+        self.rejected.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Frames refused of kind `name` (`truncated`, `garbage`...).
+    pub fn rejected(&self, name: &str) -> u64 {
+        self.rejected
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or(0, |(_, n)| *n)
+    }
 }
 
 /// One module instance.
@@ -498,6 +554,54 @@ impl fmt::Display for RunStats {
             &mut out,
             "taps",
             &["stream", "state", "delivered", "dropped"],
+            &rows,
+        );
+        let rows: Vec<Vec<String>> = self
+            .wire
+            .iter()
+            .map(|w| {
+                let problems = w
+                    .rejected
+                    .iter()
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(k, n)| format!("{k}={n}"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                vec![
+                    w.partition.clone(),
+                    match w.direction {
+                        WireDirection::Out => "out",
+                        WireDirection::In => "in",
+                    }
+                    .to_owned(),
+                    w.key.clone(),
+                    w.frames.to_string(),
+                    bytes(w.wire_bytes),
+                    w.unmatched.to_string(),
+                    w.sender_dropped.to_string(),
+                    w.lost.to_string(),
+                    if problems.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        problems
+                    },
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            "wire (between partitions)",
+            &[
+                "partition",
+                "dir",
+                "key",
+                "frames",
+                "bytes",
+                "unmatched",
+                "sender dropped",
+                "lost",
+                "rejected",
+            ],
             &rows,
         );
         f.write_str(&out)

@@ -26,6 +26,8 @@ impl PortDesc {
 pub(crate) struct InstanceDesc {
     pub(crate) name: String,
     pub(crate) module_type: &'static str,
+    /// The planned process it runs in (its partition, when partitions are on).
+    pub(crate) placement: String,
     pub(crate) ports: Vec<PortDesc>,
 }
 
@@ -119,6 +121,7 @@ impl Wiring {
                 .map(|n| InstanceDesc {
                     name: n.name.clone(),
                     module_type: n.module_type,
+                    placement: n.placement.to_string(),
                     ports: n
                         .ports()
                         .map(|port| PortDesc {

@@ -20,7 +20,7 @@ use crate::stats::CodecRole;
 
 /// How long a waiting thread sleeps at most before re-checking its state (a guard: every
 /// real wake-up comes through its signal).
-const IDLE_RECHECK: Duration = Duration::from_millis(100);
+pub(crate) const IDLE_RECHECK: Duration = Duration::from_millis(100);
 
 /// What every thread of a run shares.
 pub(crate) struct Shared {

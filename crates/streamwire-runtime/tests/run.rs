@@ -10,8 +10,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Camera, GUARD, Recorder, Viewer};
-use streamwire_core::{Compressed, Context, In, Node, NodeResult, Out, Timestamp, Trigger};
+use common::{ByteSink, Camera, GUARD, MjpegCamera, Recorder, Viewer, jpeg_frames};
+use streamwire_core::{Context, In, Node, NodeResult, Out, Timestamp};
 use streamwire_graph::{Blueprint, Placement};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image};
@@ -246,63 +246,6 @@ fn a_tap_receives_pixels_by_name_and_wrong_names_are_clear_errors() {
     drop((tap, any));
     let report = handle.wait_timeout(Duration::ZERO);
     assert_eq!(report.stats.taps.iter().filter(|t| t.attached).count(), 0);
-}
-
-/// An MJPEG camera: publishes ready-made JPEG bytes; one corrupt frame in the middle.
-#[derive(Module)]
-#[module(crate = streamwire_core)]
-struct MjpegCamera {
-    // Keep-all, so that the codec nodes' queues (which follow the stream's QoS) drop
-    // nothing even on a loaded machine: the counts below are then exact.
-    #[port(keep_all)]
-    color_image: Out<Compressed<Image>>,
-    #[state]
-    frames: Vec<CompressedImage>,
-}
-
-impl Node for MjpegCamera {
-    fn trigger(&self) -> Trigger {
-        Trigger::Period(Duration::from_millis(2))
-    }
-
-    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
-        if self.frames.is_empty() {
-            cx.finish();
-            return Ok(());
-        }
-        let frame = self.frames.remove(0);
-        self.color_image.publish_encoded(frame)?;
-        Ok(())
-    }
-}
-
-fn jpeg_frames(n: u32) -> Vec<CompressedImage> {
-    use streamwire_core::Codec;
-    let jpeg = streamwire_msgs::Jpeg::default();
-    (0..n)
-        .map(|i| jpeg.encode(&common::frame(i, 32, 16)).unwrap())
-        .collect()
-}
-
-/// Sums what a byte consumer received, to compare with what was sent.
-#[derive(Module)]
-#[module(crate = streamwire_core)]
-struct ByteSink {
-    #[port(name = "color_image/compressed", keep_all)]
-    jpeg: In<Compressed<Image>>,
-    #[state]
-    received: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
-}
-
-impl Node for ByteSink {
-    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
-        while let Some(jpeg) = self.jpeg.recv()? {
-            if let Ok(mut received) = self.received.lock() {
-                received.push(jpeg.message.data().to_vec());
-            }
-        }
-        Ok(())
-    }
 }
 
 #[test]

@@ -346,6 +346,8 @@ pub use streamwire_msgs as msgs;
 /// Running blueprints: [`Runtime`](runtime::Runtime), run handles, taps, statistics and
 /// the one-module [`Harness`](runtime::Harness).
 pub use streamwire_runtime as runtime;
+/// The transport seam: the trait a transport implements, the wire frame, the loopback.
+pub use streamwire_transport as transport;
 
 /// The codec engines behind the built-in codecs (JPEG with decoder limits, exact-size
 /// lossless zstd), for writing codecs of your own messages.
@@ -366,7 +368,9 @@ pub mod prelude {
     pub use streamwire_msgs::{
         CompressedImage, DepthImage, Image, ImageEncoding, Jpeg, Odometry, PointCloud, Zstd,
     };
-    pub use streamwire_runtime::{EndReason, Harness, Run, RunHandle, RunOptions, RunReport};
+    pub use streamwire_runtime::{
+        EndReason, Harness, Partitions, Run, RunHandle, RunOptions, RunReport,
+    };
 }
 
 /// The repository README's examples, run as doctests so they keep compiling.

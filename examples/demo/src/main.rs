@@ -75,11 +75,17 @@ fn main() -> anyhow::Result<()> {
         .context("--run-for takes a number of seconds, like 3 or 0.5")?;
     println!();
     println!(
-        "running for {:.1} s (every planned process inside this one; Ctrl+C stops sooner)",
+        "running for {:.1} s (each planned process a partition of this one, joined by the \
+         loopback transport; Ctrl+C stops sooner)",
         run_for.as_secs_f64()
     );
     let handle = blueprint
-        .run(RunOptions::default())
+        // Each planned process runs as a partition, its streams to the others crossing
+        // the loopback transport as serialized frames, until worker processes exist.
+        .run(RunOptions {
+            partitions: Partitions::PerProcess,
+            ..RunOptions::default()
+        })
         .context("the demo did not start")?;
     let stop = handle.stop_flag();
     ctrlc::set_handler(move || stop.stop()).context("cannot install the Ctrl+C handler")?;

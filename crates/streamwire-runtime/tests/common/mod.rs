@@ -139,3 +139,60 @@ impl Node for Recorder {
         Ok(())
     }
 }
+
+/// An MJPEG camera: publishes the ready-made JPEG bytes it is given, one per 2 ms.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+pub struct MjpegCamera {
+    // Keep-all, so that the codec nodes' queues (which follow the stream's QoS) drop
+    // nothing even on a loaded machine: the counts below are then exact.
+    #[port(keep_all)]
+    pub color_image: Out<Compressed<Image>>,
+    #[state]
+    pub frames: Vec<CompressedImage>,
+}
+
+impl Node for MjpegCamera {
+    fn trigger(&self) -> Trigger {
+        Trigger::Period(Duration::from_millis(2))
+    }
+
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        if self.frames.is_empty() {
+            cx.finish();
+            return Ok(());
+        }
+        let frame = self.frames.remove(0);
+        self.color_image.publish_encoded(frame)?;
+        Ok(())
+    }
+}
+
+pub fn jpeg_frames(n: u32) -> Vec<CompressedImage> {
+    use streamwire_core::Codec;
+    let jpeg = streamwire_msgs::Jpeg::default();
+    (0..n)
+        .map(|i| jpeg.encode(&frame(i, 32, 16)).unwrap())
+        .collect()
+}
+
+/// Sums what a byte consumer received, to compare with what was sent.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+pub struct ByteSink {
+    #[port(name = "color_image/compressed", keep_all)]
+    pub jpeg: In<Compressed<Image>>,
+    #[state]
+    pub received: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Node for ByteSink {
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        while let Some(jpeg) = self.jpeg.recv()? {
+            if let Ok(mut received) = self.received.lock() {
+                received.push(jpeg.message.data().to_vec());
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,256 @@
+//! Partitions: each planned process of a run as its own set of hubs and queues, joined to
+//! the others only by a transport. A stream produced in one partition and consumed in
+//! another leaves through a *sender* (a publisher fed by the producer's hub) and enters
+//! through an *ingress* (a subscription that reads frames into a hub of the receiving
+//! partition, whose consumers subscribe to it as to any local hub).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+
+use streamwire_core::{DropReason, Envelope, InputBinding, Qos};
+use streamwire_transport::{
+    FrameError, Publisher, Rejection, SequenceTracker, Step, Subscription, Transport,
+    TransportError, WireFrame,
+};
+
+use crate::clock::Signal;
+use crate::hub::Hub;
+use crate::queue::InputQueue;
+use crate::stats::{WireDirection, WireStats};
+use crate::worker::{Exit, IDLE_RECHECK, Outcome, Shared};
+
+/// How a run places its planned processes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Partitions {
+    /// Each planned process is a partition with its own hubs and queues; streams between
+    /// them cross the loopback transport as serialized frames, exactly as they would
+    /// cross a network (the default: a module never knows where its peers run, and the
+    /// plan's encode and decode nodes run where it put them).
+    #[default]
+    PerProcess,
+    /// One set of hubs for every planned process: messages between processes are shared
+    /// in memory, not serialized (codec nodes still run as planned). For debugging a plan
+    /// without the wire in the way.
+    Shared,
+}
+
+/// Counts of one ingress, shared with its frame sink.
+#[derive(Default)]
+pub(crate) struct IngressCounters {
+    tracker: Mutex<SequenceTracker>,
+    lost: AtomicU64,
+    rejected: [AtomicU64; Rejection::ALL.len()],
+    /// A version mismatch is logged once per ingress, with both versions.
+    incompatible_logged: AtomicBool,
+    /// Inside a burst of refused frames: logged once per burst.
+    failing: AtomicBool,
+}
+
+impl IngressCounters {
+    fn reject(&self, key: &str, error: &FrameError) {
+        let kind = error.rejection();
+        if let Some(counter) = Rejection::ALL
+            .iter()
+            .position(|k| *k == kind)
+            .and_then(|i| self.rejected.get(i))
+        {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        if kind == Rejection::Incompatible {
+            if !self.incompatible_logged.swap(true, Ordering::Relaxed) {
+                tracing::warn!(stream = %key, "frame refused: {error}");
+            }
+        } else if !self.failing.swap(true, Ordering::Relaxed) {
+            tracing::warn!(stream = %key, "frame refused: {error}");
+        }
+    }
+}
+
+/// A stream entering a partition.
+pub(crate) struct Ingress {
+    pub(crate) partition: String,
+    pub(crate) key: String,
+    pub(crate) hub: Arc<Hub>,
+    pub(crate) counters: Arc<IngressCounters>,
+    /// Dropping it unsubscribes (the publisher's matching event fires).
+    pub(crate) subscription: Box<dyn Subscription>,
+}
+
+impl Ingress {
+    /// Subscribes to `key` on `transport`; frames of the `accepted` types are read into
+    /// `hub` (a hub of the receiving partition), everything else is counted and refused.
+    pub(crate) fn open(
+        transport: &dyn Transport,
+        partition: &str,
+        key: &str,
+        qos: Qos,
+        hub: Arc<Hub>,
+        accepted: Vec<(&'static str, u32)>,
+    ) -> Result<Ingress, TransportError> {
+        let counters = Arc::new(IngressCounters::default());
+        let sink = {
+            let counters = counters.clone();
+            let hub = hub.clone();
+            let key = key.to_owned();
+            Arc::new(move |bytes: bytes::Bytes| {
+                let frame = match WireFrame::parse(bytes) {
+                    Ok(frame) => frame,
+                    Err(error) => return counters.reject(&key, &error),
+                };
+                // Loss on the wire is read from the link sequence of every frame that is
+                // a frame at all, before its payload is judged.
+                if let Ok(mut tracker) = counters.tracker.lock()
+                    && let Step::Gap { lost } = tracker.observe(frame.head.link_seq)
+                {
+                    counters.lost.fetch_add(lost, Ordering::Relaxed);
+                }
+                if frame.end_of_stream {
+                    // The producer finished: consumers here see their input close.
+                    hub.close();
+                    return;
+                }
+                match frame.decode_message(&accepted) {
+                    Ok(message) => {
+                        counters.failing.store(false, Ordering::Relaxed);
+                        hub.forward(Envelope {
+                            header: frame.head.header(),
+                            message: Arc::from(message),
+                        });
+                    }
+                    Err(error) => {
+                        counters.reject(&key, &error);
+                        // Each consumer of the stream lost this message: its input says so.
+                        hub.count_on_subscribers(DropReason::DeserializeFailed);
+                    }
+                }
+            })
+        };
+        let subscription = transport.subscribe(key, qos, sink)?;
+        Ok(Ingress {
+            partition: partition.to_owned(),
+            key: key.to_owned(),
+            hub,
+            counters,
+            subscription,
+        })
+    }
+
+    pub(crate) fn stats(&self) -> WireStats {
+        let c = &self.counters;
+        let seen = self.subscription.counters();
+        WireStats {
+            partition: self.partition.clone(),
+            key: self.key.clone(),
+            direction: WireDirection::In,
+            frames: seen.frames,
+            wire_bytes: seen.wire_bytes,
+            unmatched: 0,
+            sender_dropped: 0,
+            lost: c.lost.load(Ordering::Relaxed),
+            rejected: Rejection::ALL
+                .iter()
+                .zip(&c.rejected)
+                .map(|(k, n)| (k.name().to_owned(), n.load(Ordering::Relaxed)))
+                .collect(),
+        }
+    }
+}
+
+/// What `stats()` reads of a sender.
+pub(crate) struct SenderRecord {
+    pub(crate) partition: String,
+    pub(crate) publisher: Arc<dyn Publisher>,
+    pub(crate) queue: Arc<InputQueue>,
+    pub(crate) failed: Arc<AtomicU64>,
+}
+
+impl SenderRecord {
+    pub(crate) fn stats(&self) -> WireStats {
+        let sent = self.publisher.counters();
+        WireStats {
+            partition: self.partition.clone(),
+            key: self.publisher.key().to_owned(),
+            direction: WireDirection::Out,
+            frames: sent.frames,
+            wire_bytes: sent.wire_bytes,
+            unmatched: sent.unmatched,
+            sender_dropped: self.queue.dropped(DropReason::QueueFull),
+            lost: 0,
+            rejected: Rejection::ALL
+                .iter()
+                .map(|k| {
+                    let n = if *k == Rejection::Undecodable {
+                        self.failed.load(Ordering::Relaxed)
+                    } else {
+                        0
+                    };
+                    (k.name().to_owned(), n)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Takes a partition's messages of one stream from its queue and puts them on the
+/// transport, one frame each (the frame is built only if someone is subscribed).
+pub(crate) struct SenderWorker {
+    pub(crate) thread: usize,
+    pub(crate) publisher: Arc<dyn Publisher>,
+    /// The codec that made the stream's messages (`jpeg` for an encode node), or empty.
+    pub(crate) codec: &'static str,
+    pub(crate) queue: Arc<InputQueue>,
+    pub(crate) signal: Arc<Signal>,
+    pub(crate) subscription: (Arc<Hub>, u64),
+    pub(crate) failed: Arc<AtomicU64>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl SenderWorker {
+    pub(crate) fn run(self, exits: Sender<Exit>) {
+        let _span = tracing::info_span!("sender", key = %self.publisher.key()).entered();
+        let mut failing = false;
+        loop {
+            let since = self.signal.count();
+            if self.shared.is_stopping() {
+                break;
+            }
+            match self.queue.pop() {
+                Some(envelope) => {
+                    let result = self.publisher.put(&mut |link_seq| {
+                        WireFrame::encode(
+                            envelope.message.as_ref(),
+                            envelope.header,
+                            link_seq,
+                            self.codec,
+                        )
+                    });
+                    match result {
+                        Ok(()) => failing = false,
+                        Err(TransportError::Closed) => break,
+                        Err(error) => {
+                            self.failed.fetch_add(1, Ordering::Relaxed);
+                            if !failing {
+                                tracing::warn!(key = %self.publisher.key(), "not sent: {error}");
+                            }
+                            failing = true;
+                        }
+                    }
+                }
+                None if self.queue.is_closed() => {
+                    // The producer finished: so do its consumers in other partitions.
+                    let _ = self.publisher.put(&mut WireFrame::end_of_stream);
+                    break;
+                }
+                None => self.signal.wait(since, IDLE_RECHECK),
+            }
+        }
+        let (hub, id) = &self.subscription;
+        hub.unsubscribe(*id);
+        let _ = exits.send(Exit {
+            thread: self.thread,
+            outcome: Outcome::Finished,
+        });
+    }
+}

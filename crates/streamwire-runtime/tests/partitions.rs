@@ -1,0 +1,434 @@
+//! Multi-process plans run as partitions joined by the loopback transport: the codec rules
+//! across partitions, lazy encode following matching events, hostile frames, wire loss.
+//! Every assertion is on a count; waits have generous guards only.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers: a failure is the test failing"
+)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{ByteSink, Camera, GUARD, MjpegCamera, Viewer, jpeg_frames};
+use streamwire_core::{Compressed, Context, Header, Node, NodeResult, Out, Timestamp, Trigger};
+use streamwire_graph::{Blueprint, Placement};
+use streamwire_macros::Module;
+use streamwire_msgs::{CompressedImage, Image};
+use streamwire_runtime::{
+    CodecRole, CodecStats, EndReason, Partitions, RunHandle, RunOptions, RunStats, Runtime,
+    WireDirection, WireStats,
+};
+use streamwire_testdata::alloc::{CountingAlloc, peak_during};
+use streamwire_transport::{FORMAT_VERSION, Loopback, WireFrame};
+
+#[global_allocator]
+static ALLOCATOR: CountingAlloc = CountingAlloc;
+
+fn start_with(blueprint: Blueprint, options: RunOptions) -> RunHandle {
+    Runtime::start(blueprint.into_runnable().unwrap(), options).unwrap()
+}
+
+fn wait_until(handle: &RunHandle, done: impl Fn(&RunStats) -> bool) -> RunStats {
+    let began = Instant::now();
+    loop {
+        let stats = handle.stats();
+        if done(&stats) || began.elapsed() > GUARD {
+            return stats;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn codecs(stats: &RunStats, role: CodecRole) -> Vec<&CodecStats> {
+    stats.codecs.iter().filter(|c| c.role == role).collect()
+}
+
+fn wire<'s>(
+    stats: &'s RunStats,
+    direction: WireDirection,
+    partition: &str,
+    key: &str,
+) -> &'s WireStats {
+    stats
+        .wire
+        .iter()
+        .find(|w| w.direction == direction && w.partition.ends_with(partition) && w.key == key)
+        .unwrap_or_else(|| {
+            panic!(
+                "no wire row {direction:?} {partition} {key} in {:#?}",
+                stats.wire
+            )
+        })
+}
+
+fn input<'s>(stats: &'s RunStats, port: &str) -> &'s streamwire_runtime::InputStats {
+    stats.inputs.iter().find(|i| i.port == port).unwrap()
+}
+
+/// Three pixel consumers in two partitions and one byte consumer in a third: the stream is
+/// encoded once in the camera's partition and decoded once in each receiving pixel
+/// partition, never for the byte consumer; every frame accounted for along the way.
+#[test]
+fn encode_once_decode_once_per_receiving_partition() {
+    let frames = 12;
+    let received = Arc::new(Mutex::new(Vec::new()));
+    // A camera of raw pixels, encoded by the plan's encode node.
+    let mut bp_raw = Blueprint::new();
+    let camera = bp_raw.add("camera", Camera::new(frames, Duration::from_millis(2)));
+    let a1 = bp_raw.add("a1", Viewer::new());
+    let a2 = bp_raw.add("a2", Viewer::new());
+    let b1 = bp_raw.add("b1", Viewer::new());
+    let sink = bp_raw.add(
+        "bytes",
+        ByteSink {
+            jpeg: streamwire_core::In::new(),
+            received: received.clone(),
+        },
+    );
+    bp_raw
+        .place(&camera, Placement::process("camera"))
+        .place(&a1, Placement::process("a"))
+        .place(&a2, Placement::process("a"))
+        .place(&b1, Placement::process("b"))
+        .place(&sink, Placement::process("c"));
+    bp_raw.autoconnect();
+    let plan = bp_raw.build().unwrap();
+    assert_eq!(plan.processes().len(), 4, "{plan}");
+    let report = start_with(bp_raw, RunOptions::default()).wait_timeout(GUARD);
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    let stats = &report.stats;
+
+    let encodes = codecs(stats, CodecRole::Encode);
+    assert_eq!(encodes.len(), 1, "one encoder: {report}");
+    let encode = encodes[0];
+    assert_eq!(encode.done + encode.dropped, u64::from(frames), "{report}");
+    assert!(encode.done > 0);
+    let decodes = codecs(stats, CodecRole::Decode);
+    let mut places: Vec<&str> = decodes.iter().map(|d| d.placement.as_str()).collect();
+    places.sort_unstable();
+    assert_eq!(
+        places.len(),
+        2,
+        "one decoder per receiving pixel partition: {report}"
+    );
+    assert!(
+        places[0].ends_with('a') && places[1].ends_with('b'),
+        "{places:?}"
+    );
+
+    // The encoded stream left the camera's partition once per frame sent (and once more
+    // to say it ended)...
+    let out = wire(
+        stats,
+        WireDirection::Out,
+        "camera",
+        "color_image/compressed",
+    );
+    assert_eq!(
+        out.frames - 1 + out.sender_dropped + out.unmatched,
+        encode.done,
+        "{report}"
+    );
+    assert_eq!(out.unmatched, 0);
+    // ... and arrived whole in each of the three receiving partitions.
+    for partition in ["a", "b", "c"] {
+        let inbound = wire(
+            stats,
+            WireDirection::In,
+            partition,
+            "color_image/compressed",
+        );
+        assert_eq!(inbound.frames, out.frames, "{partition}: {report}");
+        assert_eq!((inbound.lost, inbound.rejected_total()), (0, 0), "{report}");
+    }
+    for decode in &decodes {
+        let partition = if decode.placement.ends_with('a') {
+            "a"
+        } else {
+            "b"
+        };
+        let inbound = wire(
+            stats,
+            WireDirection::In,
+            partition,
+            "color_image/compressed",
+        );
+        assert_eq!(decode.done + decode.dropped, inbound.frames - 1, "{report}");
+        assert_eq!(decode.failed, 0);
+    }
+    for (port, partition) in [("a1.frames", 'a'), ("a2.frames", 'a'), ("b1.frames", 'b')] {
+        let decode = decodes
+            .iter()
+            .find(|d| d.placement.ends_with(partition))
+            .unwrap();
+        let i = input(stats, port);
+        assert_eq!(
+            i.delivered + i.dropped.queue_full,
+            decode.done,
+            "{port}: {report}"
+        );
+    }
+    let bytes_in = input(stats, "bytes.jpeg");
+    let inbound = wire(stats, WireDirection::In, "c", "color_image/compressed");
+    assert_eq!(
+        bytes_in.delivered + bytes_in.dropped.total(),
+        inbound.frames - 1
+    );
+    assert_eq!(received.lock().unwrap().len() as u64, bytes_in.delivered);
+}
+
+/// Ready-made JPEG bytes cross the loopback byte for byte.
+#[test]
+fn pass_through_jpeg_bytes_are_identical_after_the_loopback() {
+    let frames = jpeg_frames(8);
+    let sent: Vec<Vec<u8>> = frames.iter().map(|f| f.data().to_vec()).collect();
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let mut bp = Blueprint::new();
+    bp.add(
+        "camera",
+        MjpegCamera {
+            color_image: Out::new(),
+            frames,
+        },
+    );
+    let sink = bp.add(
+        "recorder",
+        ByteSink {
+            jpeg: streamwire_core::In::new(),
+            received: received.clone(),
+        },
+    );
+    bp.place(&sink, Placement::process("web"));
+    bp.autoconnect();
+    let report = start_with(bp, RunOptions::default()).wait_timeout(GUARD);
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    assert_eq!(*received.lock().unwrap(), sent, "{report}");
+    let inbound = wire(
+        &report.stats,
+        WireDirection::In,
+        "web",
+        "color_image/compressed",
+    );
+    // Every frame, and the end of the stream.
+    assert_eq!(inbound.frames, sent.len() as u64 + 1);
+}
+
+/// A tap in another partition is a consumer across the transport: the producer's
+/// partition encodes for it while it is attached, and stops when it detaches.
+#[test]
+fn lazy_encode_follows_a_remote_byte_consumer() {
+    let mut bp = Blueprint::new();
+    let camera = bp.add("camera", Camera::new(u32::MAX, Duration::from_millis(2)));
+    let local = bp.add("viewer", Viewer::new());
+    // Something in a second process, so that the plan has two partitions: an idle
+    // camera of another stream (the robot camera's stream has no planned remote consumer).
+    let far = bp.add("far_camera", Camera::new(0, Duration::from_secs(3600)));
+    bp.place(&camera, Placement::process("robot"))
+        .place(&local, Placement::process("robot"))
+        .place(&far, Placement::process("laptop"));
+    bp.remap_stream("far_camera", "color_image", "other_camera");
+    bp.autoconnect();
+    let handle = start_with(bp, RunOptions::default());
+    let laptop = handle
+        .partitions()
+        .iter()
+        .find(|p| p.ends_with("laptop"))
+        .unwrap()
+        .clone();
+    let encoder = |stats: &RunStats| -> CodecStats {
+        codecs(stats, CodecRole::Encode)
+            .into_iter()
+            .find(|c| c.stream == "color_image")
+            .cloned()
+            .unwrap()
+    };
+    // Nobody wants the bytes: the encoder skips every frame.
+    let idle = wait_until(&handle, |s| encoder(s).skipped >= 5);
+    assert_eq!(encoder(&idle).done, 0, "{idle}");
+
+    let tap = handle
+        .tap_in::<CompressedImage>(&laptop, "color_image")
+        .unwrap();
+    let first = tap
+        .recv_timeout(GUARD)
+        .expect("bytes arrive in the laptop's partition");
+    assert!(!first.message.data().is_empty());
+    let busy = wait_until(&handle, |s| encoder(s).done >= 5);
+    assert!(encoder(&busy).done >= 5, "{busy}");
+    let inbound = wire(&busy, WireDirection::Out, "robot", "color_image/compressed");
+    assert!(inbound.frames > 0, "{busy}");
+
+    drop(tap);
+    let after = handle.stats();
+    let settled = wait_until(&handle, |s| {
+        encoder(s).skipped >= encoder(&after).skipped + 5
+    });
+    // At most the frame in flight when the tap detached was still encoded.
+    assert!(
+        encoder(&settled).done <= encoder(&after).done + 1,
+        "encoding went on after the remote consumer left: {settled}"
+    );
+    handle.stop();
+    let report = handle.wait();
+    assert_eq!(report.reason, EndReason::Stopped, "{report}");
+}
+
+/// A plan whose only cross-partition stream is the camera's, with the camera idle, so that
+/// the test alone puts frames on the stream's key.
+fn idle_camera_plan() -> Blueprint {
+    let mut bp = Blueprint::new();
+    bp.add(
+        "camera",
+        IdleCamera {
+            color_image: Out::new(),
+        },
+    );
+    let viewer = bp.add("viewer", Viewer::new());
+    bp.place(&viewer, Placement::process("ui"));
+    bp.autoconnect();
+    bp
+}
+
+/// A camera that never publishes (and never finishes) until the run stops.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct IdleCamera {
+    color_image: Out<Compressed<Image>>,
+}
+
+impl Node for IdleCamera {
+    fn trigger(&self) -> Trigger {
+        Trigger::Period(Duration::from_secs(3600))
+    }
+
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        Ok(())
+    }
+}
+
+fn jpeg_frame(link_seq: u64) -> Bytes {
+    let image = jpeg_frames(1).remove(0);
+    WireFrame::encode(
+        &image,
+        Header {
+            seq: link_seq,
+            publish_time: Timestamp::from_nanos(1),
+        },
+        link_seq,
+        "jpeg",
+    )
+    .unwrap()
+}
+
+#[test]
+fn hostile_frames_on_the_loopback_are_counted_by_kind_without_large_allocations() {
+    let loopback = Loopback::new();
+    let options = RunOptions {
+        transport: Some(Arc::new(loopback.clone())),
+        ..RunOptions::default()
+    };
+    let handle = start_with(idle_camera_plan(), options);
+    let key = "color_image/compressed";
+    assert_eq!(
+        loopback.subscriber_count(key),
+        1,
+        "the ui partition subscribed"
+    );
+    let good = jpeg_frame(0);
+    let mut wrong_version = good.to_vec();
+    wrong_version[4..6].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    let mut oversized = good.to_vec();
+    oversized[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+    let image =
+        Image::from_packed(2, 2, streamwire_msgs::ImageEncoding::Rgb8, vec![0u8; 12]).unwrap();
+    let header = Header {
+        seq: 1,
+        publish_time: Timestamp::from_nanos(1),
+    };
+    let wrong_type = WireFrame::encode(&image, header, 1, "").unwrap();
+    let hostile: Vec<Bytes> = vec![
+        Bytes::from_static(b"\x00\x01garbage that is no frame at all"),
+        good.slice(..good.len() / 2),
+        Bytes::from(wrong_version),
+        Bytes::from(oversized),
+        wrong_type,
+    ];
+    for frame in hostile {
+        let ((), peak) = peak_during(|| loopback.put_raw(key, frame).unwrap());
+        assert!(
+            peak < 256 * 1024,
+            "{peak} bytes allocated for a hostile frame"
+        );
+    }
+    // A good frame after all that still gets through.
+    loopback.put_raw(key, jpeg_frame(2)).unwrap();
+    let stats = wait_until(&handle, |s| input(s, "viewer.frames").delivered == 1);
+    let inbound = wire(&stats, WireDirection::In, "ui", key);
+    assert_eq!(inbound.rejected("garbage"), 1, "{stats}");
+    assert_eq!(inbound.rejected("truncated"), 2, "{stats}");
+    assert_eq!(inbound.rejected("incompatible"), 1, "{stats}");
+    assert_eq!(inbound.rejected("wrong_type"), 1, "{stats}");
+    assert_eq!(input(&stats, "viewer.frames").delivered, 1, "{stats}");
+    handle.stop();
+    handle.wait();
+}
+
+#[test]
+fn link_sequence_gaps_are_wire_loss_not_queue_drops() {
+    let loopback = Loopback::new();
+    let options = RunOptions {
+        transport: Some(Arc::new(loopback.clone())),
+        ..RunOptions::default()
+    };
+    let handle = start_with(idle_camera_plan(), options);
+    let key = "color_image/compressed";
+    // Frames 0, 1 and 5 of a publisher: 2, 3 and 4 never arrived.
+    for seq in [0, 1, 5, 6] {
+        loopback.put_raw(key, jpeg_frame(seq)).unwrap();
+    }
+    let stats = wait_until(&handle, |s| {
+        wire(s, WireDirection::In, "ui", key).frames == 4
+            && codecs(s, CodecRole::Decode)
+                .iter()
+                .map(|d| d.done + d.dropped)
+                .sum::<u64>()
+                == 4
+    });
+    let inbound = wire(&stats, WireDirection::In, "ui", key);
+    assert_eq!(inbound.lost, 3, "{stats}");
+    assert_eq!(inbound.rejected_total(), 0, "{stats}");
+    // Loss on the wire is not a queue drop anywhere.
+    let decode = codecs(&stats, CodecRole::Decode)[0].clone();
+    let viewer = input(&stats, "viewer.frames");
+    assert_eq!(decode.done + decode.dropped, 4, "{stats}");
+    assert_eq!(
+        viewer.delivered + viewer.dropped.queue_full,
+        decode.done,
+        "{stats}"
+    );
+    handle.stop();
+    handle.wait();
+}
+
+/// `Partitions::Shared` keeps every planned process in one set of hubs: nothing crosses a
+/// wire, the codec nodes still run where planned.
+#[test]
+fn shared_partitions_put_nothing_on_the_wire() {
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(5, Duration::from_millis(2)));
+    let viewer = bp.add("viewer", Viewer::new());
+    bp.place(&viewer, Placement::process("ui"));
+    bp.autoconnect();
+    let options = RunOptions {
+        partitions: Partitions::Shared,
+        ..RunOptions::default()
+    };
+    let report = start_with(bp, options).wait_timeout(GUARD);
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    assert!(report.stats.wire.is_empty(), "{report}");
+    assert_eq!(codecs(&report.stats, CodecRole::Decode).len(), 1);
+}

@@ -1,0 +1,170 @@
+//! The transport seam of streamwire: what carries a stream from one process to another.
+//!
+//! The runtime runs each planned process as a *partition*; links between partitions go
+//! through a [`Transport`] instead of a shared in-memory fan-out. Three pieces live here:
+//!
+//! - [`Transport`], [`Publisher`] and [`Subscription`]: the trait a transport implements,
+//!   shaped after zenoh (the engine of distributed runs): one publisher per stream key,
+//!   subscribers per receiving process, matching events (a publisher learns when its first
+//!   subscriber appears and its last one goes, so an encoder in the producer's process
+//!   encodes only while someone far away wants the bytes), payloads as [`Bytes`] in and out,
+//!   per-key counters, orderly close.
+//! - [`frame`]: the versioned wire frame every message travels in (RFC.md, "The wire
+//!   frame"), and the checks that turn a hostile frame into a counted rejection before
+//!   anything of its declared size is allocated.
+//! - [`Loopback`]: the in-process transport, serializing every message exactly as a network
+//!   would, with matching. It proves the seam before zenoh carries real processes.
+//!
+//! A module never sees any of this: it publishes and receives on its ports, wherever its
+//! peers run.
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use bytes::Bytes;
+//! use streamwire_core::Qos;
+//! use streamwire_transport::{Loopback, Transport};
+//!
+//! let transport = Loopback::new();
+//! let publisher = transport.publisher("chatter", Qos::DEFAULT)?;
+//! assert!(!publisher.is_matched());
+//! let got = Arc::new(Mutex::new(Vec::new()));
+//! let sink = got.clone();
+//! let subscription = transport.subscribe(
+//!     "chatter",
+//!     Qos::DEFAULT,
+//!     Arc::new(move |frame: Bytes| sink.lock().unwrap().push(frame)),
+//! )?;
+//! assert!(publisher.is_matched());
+//! publisher.put(&mut |link_seq| Ok(Bytes::from(format!("hello {link_seq}"))))?;
+//! assert_eq!(got.lock().unwrap()[0], Bytes::from("hello 0"));
+//! drop(subscription);
+//! assert!(!publisher.is_matched());
+//! # Ok::<(), streamwire_transport::TransportError>(())
+//! ```
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use streamwire_core::Qos;
+
+pub mod frame;
+mod loopback;
+pub mod payload;
+mod sequence;
+
+pub use frame::{FORMAT_VERSION, FrameError, FrameHead, MAGIC, Rejection, WireFrame};
+pub use loopback::Loopback;
+pub use sequence::{SequenceTracker, Step};
+
+/// Why a transport refused an operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The transport was closed: nothing more is sent or received.
+    #[error("the transport is closed")]
+    Closed,
+    /// A key expression the transport cannot use.
+    #[error("`{key}` is not a valid stream key: {reason}")]
+    BadKey {
+        /// The key asked for.
+        key: String,
+        /// Why not.
+        reason: String,
+    },
+    /// Building the frame failed (the message could not be serialized).
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+    /// The engine beneath failed (a network error, a refused declaration).
+    #[error("transport: {0}")]
+    Engine(String),
+}
+
+/// Called once per received frame, on the transport's thread: the frame's bytes, shared
+/// with every other subscriber of the key (no copy). The runtime's receiver decodes it and
+/// pushes the message into its counted input queues, so it never blocks for long.
+pub type FrameSink = Arc<dyn Fn(Bytes) + Send + Sync>;
+
+/// Called with `true` when a publisher gets its first subscriber, `false` when its last one
+/// goes.
+pub type MatchingListener = Arc<dyn Fn(bool) + Send + Sync>;
+
+/// A transport: carries frames on keys (one key per stream) between partitions,
+/// processes or hosts.
+///
+/// The runtime declares one [`Publisher`] per stream produced in a partition and one
+/// [`Subscription`] per stream a partition receives. QoS is given at declaration so that an
+/// engine can map it (reliability, congestion control, priority).
+pub trait Transport: Send + Sync + 'static {
+    /// A short name for reports: `loopback`, `zenoh`.
+    fn name(&self) -> &'static str;
+
+    /// Declares a publisher on `key`.
+    fn publisher(&self, key: &str, qos: Qos) -> Result<Arc<dyn Publisher>, TransportError>;
+
+    /// Subscribes `sink` to `key` until the returned subscription is dropped (or closed).
+    fn subscribe(
+        &self,
+        key: &str,
+        qos: Qos,
+        sink: FrameSink,
+    ) -> Result<Box<dyn Subscription>, TransportError>;
+
+    /// Orderly close: undeclares every publisher and subscription; later puts fail with
+    /// [`TransportError::Closed`] and no sink is called after this returns.
+    fn close(&self);
+}
+
+/// The sending end of one key. Numbers its frames (the *link sequence*, separate from the
+/// runtime's per-output `Header.seq`, so a skipped encode or a sender-side drop is never
+/// mistaken for loss on the wire).
+pub trait Publisher: Send + Sync {
+    /// The key it publishes on.
+    fn key(&self) -> &str;
+
+    /// Sends one frame. `build` gets the link sequence number of this frame and returns
+    /// its bytes (see [`WireFrame::encode`]); the publisher sends them as they are. Frames
+    /// put while nobody is subscribed are counted (`unmatched`) and not built.
+    fn put(
+        &self,
+        build: &mut dyn FnMut(u64) -> Result<Bytes, FrameError>,
+    ) -> Result<(), TransportError>;
+
+    /// True while at least one subscriber is declared on the key.
+    fn is_matched(&self) -> bool;
+
+    /// Calls `listener` on every change of [`is_matched`](Publisher::is_matched).
+    fn on_matching(&self, listener: MatchingListener);
+
+    /// What it has sent so far.
+    fn counters(&self) -> PublisherCounters;
+}
+
+/// The receiving end of one key in one partition; dropping it unsubscribes (and the
+/// publisher's matching event fires if it was the last).
+pub trait Subscription: Send + Sync {
+    /// The key it receives.
+    fn key(&self) -> &str;
+
+    /// What it has received so far.
+    fn counters(&self) -> SubscriptionCounters;
+}
+
+/// A publisher's counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PublisherCounters {
+    /// Frames sent.
+    pub frames: u64,
+    /// Bytes of those frames, as they went on the wire.
+    pub wire_bytes: u64,
+    /// Puts while nobody was subscribed: not built, not sent.
+    pub unmatched: u64,
+}
+
+/// A subscription's counts, as the transport saw them (before any decoding).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SubscriptionCounters {
+    /// Frames delivered to the sink.
+    pub frames: u64,
+    /// Their bytes.
+    pub wire_bytes: u64,
+}

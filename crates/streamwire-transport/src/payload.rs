@@ -1,0 +1,138 @@
+//! A message's payload in a frame: the message's own serde form in CBOR (RFC 8949).
+//!
+//! Why CBOR and not CDR for the payload: messages keep their large buffers in
+//! `bytes::Bytes`, which serializes as a serde byte string; cdr-encoding writes a byte
+//! string without its length (so it cannot be read back) and reads one element by element.
+//! CBOR carries byte strings with their length, and cbor4ii reads them borrowed from the
+//! frame, so a 2.76 MB image costs exactly one copy on the way in (into the message's own
+//! buffer) and one on the way out (into the frame). The frame's head, which tools of other
+//! ecosystems parse first, is CDR.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
+use streamwire_core::AnyMessage;
+
+/// Appends `message`'s serde form, in CBOR, to `out` (its type name is not included: the
+/// frame's head carries it).
+pub fn encode_into(message: &dyn AnyMessage, mut out: Vec<u8>) -> Result<Vec<u8>, PayloadError> {
+    let serialize: &dyn erased_serde::Serialize = message;
+    // A first pass only counts (no byte is copied), so the buffer is allocated once, at
+    // its final size: growing it by doubling would copy a 2.76 MB image again and again.
+    let mut counter = cbor4ii::serde::Serializer::new(Counter(0));
+    erased_serde::serialize(serialize, &mut counter).map_err(|error| {
+        PayloadError(format!("cannot serialize {}: {error}", message.type_name()))
+    })?;
+    out.reserve_exact(counter.into_inner().0);
+    let writer = cbor4ii::core::utils::BufWriter::new(out);
+    let mut serializer = cbor4ii::serde::Serializer::new(writer);
+    erased_serde::serialize(serialize, &mut serializer).map_err(|error| {
+        PayloadError(format!("cannot serialize {}: {error}", message.type_name()))
+    })?;
+    Ok(serializer.into_inner().into_inner())
+}
+
+/// Reads a message of type `wire_name` from its CBOR `payload`. Unknown type names,
+/// malformed CBOR and values the type's own validation refuses (an image whose buffer does
+/// not match its dimensions) are errors; nothing is allocated beyond what `payload` holds.
+pub fn decode(wire_name: &str, payload: &[u8]) -> Result<Box<dyn AnyMessage>, PayloadError> {
+    let reader = cbor4ii::core::utils::SliceReader::new(payload);
+    let mut deserializer = cbor4ii::serde::Deserializer::new(reader);
+    let message: Box<dyn AnyMessage> = serde::Deserialize::deserialize(Tagged {
+        name: wire_name,
+        value: &mut deserializer,
+    })
+    .map_err(
+        |error: cbor4ii::serde::DecodeError<std::convert::Infallible>| {
+            PayloadError(format!("cannot read a {wire_name}: {error}"))
+        },
+    )?;
+    Ok(message)
+}
+
+/// A CBOR writer that only counts what would be written.
+struct Counter(usize);
+
+impl cbor4ii::core::enc::Write for Counter {
+    type Error = std::convert::Infallible;
+
+    fn push(&mut self, input: &[u8]) -> Result<(), Self::Error> {
+        self.0 += input.len();
+        Ok(())
+    }
+}
+
+/// Why a payload could not be written or read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PayloadError(String);
+
+/// Shows typetag (which registers every message by its wire name) the one-entry map
+/// `{ wire_name: value }` it reads a `Box<dyn AnyMessage>` from, with the value read from
+/// the CBOR payload: the frame keeps the name in its head and the value alone in its
+/// payload, as a ROS 2 sample does.
+struct Tagged<'n, D> {
+    name: &'n str,
+    value: D,
+}
+
+impl<'de, D: de::Deserializer<'de>> de::Deserializer<'de> for Tagged<'_, D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        visitor.visit_map(OneEntry {
+            name: Some(self.name),
+            value: Some(self.value),
+        })
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+struct OneEntry<'n, D> {
+    name: Option<&'n str>,
+    value: Option<D>,
+}
+
+impl<'de, D: de::Deserializer<'de>> MapAccess<'de> for OneEntry<'_, D> {
+    type Error = D::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Self::Error> {
+        match self.name.take() {
+            Some(name) => {
+                let key: de::value::StrDeserializer<'_, D::Error> = name.into_deserializer();
+                seed.deserialize(key).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, Self::Error> {
+        match self.value.take() {
+            Some(value) => seed.deserialize(value),
+            None => Err(de::Error::custom(Unexpected)),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(1)
+    }
+}
+
+struct Unexpected;
+
+impl fmt::Display for Unexpected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message payload was read twice")
+    }
+}
