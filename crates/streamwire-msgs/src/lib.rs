@@ -9,6 +9,8 @@
 //! | [`CompressedImage`] | `sensor_msgs/CompressedImage` | `streamwire/CompressedImage` |
 //! | [`PointCloud`] | `sensor_msgs/PointCloud2` (+ a [PCD reader](pcd)) | `streamwire/PointCloud` |
 //! | [`Odometry`] | `nav_msgs/Odometry` | `streamwire/Odometry` |
+//! | [`Detections`] | `vision_msgs/Detection2DArray` (boxes) | `streamwire/Detections` |
+//! | [`OccupancyGrid`] | `nav_msgs/OccupancyGrid` | `streamwire/OccupancyGrid` |
 //!
 //! Every message is cheap to clone (pixels and points are shared [`bytes::Bytes`], names
 //! are `Arc<str>`), has a sensor `stamp` and a `frame_id`, and is valid by construction:
@@ -159,6 +161,7 @@ mod image;
 mod layout;
 mod odometry;
 pub mod pcd;
+mod perception;
 
 pub use cloud::{PointCloud, PointCloudError, PointDatatype, PointField, PointScalar};
 pub use codecs::{Jpeg, JpegPixels, Zstd};
@@ -170,6 +173,7 @@ pub use odometry::{
     Covariance6, Odometry, OdometryError, Pose, QUATERNION_TOLERANCE, Quaternion, Twist, Vector3,
 };
 pub use pcd::PcdError;
+pub use perception::{DetectionBox, Detections, OccupancyGrid, PerceptionError};
 
 /// Every built-in message carries its sensor stamp, so inputs of them can be paired by
 /// it (`pair_by_stamp`).
@@ -183,4 +187,17 @@ macro_rules! stamped {
     };
 }
 
-stamped!(Image, DepthImage, CompressedImage, PointCloud, Odometry);
+stamped!(
+    Image,
+    DepthImage,
+    CompressedImage,
+    PointCloud,
+    Odometry,
+    OccupancyGrid
+);
+
+impl streamwire_core::Stamped for Detections {
+    fn stamp(&self) -> streamwire_core::Timestamp {
+        self.stamp
+    }
+}

@@ -565,3 +565,50 @@ fn odometry_validates_and_exposes_its_fields() {
     covariance[2][3] = f64::NAN;
     assert!(odometry().with_pose_covariance(covariance).is_err());
 }
+
+#[test]
+fn detections_and_grids_round_trip_and_validate() {
+    use streamwire_msgs::{DetectionBox, Detections, OccupancyGrid, PerceptionError};
+    assert_eq!(Detections::TYPE_NAME, "streamwire/Detections");
+    assert_eq!(OccupancyGrid::TYPE_NAME, "streamwire/OccupancyGrid");
+    let detections = Detections {
+        stamp: Timestamp::from_nanos(9),
+        frame_id: "camera".into(),
+        boxes: vec![DetectionBox::new(1.0, 2.0, 3.0, 4.0, "ball", 0.5).unwrap()],
+    };
+    json_round_trip(&detections);
+    cbor_round_trip(&detections);
+    let grid = OccupancyGrid::new("odom", 0.5, (-1.0, -1.0), 3, 2, vec![-1, 0, 100, 50, 1, -1])
+        .unwrap()
+        .with_stamp(Timestamp::from_nanos(3));
+    json_round_trip(&grid);
+    cbor_round_trip(&grid);
+    assert_eq!(grid.cell(2, 0), Some(100));
+    assert_eq!(grid.cell_at(-0.75, -0.25), Some(50));
+    assert_eq!(grid.cells().len(), 6);
+
+    // Constructors and deserialization refuse what is not valid.
+    assert_eq!(
+        DetectionBox::new(f32::NAN, 0.0, 1.0, 1.0, "x", 1.0),
+        Err(PerceptionError::NotFinite)
+    );
+    assert!(matches!(
+        OccupancyGrid::new("odom", 0.5, (0.0, 0.0), 2, 2, vec![0; 3]),
+        Err(PerceptionError::GridSize { .. })
+    ));
+    assert!(matches!(
+        OccupancyGrid::new("odom", 0.0, (0.0, 0.0), 1, 1, vec![0]),
+        Err(PerceptionError::BadGeometry { .. })
+    ));
+    let mut json = serde_json::to_value(&grid).unwrap();
+    json["width"] = 1000.into();
+    assert!(serde_json::from_value::<OccupancyGrid>(json).is_err());
+    let mut json = serde_json::to_value(&detections).unwrap();
+    json["boxes"][0]["width"] = (-5.0).into();
+    assert!(serde_json::from_value::<Detections>(json).is_err());
+    let mut bytes = cbor(&grid);
+    // A cell of 101 (0x65) in place of 100 (0x64): refused.
+    let at = bytes.windows(2).position(|w| w == [0x00, 0x64]).unwrap();
+    bytes[at + 1] = 0x65;
+    assert!(ciborium::from_reader::<OccupancyGrid, _>(&bytes[..]).is_err());
+}

@@ -1,32 +1,30 @@
-//! `streamwire-demo`: builds the demo blueprint and prints its plan (or DOT).
+//! `streamwire-demo`: builds the demo blueprint (`streamwire_modules::demo`), prints its
+//! plan (or DOT), runs it and prints the runtime's report.
 
 use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use streamwire::prelude::*;
-use streamwire_demo::{DemoOptions, Layout, demo_blueprint};
+use streamwire_modules::demo::{DemoConfig, demo_blueprint};
 
-/// Build the streamwire demo blueprint (a built-in test-pattern camera feeding a detector,
-/// a viewer, a web relay and a mapper) and print its plan.
+/// Build and run the streamwire demo: a camera (the simulated world's, or a replay of
+/// recorded frames), depth, lidar and odometry feeding a detector, a mapper, a byte
+/// consumer and two busy sinks over three processes on two hosts.
 #[derive(Debug, Parser)]
 #[command(name = "streamwire-demo", version)]
 struct Args {
-    /// Where the instances run.
-    #[arg(long, value_enum, default_value_t = LayoutArg::Robot)]
-    layout: LayoutArg,
-    /// Global compression of compressible streams.
-    #[arg(long, value_enum, default_value_t = CompressionArg::Auto)]
-    compression: CompressionArg,
-    /// JPEG quality of the colour stream, 1 to 100 (default 75).
-    #[arg(long)]
-    jpeg_quality: Option<u8>,
-    /// Downscale colour frames wider than this on compressed links.
-    #[arg(long)]
-    max_width: Option<u32>,
-    /// What to do about inputs that receive lossy pixels.
-    #[arg(long, value_enum, default_value_t = ReportArg::Warn)]
-    lossy_pixels: ReportArg,
+    /// Replay this folder of numbered JPEG/PNG frames instead of the simulated camera
+    /// (sets `replay.dir`).
+    #[arg(long, value_name = "DIR")]
+    replay: Option<std::path::PathBuf>,
+    /// Frames per second of a replayed folder without timestamps.txt (sets `replay.fps`).
+    #[arg(long, value_name = "N", requires = "replay")]
+    fps: Option<f64>,
+    /// Set a demo key, e.g. `-o camera.fps=10 -o busy.work_ms=5` (repeatable; an unknown
+    /// key lists the valid ones).
+    #[arg(short = 'o', value_name = "KEY=VALUE")]
+    options: Vec<String>,
     /// Print the plan as Graphviz DOT instead of text (and do not run).
     #[arg(long)]
     dot: bool,
@@ -39,28 +37,6 @@ struct Args {
     run_for: f64,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum LayoutArg {
-    /// Everything in one process.
-    OneProcess,
-    /// Robot (camera, perception), laptop (viewer, web relay), base station (mapper).
-    Robot,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum CompressionArg {
-    Auto,
-    On,
-    Off,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ReportArg {
-    Ignore,
-    Warn,
-    Error,
-}
-
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -70,25 +46,20 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let options = DemoOptions {
-        layout: match args.layout {
-            LayoutArg::OneProcess => Layout::OneProcess,
-            LayoutArg::Robot => Layout::Robot,
-        },
-        compression: match args.compression {
-            CompressionArg::Auto => Compression::Auto,
-            CompressionArg::On => Compression::On,
-            CompressionArg::Off => Compression::Off,
-        },
-        jpeg_quality: args.jpeg_quality,
-        max_width: args.max_width,
-        lossy_pixels: match args.lossy_pixels {
-            ReportArg::Ignore => Report::Ignore,
-            ReportArg::Warn => Report::Warn,
-            ReportArg::Error => Report::Error,
-        },
-    };
-    let blueprint = demo_blueprint(&options);
+    let mut config = DemoConfig::default();
+    if let Some(dir) = &args.replay {
+        config.replay.dir = Some(dir.clone());
+    }
+    if let Some(fps) = args.fps {
+        config.replay.fps = Some(fps);
+    }
+    for option in &args.options {
+        let (key, value) = option
+            .split_once('=')
+            .with_context(|| format!("`-o {option}`: write -o key=value"))?;
+        config.set(key.trim(), value)?;
+    }
+    let blueprint = demo_blueprint(&config)?;
     let plan = blueprint
         .build()
         .context("the demo blueprint does not build")?;
@@ -104,11 +75,17 @@ fn main() -> anyhow::Result<()> {
         .context("--run-for takes a number of seconds, like 3 or 0.5")?;
     println!();
     println!(
-        "running for {:.1} s (every planned process inside this one; Ctrl+C stops sooner)",
+        "running for {:.1} s (each planned process a partition of this one, joined by the \
+         loopback transport; Ctrl+C stops sooner)",
         run_for.as_secs_f64()
     );
     let handle = blueprint
-        .run(RunOptions::default())
+        // Each planned process runs as a partition, its streams to the others crossing
+        // the loopback transport as serialized frames, until worker processes exist.
+        .run(RunOptions {
+            partitions: Partitions::PerProcess,
+            ..RunOptions::default()
+        })
         .context("the demo did not start")?;
     let stop = handle.stop_flag();
     ctrlc::set_handler(move || stop.stop()).context("cannot install the Ctrl+C handler")?;

@@ -17,47 +17,100 @@ fn run(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// The number in column `column` of the report line that starts with `name`.
+fn report_number(report: &str, name: &str, column: usize) -> u64 {
+    report
+        .lines()
+        .find(|l| l.trim_start().starts_with(name))
+        .and_then(|l| l.split_whitespace().nth(column))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count for {name} in:\n{report}"))
+}
+
+fn report_of(stdout: &str) -> &str {
+    stdout
+        .split_once("run stopped after")
+        .map(|(_, report)| report)
+        .unwrap_or_else(|| panic!("no report in:\n{stdout}"))
+}
+
 #[test]
 fn default_run_prints_the_robot_plan() {
     let (ok, stdout, stderr) = run(&["--plan-only"]);
     assert!(ok, "{stderr}");
+    // One encode, and one decode per receiving process.
+    assert_eq!(
+        stdout.matches("  encode color_image").count(),
+        1,
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("  decode color_image").count(),
+        2,
+        "{stdout}"
+    );
     insta::assert_snapshot!(stdout);
 }
 
 #[test]
-fn the_demo_runs_its_blueprint_and_reports_what_moved() {
-    let (ok, stdout, stderr) = run(&["--run-for", "3"]);
+fn the_demo_runs_the_simulated_sensors_and_reports_what_moved() {
+    let (ok, stdout, stderr) = run(&["--run-for", "3", "-o", "busy.work_ms=2"]);
     assert!(ok, "{stderr}");
-    let report = stdout
-        .split_once("run stopped after")
-        .map(|(_, report)| report)
-        .unwrap_or_else(|| panic!("no report in:\n{stdout}"));
+    let report = report_of(&stdout);
     // Counts, not speeds: frames moved through every kind of link of the plan.
-    let delivered = |input: &str| -> u64 {
-        report
-            .lines()
-            .find(|l| l.trim_start().starts_with(input))
-            .and_then(|l| l.split_whitespace().nth(2))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no delivered count for {input} in:\n{report}"))
-    };
     for input in [
         "detector.frames",
-        "viewer.frames",
-        "web.jpeg",
+        "busy_robot.frames",
+        "busy_base.frames",
+        "recorder.jpeg",
         "mapper.depth",
+        "mapper.cloud",
+        "mapper.odometry",
     ] {
-        assert!(delivered(input) > 0, "{input} got nothing:\n{report}");
+        assert!(
+            report_number(report, input, 2) > 0,
+            "{input} got nothing:\n{report}"
+        );
     }
     assert!(report.contains("encode jpeg"), "{report}");
     assert!(report.contains("decode zstd"), "{report}");
 }
 
 #[test]
-fn one_process_layout_encodes_only_for_the_web_relay() {
-    let (ok, stdout, stderr) = run(&["--layout", "one-process", "--plan-only"]);
+fn the_demo_replays_the_real_frames() {
+    let data = streamwire_testdata::dir().join("cockatoo_720p/frames");
+    if !data.is_dir() {
+        println!(
+            "skipped: no real data at {} (set STREAMWIRE_DATA)",
+            data.display()
+        );
+        return;
+    }
+    let dir = data.to_string_lossy().into_owned();
+    let (ok, stdout, stderr) = run(&["--replay", &dir, "--run-for", "3", "-o", "busy.work_ms=2"]);
     assert!(ok, "{stderr}");
-    // Zero-copy in process: no decode; the relay asked for bytes, so one encode.
+    assert!(stdout.contains("camera (ReplaySource)"), "{stdout}");
+    let report = report_of(&stdout);
+    assert!(report_number(report, "detector.frames", 2) > 0, "{report}");
+    assert!(report.contains("published="), "{report}");
+}
+
+#[test]
+fn a_folder_without_a_rate_is_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("streamwire-demo-norate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("0.jpg"), b"x").unwrap();
+    let (ok, _, stderr) = run(&["--replay", &dir.to_string_lossy(), "--plan-only"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(!ok);
+    assert!(stderr.contains("--fps 20"), "{stderr}");
+}
+
+#[test]
+fn one_process_layout_encodes_only_for_the_byte_consumer() {
+    let (ok, stdout, stderr) = run(&["-o", "layout=one_process", "--plan-only"]);
+    assert!(ok, "{stderr}");
+    // Zero-copy in process: no decode; the byte consumer asked for bytes, so one encode.
     assert!(stdout.contains("1 codec node;"), "{stdout}");
     assert!(!stdout.contains("decode"), "{stdout}");
     insta::assert_snapshot!(stdout);
@@ -65,7 +118,13 @@ fn one_process_layout_encodes_only_for_the_web_relay() {
 
 #[test]
 fn settings_change_the_plan() {
-    let (ok, stdout, stderr) = run(&["--jpeg-quality", "90", "--max-width", "640", "--plan-only"]);
+    let (ok, stdout, stderr) = run(&[
+        "-o",
+        "jpeg.quality=90",
+        "-o",
+        "jpeg.max_width=640",
+        "--plan-only",
+    ]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("jpeg_quality=90"), "{stdout}");
     assert!(stdout.contains("max_width=640"), "{stdout}");
@@ -73,15 +132,22 @@ fn settings_change_the_plan() {
 
 #[test]
 fn a_bad_setting_is_a_clear_error() {
-    let (ok, stdout, stderr) = run(&["--jpeg-quality", "0"]);
+    let (ok, stdout, stderr) = run(&["-o", "jpeg.quality=0"]);
     assert!(!ok);
     assert!(stdout.is_empty());
     insta::assert_snapshot!(stderr);
 }
 
 #[test]
+fn an_unknown_key_lists_the_valid_ones() {
+    let (ok, _, stderr) = run(&["-o", "camera.colour=red"]);
+    assert!(!ok);
+    insta::assert_snapshot!(stderr);
+}
+
+#[test]
 fn lossy_pixels_can_fail_the_build() {
-    let (ok, _, stderr) = run(&["--lossy-pixels", "error"]);
+    let (ok, _, stderr) = run(&["-o", "lossy_pixels=error"]);
     assert!(!ok);
     assert!(stderr.contains("receives lossy pixels"), "{stderr}");
 }

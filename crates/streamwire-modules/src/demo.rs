@@ -1,0 +1,409 @@
+//! The demo blueprint: a camera (the replay of a folder of frames, or the simulated
+//! world's camera), the world's depth, lidar and odometry, a detector, a mapper, a byte
+//! consumer and two busy sinks, placed over several processes.
+//!
+//! ```
+//! use streamwire_modules::demo::{DemoConfig, demo_blueprint};
+//! let mut config = DemoConfig::default();
+//! config.set("camera.fps", "10")?;
+//! config.set("busy.work_ms", "5")?;
+//! let plan = demo_blueprint(&config)?.build()?;
+//! assert!(plan.to_string().contains("encode color_image"));
+//! assert!(config.set("camera.colour", "red").is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use streamwire::prelude::*;
+
+use crate::detector::Detector;
+use crate::mapper::Mapper;
+use crate::replay::{ReplayError, ReplaySource};
+use crate::sinks::{BusySink, ByteConsumer};
+use crate::world::{SimCamera, SimDepth, SimLidar, SimOdometry};
+
+/// Where the demo's instances run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// Everything in one process: zero-copy, no codec but the byte consumer's encode.
+    OneProcess,
+    /// Sensors and perception on the robot (two processes), the second busy sink and the
+    /// byte consumer on a base station.
+    #[default]
+    Robot,
+}
+
+/// The simulated camera's settings (`camera.*`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CameraConfig {
+    /// Frames per second.
+    pub fps: f64,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+}
+
+impl Default for CameraConfig {
+    fn default() -> Self {
+        CameraConfig {
+            fps: 20.0,
+            width: 1280,
+            height: 720,
+        }
+    }
+}
+
+/// The replay's settings (`replay.*`); with a `dir`, the replay replaces the simulated
+/// camera.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplayConfig {
+    /// The folder of frames (none: the simulated camera).
+    pub dir: Option<PathBuf>,
+    /// Frames per second if the folder has no timestamps file.
+    pub fps: Option<f64>,
+    /// Start again after the last frame.
+    pub looping: bool,
+    /// Playback speed.
+    pub rate: f64,
+    /// Publish the files' JPEG bytes as they are.
+    pub pass_through: bool,
+    /// Play at most this many frames.
+    pub limit: Option<u64>,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig {
+            dir: None,
+            fps: None,
+            looping: true,
+            rate: 1.0,
+            pass_through: false,
+            limit: None,
+        }
+    }
+}
+
+/// A sensor's rate (`depth.*`, `lidar.*`, `odometry.*`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateConfig {
+    /// Messages per second.
+    pub hz: f64,
+}
+
+impl Default for RateConfig {
+    fn default() -> Self {
+        RateConfig { hz: 10.0 }
+    }
+}
+
+/// The busy sinks' work (`busy.*`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BusyConfig {
+    /// CPU milliseconds of filtering per frame, each sink.
+    pub work_ms: f64,
+}
+
+impl Default for BusyConfig {
+    fn default() -> Self {
+        BusyConfig { work_ms: 20.0 }
+    }
+}
+
+/// The colour stream's codec settings (`jpeg.*`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JpegConfig {
+    /// JPEG quality 1..=100 (none: the codec's default, 75).
+    pub quality: Option<u8>,
+    /// Downscale frames wider than this on compressed links.
+    pub max_width: Option<u32>,
+}
+
+/// Where the sinks write their recordings (`record.*`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RecordConfig {
+    /// A folder for `<instance>.jsonl` files (none: no recording).
+    pub dir: Option<PathBuf>,
+}
+
+/// Everything the demo lets a user set, by dotted key (`camera.fps`, `replay.dir`,
+/// `replay.fps`, `busy.work_ms`, ...; [`DemoConfig::keys`] lists them). Deserializes from
+/// a blueprint file's table; [`DemoConfig::set`] takes `-o key=value` text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DemoConfig {
+    /// Placement: `robot` (default) or `one_process`.
+    pub layout: Layout,
+    /// Global compression: `auto`, `on`, `off`.
+    pub compression: Compression,
+    /// What to do about inputs that get lossy pixels: `ignore`, `warn`, `error`.
+    pub lossy_pixels: Report,
+    /// The simulated world's seed.
+    pub seed: u64,
+    /// The simulated camera.
+    pub camera: CameraConfig,
+    /// The replay (replaces the camera when `replay.dir` is set).
+    pub replay: ReplayConfig,
+    /// The depth sensor's rate.
+    pub depth: RateConfig,
+    /// The lidar's rate.
+    pub lidar: RateConfig,
+    /// The odometry's rate.
+    pub odometry: RateConfig,
+    /// The busy sinks.
+    pub busy: BusyConfig,
+    /// The colour stream's codec.
+    pub jpeg: JpegConfig,
+    /// Recordings.
+    pub record: RecordConfig,
+}
+
+impl Default for DemoConfig {
+    fn default() -> Self {
+        DemoConfig {
+            layout: Layout::Robot,
+            compression: Compression::Auto,
+            lossy_pixels: Report::Warn,
+            seed: 1,
+            camera: CameraConfig::default(),
+            replay: ReplayConfig::default(),
+            depth: RateConfig { hz: 10.0 },
+            lidar: RateConfig { hz: 10.0 },
+            odometry: RateConfig { hz: 50.0 },
+            busy: BusyConfig::default(),
+            jpeg: JpegConfig::default(),
+            record: RecordConfig::default(),
+        }
+    }
+}
+
+/// Why a demo setting was refused or the blueprint could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DemoError {
+    /// A key the demo does not have.
+    #[error("unknown demo key `{key}`; valid keys: {}", valid.join(", "))]
+    UnknownKey {
+        /// The key given.
+        key: String,
+        /// Every valid key.
+        valid: Vec<String>,
+    },
+    /// A value the key cannot take.
+    #[error("demo key `{key}` cannot be `{value}`: {reason}")]
+    BadValue {
+        /// The key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// Why.
+        reason: String,
+    },
+    /// The replay folder cannot be played.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+}
+
+fn leaves(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                leaves(&key, v, out);
+            }
+        }
+        _ => out.push(prefix.to_owned()),
+    }
+}
+
+impl DemoConfig {
+    /// Every settable key, sorted.
+    pub fn keys() -> Vec<String> {
+        let mut keys = Vec::new();
+        if let Ok(value) = serde_json::to_value(DemoConfig::default()) {
+            leaves("", &value, &mut keys);
+        }
+        keys.sort();
+        keys
+    }
+
+    /// Sets `key` (dotted, e.g. `camera.fps`) from text: a number, `true`/`false`,
+    /// `none` (unset an optional key), or a string.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), DemoError> {
+        let valid = DemoConfig::keys();
+        if !valid.iter().any(|k| k == key) {
+            return Err(DemoError::UnknownKey {
+                key: key.to_owned(),
+                valid,
+            });
+        }
+        let bad = |reason: String| DemoError::BadValue {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            reason,
+        };
+        let parsed = match value.trim() {
+            "none" | "null" => serde_json::Value::Null,
+            text => serde_json::from_str(text)
+                .ok()
+                .filter(|v: &serde_json::Value| !v.is_object() && !v.is_array())
+                .unwrap_or_else(|| serde_json::Value::String(text.to_owned())),
+        };
+        let mut last_error = String::new();
+        for candidate in [parsed, serde_json::Value::String(value.trim().to_owned())] {
+            let mut tree = serde_json::to_value(&*self).map_err(|e| bad(e.to_string()))?;
+            let mut slot = &mut tree;
+            for part in key.split('.') {
+                slot = slot
+                    .get_mut(part)
+                    .ok_or_else(|| bad("no such key".to_owned()))?;
+            }
+            *slot = candidate;
+            match serde_json::from_value::<DemoConfig>(tree) {
+                Ok(config) => {
+                    *self = config;
+                    return Ok(());
+                }
+                Err(e) => last_error = e.to_string(),
+            }
+        }
+        Err(bad(last_error))
+    }
+}
+
+/// The demo blueprint for `config`. With `replay.dir` set, the folder is checked (names
+/// and timestamps) here, so a folder that cannot play fails before the run.
+pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
+    let mut bp = Blueprint::new();
+    let record = |name: &str| {
+        config
+            .record
+            .dir
+            .as_ref()
+            .map(|dir| dir.join(format!("{name}.jsonl")))
+    };
+    let camera_name = "camera";
+    let camera_placement = Placement::process("sensors").on_host("robot");
+    match &config.replay.dir {
+        Some(dir) => {
+            let replay = ReplaySource {
+                dir: dir.clone(),
+                fps: config.replay.fps,
+                looping: config.replay.looping,
+                rate: config.replay.rate,
+                pass_through: config.replay.pass_through,
+                limit: config.replay.limit,
+                ..ReplaySource::default()
+            };
+            replay.scan()?;
+            let camera = bp.add(camera_name, replay);
+            if config.layout == Layout::Robot {
+                bp.place(&camera, camera_placement.clone());
+            }
+        }
+        None => {
+            let camera = bp.add(
+                camera_name,
+                SimCamera {
+                    width: config.camera.width,
+                    height: config.camera.height,
+                    fps: config.camera.fps,
+                    seed: config.seed,
+                    ..SimCamera::default()
+                },
+            );
+            if config.layout == Layout::Robot {
+                bp.place(&camera, camera_placement.clone());
+            }
+        }
+    }
+    let depth = bp.add(
+        "depth",
+        SimDepth {
+            fps: config.depth.hz,
+            seed: config.seed,
+            ..SimDepth::default()
+        },
+    );
+    let lidar = bp.add(
+        "lidar",
+        SimLidar {
+            hz: config.lidar.hz,
+            seed: config.seed,
+            ..SimLidar::default()
+        },
+    );
+    let odometry = bp.add(
+        "odometry",
+        SimOdometry {
+            hz: config.odometry.hz,
+            seed: config.seed,
+            ..SimOdometry::default()
+        },
+    );
+    let detector = bp.add("detector", Detector::default());
+    let mapper = bp.add("mapper", Mapper::default());
+    let busy_robot = bp.add(
+        "busy_robot",
+        BusySink {
+            work_ms: config.busy.work_ms,
+            path: record("busy_robot"),
+            ..BusySink::default()
+        },
+    );
+    let busy_base = bp.add(
+        "busy_base",
+        BusySink {
+            work_ms: config.busy.work_ms,
+            path: record("busy_base"),
+            ..BusySink::default()
+        },
+    );
+    let recorder = bp.add(
+        "recorder",
+        ByteConsumer {
+            path: record("recorder"),
+            ..ByteConsumer::default()
+        },
+    );
+    if config.layout == Layout::Robot {
+        let perception = Placement::process("perception").on_host("robot");
+        let base = Placement::process("base").on_host("base_station");
+        bp.place(&depth, camera_placement.clone())
+            .place(&lidar, camera_placement.clone())
+            .place(&odometry, camera_placement)
+            .place(&detector, perception.clone())
+            .place(&mapper, perception.clone())
+            .place(&busy_robot, perception)
+            .place(&busy_base, base.clone())
+            .place(&recorder, base);
+    }
+    let mut color = StreamSettings::new();
+    if let Some(quality) = config.jpeg.quality {
+        color = color.param("jpeg_quality", quality);
+    }
+    if let Some(width) = config.jpeg.max_width {
+        color = color.param("max_width", width);
+    }
+    if config.jpeg.quality.is_some() || config.jpeg.max_width.is_some() {
+        bp.stream("color_image", color);
+    }
+    bp.compression(config.compression)
+        .lossy_pixels(config.lossy_pixels)
+        .autoconnect();
+    Ok(bp)
+}
