@@ -9,6 +9,7 @@
 //! | [`CompressedImage`] | `sensor_msgs/CompressedImage` | `streamwire/CompressedImage` |
 //! | [`PointCloud`] | `sensor_msgs/PointCloud2` (+ a [PCD reader](pcd)) | `streamwire/PointCloud` |
 //! | [`Odometry`] | `nav_msgs/Odometry` | `streamwire/Odometry` |
+//! | [`Twist`] | `geometry_msgs/Twist` (a velocity command) | `streamwire/Twist` |
 //!
 //! Every message is cheap to clone (pixels and points are shared [`bytes::Bytes`], names
 //! are `Arc<str>`), has a sensor `stamp` and a `frame_id`, and is valid by construction:

@@ -265,12 +265,11 @@ struct Records {
 pub struct RunHandle {
     shared: Arc<Shared>,
     records: Arc<Records>,
-    /// Hubs by stream name, for taps: (stream, hub), producers first.
-    streams: Vec<(String, Arc<Hub>)>,
+    /// Where taps attach, shared with the instances (`Context::taps`).
+    taps: Arc<TapPoint>,
     threads: Vec<ThreadRecord>,
     exits: Receiver<Exit>,
     failure: Option<String>,
-    tap_depth: usize,
     stop_deadline: Duration,
     stop_requested: Arc<AtomicBool>,
 }
@@ -670,6 +669,12 @@ impl Runtime {
                 Box::new(move || worker.run(exits)),
             )?;
         }
+        let taps = Arc::new(TapPoint {
+            shared: shared.clone(),
+            records: records.clone(),
+            streams,
+            tap_depth: options.tap_depth,
+        });
         let mut modules: Vec<Option<Box<dyn ModuleValue>>> =
             modules.into_iter().map(Some).collect();
         for (i, desc) in wiring.instances.iter().enumerate() {
@@ -692,6 +697,7 @@ impl Runtime {
                 signal: signals[i].clone(),
                 counters: records.instances[i].2.clone(),
                 shared: shared.clone(),
+                taps: taps.clone(),
             };
             let exits = exit_tx.clone();
             spawn(
@@ -705,11 +711,10 @@ impl Runtime {
         Ok(RunHandle {
             shared,
             records,
-            streams,
+            taps,
             threads,
             exits,
             failure: None,
-            tap_depth: options.tap_depth,
             stop_deadline: options.stop_deadline,
             stop_requested: Arc::new(AtomicBool::new(false)),
         })
@@ -991,7 +996,7 @@ impl RunHandle {
     /// `"color_image/compressed"`) gets the encoded bytes of the stream's encode node,
     /// which then encodes for the tap. A tap counts as a consumer until dropped.
     pub fn tap<M: Message>(&self, stream: &str) -> Result<Tap<M>, TapError> {
-        let inner = self.attach(stream, Some(M::TYPE_NAME))?;
+        let inner = self.taps.attach(stream, Some(M::TYPE_NAME))?;
         Ok(Tap {
             inner,
             _message: std::marker::PhantomData,
@@ -1000,8 +1005,47 @@ impl RunHandle {
 
     /// Subscribes to stream `stream` whatever it carries.
     pub fn tap_any(&self, stream: &str) -> Result<AnyTap, TapError> {
-        self.attach(stream, None)
+        self.taps.attach(stream, None)
     }
+}
+
+/// Where taps attach: the run handle's `tap`, and modules' `Context::taps`.
+struct TapPoint {
+    shared: Arc<Shared>,
+    records: Arc<Records>,
+    /// Hubs by stream name, for taps: (stream, hub), producers first.
+    streams: Vec<(String, Arc<Hub>)>,
+    tap_depth: usize,
+}
+
+impl streamwire_core::TapService for TapPoint {
+    fn streams(&self) -> Vec<(String, &'static str)> {
+        self.streams
+            .iter()
+            .map(|(name, hub)| (name.clone(), hub.message))
+            .collect()
+    }
+
+    fn tap(
+        &self,
+        stream: &str,
+        message: Option<&'static str>,
+    ) -> Result<Box<dyn streamwire_core::StreamTap>, streamwire_core::NodeError> {
+        Ok(Box::new(self.attach(stream, message)?))
+    }
+}
+
+impl streamwire_core::StreamTap for AnyTap {
+    fn recv_timeout(&self, timeout: Duration) -> Option<streamwire_core::Envelope> {
+        AnyTap::recv_timeout(self, timeout)
+    }
+
+    fn dropped(&self) -> u64 {
+        AnyTap::dropped(self)
+    }
+}
+
+impl TapPoint {
 
     fn attach(&self, stream: &str, wanted: Option<&'static str>) -> Result<AnyTap, TapError> {
         let named: Vec<&Arc<Hub>> = self
