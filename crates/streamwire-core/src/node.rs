@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::header::Timestamp;
 use crate::bind::Envelope;
+use crate::header::Timestamp;
 use crate::port::In;
 
 /// An error a module returns from `start`, `step` or `stop`: any error type, boxed. It

@@ -1046,7 +1046,6 @@ impl streamwire_core::StreamTap for AnyTap {
 }
 
 impl TapPoint {
-
     fn attach(&self, stream: &str, wanted: Option<&'static str>) -> Result<AnyTap, TapError> {
         let named: Vec<&Arc<Hub>> = self
             .streams

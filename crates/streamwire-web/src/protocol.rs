@@ -96,7 +96,9 @@ fn parse(value: Value) -> Result<Op, Refused> {
     let Some(op) = value.get("op").and_then(Value::as_str) else {
         return Err(refuse(&id, "missing `op`"));
     };
-    let topic = || string_field(&value, "topic").ok_or_else(|| refuse(&id, format!("`{op}` needs a `topic`")));
+    let topic = || {
+        string_field(&value, "topic").ok_or_else(|| refuse(&id, format!("`{op}` needs a `topic`")))
+    };
     match op {
         "subscribe" => {
             let topic = topic()?;
@@ -123,7 +125,9 @@ fn parse(value: Value) -> Result<Op, Refused> {
                 Some(other) => {
                     return Err(refuse(
                         &id,
-                        format!("compression `{other}` is unsupported on `{topic}`: use `cbor` or `none`"),
+                        format!(
+                            "compression `{other}` is unsupported on `{topic}`: use `cbor` or `none`"
+                        ),
                     ));
                 }
             };

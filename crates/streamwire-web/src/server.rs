@@ -26,9 +26,7 @@ use axum::routing::get;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
 use streamwire_core::{Codec, Context, Counter, Envelope, Message as _, StreamTap, TapService};
-use streamwire_msgs::{
-    CompressedImage, DepthImage, Image, Odometry, PointCloud, Twist, Zstd,
-};
+use streamwire_msgs::{CompressedImage, DepthImage, Image, Odometry, PointCloud, Twist, Zstd};
 
 use crate::RelayConfig;
 use crate::protocol::{self, Encoding, Op, Refused};
@@ -187,6 +185,8 @@ struct Client {
     id: u64,
     name: String,
     wake: tokio::sync::Notify,
+    /// Told when the writer ended (the client stalled or left), to end the reader too.
+    gone: tokio::sync::Notify,
     control: Slot,
     topics: Mutex<Vec<Arc<ClientTopic>>>,
     dropped: AtomicU64,
@@ -233,14 +233,15 @@ impl Running {
     pub(crate) fn start(config: &RelayConfig, cx: &Context<'_>) -> Result<Running, RelayError> {
         let taps = cx.taps().ok_or(RelayError::NoTaps)?;
         let topics = topics_of(&taps.streams(), config.streams.as_deref());
-        let listener = std::net::TcpListener::bind(config.listen).map_err(|source| {
-            RelayError::Bind {
+        let listener =
+            std::net::TcpListener::bind(config.listen).map_err(|source| RelayError::Bind {
                 address: config.listen,
                 source,
-            }
-        })?;
+            })?;
         let address = listener.local_addr().map_err(RelayError::Threads)?;
-        listener.set_nonblocking(true).map_err(RelayError::Threads)?;
+        listener
+            .set_nonblocking(true)
+            .map_err(RelayError::Threads)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("sw web")
@@ -459,7 +460,11 @@ async fn stats(State(shared): State<Arc<Shared>>) -> Response {
             "commands": c.commands.get(),
         },
     });
-    ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: String) {
@@ -467,6 +472,7 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
         id,
         name,
         wake: tokio::sync::Notify::new(),
+        gone: tokio::sync::Notify::new(),
         control: Slot::new(CONTROL_QUEUE),
         topics: Mutex::new(Vec::new()),
         dropped: AtomicU64::new(0),
@@ -477,8 +483,22 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
     shared.counters.clients.increment();
     lock(&shared.clients).push(client.clone());
     let (sink, mut stream) = socket.split();
-    let writer = tokio::spawn(write_client(shared.clone(), client.clone(), sink));
-    while let Some(frame) = stream.next().await {
+    let writer = {
+        let (shared, client) = (shared.clone(), client.clone());
+        tokio::spawn(async move {
+            write_client(shared, client.clone(), sink).await;
+            client.closed.store(true, Ordering::SeqCst);
+            client.gone.notify_one();
+        })
+    };
+    loop {
+        let frame = tokio::select! {
+            frame = stream.next() => frame,
+            () = client.gone.notified() => None,
+        };
+        let Some(frame) = frame else {
+            break;
+        };
         if shared.stopping.load(Ordering::SeqCst) || client.closed.load(Ordering::SeqCst) {
             break;
         }
@@ -604,8 +624,11 @@ fn handle(shared: &Arc<Shared>, client: &Arc<Client>, op: Op) {
             encoding,
         } => {
             let Some(known) = shared.topic(&topic).cloned() else {
-                let names: Vec<String> =
-                    shared.topics.iter().map(|t| format!("/{}", t.stream)).collect();
+                let names: Vec<String> = shared
+                    .topics
+                    .iter()
+                    .map(|t| format!("/{}", t.stream))
+                    .collect();
                 return client.status_error(
                     shared,
                     Refused {
@@ -774,8 +797,8 @@ fn shape(envelope: &Envelope) -> Result<wire::Value, String> {
     if let Some(bytes) = message.downcast_ref::<CompressedImage>()
         && bytes.format().contains("zstd")
     {
-        let depth: DepthImage = Codec::<DepthImage>::decode(&Zstd::default(), bytes)
-            .map_err(|e| e.to_string())?;
+        let depth: DepthImage =
+            Codec::<DepthImage>::decode(&Zstd::default(), bytes).map_err(|e| e.to_string())?;
         return Ok(wire::depth(&depth));
     }
     wire::any(message).map_err(|e| e.to_string())
@@ -787,7 +810,10 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
         {
             let mut feeds = lock(&shared.feeds);
             if shared.stopping.load(Ordering::SeqCst) || lock(&feed.subscribers).is_empty() {
-                if feeds.get(&feed.topic.stream).is_some_and(|f| Arc::ptr_eq(f, feed)) {
+                if feeds
+                    .get(&feed.topic.stream)
+                    .is_some_and(|f| Arc::ptr_eq(f, feed))
+                {
                     feeds.remove(&feed.topic.stream);
                 }
                 return;
