@@ -145,11 +145,17 @@ fn the_viewer_shows_live_camera_odometry_and_cloud() -> anyhow::Result<()> {
         if live {
             break state;
         }
-        anyhow::ensure!(Instant::now() < deadline, "the page never went live: {state}");
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the page never went live: {state}"
+        );
         std::thread::sleep(Duration::from_millis(250));
     };
     assert_eq!(state["connected"], true);
-    assert_eq!(state["imageWidth"], 320, "the JPEG frames are shown: {state}");
+    assert_eq!(
+        state["imageWidth"], 320,
+        "the JPEG frames are shown: {state}"
+    );
     assert_eq!(state["errors"], serde_json::json!([]), "{state}");
 
     // The frames keep coming (live, not one frame).
@@ -165,6 +171,85 @@ fn the_viewer_shows_live_camera_odometry_and_cloud() -> anyhow::Result<()> {
     std::fs::write(&shot, &png)?;
     println!("screenshot: {}", shot.display());
     assert!(png.starts_with(b"\x89PNG"));
+    drop(chromium);
+    drop(run);
+    Ok(())
+}
+
+/// A page using the real roslib (vendored by `tests/fixtures/vendor-roslib.sh`).
+fn roslib_page(relay: std::net::SocketAddr) -> String {
+    let roslib = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/roslib/roslib.min.js");
+    format!(
+        r#"<!doctype html><html><body>
+<script src="file://{roslib}"></script>
+<script>
+window.result = {{ image: 0, odom: 0, jpeg: false, dataType: null, odomRadius: null, topics: null, errors: [] }};
+const ros = new ROSLIB.Ros({{ url: "ws://{relay}" }});
+ros.on("error", (e) => result.errors.push(String(e && e.type || e)));
+ros.on("connection", () => {{
+  const image = new ROSLIB.Topic({{ ros, name: "/color_image", messageType: "sensor_msgs/CompressedImage", compression: "cbor" }});
+  image.subscribe((m) => {{
+    result.image++;
+    result.dataType = Object.prototype.toString.call(m.data);
+    result.jpeg = m.data[0] === 0xFF && m.data[1] === 0xD8 && m.data[m.data.length - 1] === 0xD9;
+  }});
+  const odom = new ROSLIB.Topic({{ ros, name: "/odom", messageType: "nav_msgs/Odometry" }});
+  odom.subscribe((m) => {{
+    result.odom++;
+    const p = m.pose.pose.position;
+    result.odomRadius = Math.hypot(p.x, p.y);
+  }});
+  ros.getTopics((t) => {{ result.topics = t.topics; }}, (e) => result.errors.push(String(e)));
+}});
+</script></body></html>"#,
+        roslib = roslib.display(),
+    )
+}
+
+#[test]
+fn roslib_subscribes_with_cbor_and_json() -> anyhow::Result<()> {
+    if !chromium_present() {
+        return Ok(());
+    }
+    let run = start(
+        RelayConfig::default(),
+        SyntheticCamera::new(320, 240, 15.0, None),
+    );
+    let page = Path::new(env!("CARGO_TARGET_TMPDIR")).join("roslib-page.html");
+    std::fs::write(&page, roslib_page(run.addr))?;
+    let chromium = Chromium::launch()?;
+    let tab = chromium.tab()?;
+    tab.navigate_to(&format!("file://{}", page.display()))?;
+    tab.wait_until_navigated()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let result = loop {
+        let result = eval(&tab, "JSON.stringify(window.result || null)")?;
+        if result["image"].as_u64().unwrap_or(0) >= 5
+            && result["odom"].as_u64().unwrap_or(0) >= 5
+            && result["topics"].is_array()
+        {
+            break result;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "roslib received nothing: {result}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    // CBOR: the JPEG arrives as one byte array; JSON: odometry on its circle.
+    assert_eq!(result["jpeg"], true, "{result}");
+    assert_eq!(result["dataType"], "[object Uint8Array]", "{result}");
+    let radius = result["odomRadius"].as_f64().unwrap_or(0.0);
+    assert!((radius - 2.0).abs() < 1e-6, "{result}");
+    let topics: Vec<&str> = result["topics"]
+        .as_array()
+        .map(|t| t.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(
+        topics.contains(&"/color_image") && topics.contains(&"/odom"),
+        "{result}"
+    );
+    assert_eq!(result["errors"], serde_json::json!([]), "{result}");
     drop(chromium);
     drop(run);
     Ok(())
