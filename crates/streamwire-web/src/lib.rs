@@ -196,8 +196,9 @@ impl Node for WebRelay {
 
     fn start(&mut self, cx: &mut Context<'_>) -> NodeResult {
         let running = server::Running::start(&self.config, cx)?;
-        self.config.address.set(running.address());
+        // The counter first: whoever waits on the address then finds it in the stats too.
         cx.counter("port").add(running.address().port().into());
+        self.config.address.set(running.address());
         self.running = Some(running);
         Ok(())
     }
