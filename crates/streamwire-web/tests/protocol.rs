@@ -61,10 +61,10 @@ async fn next(ws: &mut Ws) -> Frame {
 /// The next JSON frame that is not a publish (a status or a service response).
 async fn next_reply(ws: &mut Ws) -> Value {
     loop {
-        if let Frame::Json(v) = next(ws).await {
-            if v["op"] != "publish" {
-                return v;
-            }
+        if let Frame::Json(v) = next(ws).await
+            && v["op"] != "publish"
+        {
+            return v;
         }
     }
 }
