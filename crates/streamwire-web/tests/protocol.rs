@@ -270,6 +270,51 @@ async fn subscribe_json_and_cbor_in_ros_shapes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn depth_is_millimetres_in_a_uint16_typed_array() {
+    let run = start(RelayConfig::default(), camera());
+    let mut ws = connect(&run, "").await;
+    send(
+        &mut ws,
+        json!({"op": "call_service", "service": "/rosapi/topics"}),
+    )
+    .await;
+    let reply = next_reply(&mut ws).await;
+    let topics = reply["values"]["topics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let at = topics
+        .iter()
+        .position(|t| t == "/depth")
+        .expect("a depth topic");
+    assert_eq!(reply["values"]["types"][at], "sensor_msgs/Image");
+    send(
+        &mut ws,
+        json!({"op": "subscribe", "topic": "/depth", "compression": "cbor"}),
+    )
+    .await;
+    let Frame::Cbor(depth) = next_publish(&mut ws, "/depth").await else {
+        panic!("CBOR is binary")
+    };
+    let msg = cbor_get(&depth, "msg").expect("msg");
+    assert_eq!(
+        cbor_get(msg, "encoding").and_then(|e| e.as_text()),
+        Some("16UC1")
+    );
+    let Some(ciborium::Value::Tag(tag, data)) = cbor_get(msg, "data") else {
+        panic!("depth data is a typed array")
+    };
+    assert_eq!(*tag, 69, "RFC 8746 uint16 little endian");
+    let bytes = data.as_bytes().expect("bytes");
+    let mm: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    assert_eq!(mm, common::depth_mm(64, 48));
+    drop(run);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsubscribe_stops_and_throttle_thins() {
     let run = start(RelayConfig::default(), camera());
     let mut ws = connect(&run, "").await;

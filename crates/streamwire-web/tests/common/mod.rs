@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use streamwire::msgs::{
-    Image, ImageEncoding, Odometry, PointCloud, PointDatatype, PointField, Pose, Quaternion, Twist,
-    Vector3,
+    DepthImage, Image, ImageEncoding, Odometry, PointCloud, PointDatatype, PointField, Pose,
+    Quaternion, Twist, Vector3,
 };
 use streamwire::prelude::*;
 use streamwire_web::{RelayConfig, WebRelay};
@@ -179,6 +179,33 @@ impl Node for SpiralLidar {
     }
 }
 
+/// A depth camera: millimetres rising left to right, zstd on the wire.
+#[derive(Module)]
+pub struct DepthCamera {
+    pub depth: Out<Compressed<DepthImage>>,
+}
+
+/// The depth frame: `x * 100 + y` millimetres.
+pub fn depth_mm(width: u32, height: u32) -> Vec<u16> {
+    (0..height)
+        .flat_map(|y| (0..width).map(move |x| (x * 100 + y) as u16))
+        .collect()
+}
+
+impl Node for DepthCamera {
+    fn trigger(&self) -> Trigger {
+        Trigger::rate(5.0)
+    }
+
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        let depth = DepthImage::from_mm(64, 48, &depth_mm(64, 48))?
+            .with_stamp(Timestamp::now())
+            .with_frame_id("depth");
+        self.depth.publish(depth)?;
+        Ok(())
+    }
+}
+
 /// Receives the relay's `cmd_vel`.
 #[derive(Module)]
 pub struct CommandSink {
@@ -228,6 +255,7 @@ pub fn start(config: RelayConfig, camera: SyntheticCamera) -> TestRun {
             seq: 0,
         },
     );
+    blueprint.add("depth_camera", DepthCamera { depth: Out::new() });
     blueprint.add(
         "commands",
         CommandSink {
