@@ -3,109 +3,14 @@
 
 mod common;
 
-use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::chromium::{Chromium, chromium_present, eval};
 use common::{SyntheticCamera, start};
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
-use headless_chrome::{Browser, LaunchOptions, Tab};
 use serde_json::Value;
 use streamwire_web::RelayConfig;
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-
-/// Chromium and its profile directory: on every exit path (a failed assertion included)
-/// the browser is killed and the directory removed.
-struct Chromium {
-    browser: Option<Browser>,
-    profile: PathBuf,
-}
-
-impl Chromium {
-    fn launch() -> anyhow::Result<Chromium> {
-        let profile = std::env::temp_dir().join(format!(
-            "streamwire-web-chromium-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0)
-        ));
-        std::fs::create_dir_all(&profile)?;
-        let mut guard = Chromium {
-            browser: None,
-            profile,
-        };
-        // As root chromium needs the sandbox off; the background services are off so
-        // that nothing tries to reach the (closed) network.
-        let args: Vec<&OsStr> = [
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-        ]
-        .iter()
-        .map(OsStr::new)
-        .collect();
-        let options = LaunchOptions::default_builder()
-            .path(Some(PathBuf::from(CHROMIUM)))
-            .headless(true)
-            .sandbox(false)
-            .user_data_dir(Some(guard.profile.clone()))
-            .window_size(Some((1400, 1000)))
-            .idle_browser_timeout(Duration::from_secs(120))
-            .args(args)
-            .build()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        guard.browser = Some(Browser::new(options)?);
-        Ok(guard)
-    }
-
-    fn tab(&self) -> anyhow::Result<std::sync::Arc<Tab>> {
-        let browser = self
-            .browser
-            .as_ref()
-            .ok_or_else(|| anyhow::anyhow!("no browser"))?;
-        browser.new_tab()
-    }
-}
-
-impl Drop for Chromium {
-    fn drop(&mut self) {
-        if let Some(browser) = self.browser.take() {
-            let pid = browser.get_process_id();
-            drop(browser); // headless_chrome kills the process it started
-            if let Some(pid) = pid {
-                // In case it outlived its handle: end it by its own id.
-                let _ = std::process::Command::new("kill")
-                    .args(["-9", &pid.to_string()])
-                    .stderr(std::process::Stdio::null())
-                    .status();
-            }
-        }
-        let _ = std::fs::remove_dir_all(&self.profile);
-    }
-}
-
-fn chromium_present() -> bool {
-    if Path::new(CHROMIUM).exists() {
-        return true;
-    }
-    println!("skipped: {CHROMIUM} is absent (apt-get install chromium)");
-    false
-}
-
-fn eval(tab: &Tab, js: &str) -> anyhow::Result<Value> {
-    let result = tab.evaluate(js, false)?;
-    let text = result
-        .value
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
-    Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
-}
 
 const PAGE_STATE: &str = r#"JSON.stringify({
     connected: swViewer.connected,

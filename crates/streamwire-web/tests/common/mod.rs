@@ -8,6 +8,8 @@
     reason = "each test file uses part of this; pub for the derive"
 )]
 
+pub mod chromium;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
