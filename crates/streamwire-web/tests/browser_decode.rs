@@ -35,7 +35,12 @@ fn cloud(points: u32) -> PointCloud {
     let mut data = Vec::with_capacity(points as usize * 16);
     for i in 0..points {
         let a = i as f32 * 0.013;
-        for v in [a.cos() * 3.0, a.sin() * 3.0, (i % 97) as f32 * 0.01, f32::from_bits(0x00ff_8040 + i)] {
+        for v in [
+            a.cos() * 3.0,
+            a.sin() * 3.0,
+            (i % 97) as f32 * 0.01,
+            f32::from_bits(0x00ff_8040 + i),
+        ] {
             data.extend_from_slice(&v.to_le_bytes());
         }
     }
@@ -99,8 +104,14 @@ fn browser_decode_json_against_cbor() -> anyhow::Result<()> {
     let odometry = pose();
     let cases = [
         ("640x480 rgb8 sensor_msgs/Image", wire::image(&image)),
-        ("1928-point sensor_msgs/PointCloud2", wire::point_cloud(&small)),
-        ("80,000-point sensor_msgs/PointCloud2", wire::point_cloud(&big)),
+        (
+            "1928-point sensor_msgs/PointCloud2",
+            wire::point_cloud(&small),
+        ),
+        (
+            "80,000-point sensor_msgs/PointCloud2",
+            wire::point_cloud(&big),
+        ),
         ("pose (nav_msgs/Odometry)", wire::odometry(&odometry)),
     ];
     let b64 = base64::engine::general_purpose::STANDARD;
@@ -129,7 +140,9 @@ fn browser_decode_json_against_cbor() -> anyhow::Result<()> {
         &tab,
         "(() => { try { return JSON.stringify(runBench()); } catch (e) { return JSON.stringify({ error: String(e), loaded: typeof CASES }); } })()",
     )?;
-    println!("| message | JSON.parse (+ base64) | CBOR decode | JSON/CBOR | JSON size | CBOR size |");
+    println!(
+        "| message | JSON.parse (+ base64) | CBOR decode | JSON/CBOR | JSON size | CBOR size |"
+    );
     println!("|---|---|---|---|---|---|");
     for row in result.as_array().cloned().unwrap_or_default() {
         let json = row["json_ms"].as_f64().unwrap_or(0.0);

@@ -1,6 +1,10 @@
 //! Debian's headless chromium for the browser tests, behind a guard.
 
-#![allow(dead_code, unreachable_pub, reason = "each test file uses part of this")]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    reason = "each test file uses part of this"
+)]
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -102,4 +106,3 @@ pub fn eval(tab: &Tab, js: &str) -> anyhow::Result<Value> {
         .unwrap_or_default();
     Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
 }
-
