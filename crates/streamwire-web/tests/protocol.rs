@@ -588,6 +588,17 @@ async fn a_slow_client_drops_its_own_frames_only() {
         json!({"op": "subscribe", "topic": "/color_image", "compression": "cbor", "queue_length": 16}),
     )
     .await;
+    // The fast client also takes the small odometry stream: the big one must not starve it.
+    let odom_published = |run: &TestRun| {
+        run.run
+            .stats()
+            .outputs
+            .iter()
+            .find(|o| o.stream == "odom")
+            .map_or(0, |o| o.published)
+    };
+    send(&mut fast, json!({"op": "subscribe", "topic": "/odom"})).await;
+    let odom_before = odom_published(&run);
     // Subscriptions are registered before frames flow: a reply after them proves it.
     send(
         &mut fast,
@@ -595,15 +606,22 @@ async fn a_slow_client_drops_its_own_frames_only() {
     )
     .await;
     let mut received = 0u64;
+    let mut odom_received = 0u64;
     let mut slow_drops = Vec::new();
     let mut last_seq = None;
-    loop {
+    let mut last_image = std::time::Instant::now();
+    while received < N && last_image.elapsed() < Duration::from_secs(5) {
         let frame = tokio::time::timeout(Duration::from_secs(5), fast.next()).await;
         let Ok(Some(Ok(frame))) = frame else {
-            break; // the camera finished: nothing for 5 s
+            break;
         };
-        if let Message::Binary(_) = frame {
-            received += 1;
+        match frame {
+            Message::Binary(_) => {
+                received += 1;
+                last_image = std::time::Instant::now();
+            }
+            Message::Text(t) if t.contains("\"topic\":\"/odom\"") => odom_received += 1,
+            _ => {}
         }
         if received % 40 == 20 {
             let s = stats(run.addr);
@@ -617,6 +635,7 @@ async fn a_slow_client_drops_its_own_frames_only() {
             }
         }
     }
+    let odom_sent = odom_published(&run) - odom_before;
     let report = run.run.stats();
     let published = report
         .outputs
@@ -634,7 +653,14 @@ async fn a_slow_client_drops_its_own_frames_only() {
         slow_drops.last() > slow_drops.first(),
         "the slow client's drops grow: {slow_drops:?}"
     );
-    println!("fast client: {received} of {published}; slow client's drops: {slow_drops:?}");
+    // Odometry published while the client was subscribed, less the one or two in flight.
+    assert!(
+        odom_received * 100 >= odom_sent.saturating_sub(2) * 90,
+        "odometry beside the images: {odom_received} of {odom_sent}"
+    );
+    println!(
+        "fast client: {received} of {published} images, {odom_received} of {odom_sent} odometry; slow client's drops: {slow_drops:?}"
+    );
     drop(slow);
     drop(run);
 }
