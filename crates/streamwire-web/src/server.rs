@@ -41,6 +41,21 @@ const FEED_POLL: Duration = Duration::from_millis(100);
 const CONTROL_QUEUE: usize = 64;
 /// Browser commands waiting for the relay's next step.
 const COMMAND_QUEUE: usize = 64;
+/// The longest text of a status reply, and of an id echoed back.
+const MAX_REPLY_TEXT: usize = 512;
+const MAX_ID: usize = 128;
+
+/// `text`, cut to at most `max` bytes on a character boundary, with an ellipsis if cut.
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
 
 /// Why the relay could not start.
 #[derive(Debug, thiserror::Error)]
@@ -204,9 +219,11 @@ impl Client {
     fn status_error(&self, shared: &Shared, refused: Refused) {
         self.bad_input.fetch_add(1, Ordering::Relaxed);
         shared.counters.bad_input.increment();
-        let mut status = json!({"op": "status", "level": "error", "msg": refused.msg});
+        // Replies echo what the client sent: clipped, so that queued replies stay small.
+        let mut status =
+            json!({"op": "status", "level": "error", "msg": clip(&refused.msg, MAX_REPLY_TEXT)});
         if let Some(id) = refused.id {
-            status["id"] = json!(id);
+            status["id"] = json!(clip(&id, MAX_ID));
         }
         self.reply(status);
     }
@@ -722,13 +739,14 @@ fn call_service(shared: &Shared, client: &Client, id: Option<String>, service: &
             json!({"topics": topics, "types": types, "typedefs_full_text": typedefs})
         }
         other => {
+            let other = clip(other, MAX_ID);
             let msg = format!(
                 "service `{other}` is unsupported (supported: /rosapi/topics, /rosapi/topics_and_raw_types)"
             );
             let mut response =
                 json!({"op": "service_response", "service": other, "values": msg, "result": false});
             if let Some(id) = &id {
-                response["id"] = json!(id);
+                response["id"] = json!(clip(id, MAX_ID));
             }
             client.reply(response);
             return client.status_error(shared, Refused { id, msg });
@@ -737,7 +755,7 @@ fn call_service(shared: &Shared, client: &Client, id: Option<String>, service: &
     let mut response =
         json!({"op": "service_response", "service": service, "values": values, "result": true});
     if let Some(id) = id {
-        response["id"] = json!(id);
+        response["id"] = json!(clip(&id, MAX_ID));
     }
     client.reply(response);
 }
