@@ -79,14 +79,27 @@ impl Drop for Chromium {
             let pid = browser.get_process_id();
             drop(browser); // headless_chrome kills the process it started
             if let Some(pid) = pid {
-                // In case it outlived its handle: end it by its own id.
+                // In case it outlived its handle: end it by its own id, and wait (bounded)
+                // until it is gone, so that it writes nothing into its profile afterwards.
                 let _ = std::process::Command::new("kill")
                     .args(["-9", &pid.to_string()])
                     .stderr(std::process::Stdio::null())
                     .status();
+                let proc = PathBuf::from(format!("/proc/{pid}"));
+                let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                while proc.exists() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
             }
         }
-        let _ = std::fs::remove_dir_all(&self.profile);
+        // Its helper processes may still flush a file or two as they exit: retry, bounded.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while self.profile.exists() && std::time::Instant::now() < deadline {
+            let _ = std::fs::remove_dir_all(&self.profile);
+            if self.profile.exists() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
     }
 }
 
