@@ -206,3 +206,48 @@ pub(crate) fn twist(msg: &Value) -> Result<Twist, String> {
         angular: vector3(fields.get("angular"), "angular")?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(text: &str) -> String {
+        match parse_text(text) {
+            Ok(op) => format!("{text}\n  accepted: {op:?}"),
+            Err(r) => format!("{text}\n  id {:?}: {}", r.id, r.msg),
+        }
+    }
+
+    #[test]
+    fn what_clients_are_told() {
+        let cases = [
+            "{not json",
+            "[1, 2]",
+            r#"{"topic": "/odom"}"#,
+            r#"{"op": "fly", "id": 7}"#,
+            r#"{"op": "subscribe", "id": "s"}"#,
+            r#"{"op": "subscribe", "topic": "/odom", "compression": "cbor-raw"}"#,
+            r#"{"op": "subscribe", "topic": "/odom", "compression": "png"}"#,
+            r#"{"op": "call_service"}"#,
+            r#"{"op": "subscribe", "topic": "/odom", "queue_length": 100000, "throttle_rate": 50, "compression": "cbor"}"#,
+        ];
+        let text: Vec<String> = cases.iter().map(|c| refusal(c)).collect();
+        insta::assert_snapshot!(text.join("\n"));
+    }
+
+    #[test]
+    fn twists_from_clients() {
+        let cases = [
+            serde_json::json!({"linear": {"x": 0.5}}),
+            serde_json::json!({"linear": {"x": "fast"}}),
+            serde_json::json!({"linear": {"x": 1.0, "w": 2.0}}),
+            serde_json::json!({"speed": 1}),
+            serde_json::json!("hello"),
+        ];
+        let text: Vec<String> = cases
+            .iter()
+            .map(|c| format!("{c}\n  {:?}", twist(c)))
+            .collect();
+        insta::assert_snapshot!(text.join("\n"));
+    }
+}

@@ -893,3 +893,48 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_taken_port_says_how_to_choose_another() {
+        let error = RelayError::Bind {
+            address: SocketAddr::from(([127, 0, 0, 1], 9090)),
+            source: std::io::ErrorKind::AddrInUse.into(),
+        };
+        insta::assert_snapshot!(error.to_string());
+    }
+
+    #[test]
+    fn replies_clip_on_a_character_boundary() {
+        assert_eq!(clip("héllo", 2), "h…");
+        assert_eq!(clip("hello", 5), "hello");
+    }
+
+    #[test]
+    fn each_stream_is_one_topic_in_the_form_a_browser_reads() {
+        let streams = [
+            ("color_image".to_owned(), Image::TYPE_NAME),
+            (
+                "color_image/compressed".to_owned(),
+                CompressedImage::TYPE_NAME,
+            ),
+            ("depth".to_owned(), DepthImage::TYPE_NAME),
+            ("depth/zstd".to_owned(), CompressedImage::TYPE_NAME),
+            ("raw".to_owned(), Image::TYPE_NAME),
+            ("odom".to_owned(), Odometry::TYPE_NAME),
+            ("odom".to_owned(), Odometry::TYPE_NAME),
+            ("acme/beep".to_owned(), "acme/Beep"),
+        ];
+        let topics = topics_of(&streams, None);
+        let text: Vec<String> = topics
+            .iter()
+            .map(|t| format!("/{} {} (tapped as {})", t.stream, t.ros_type, t.tap_as))
+            .collect();
+        insta::assert_snapshot!(text.join("\n"));
+        let only = topics_of(&streams, Some(&["/odom".to_owned()]));
+        assert_eq!(only.len(), 1);
+    }
+}
