@@ -908,6 +908,29 @@ mod tests {
     }
 
     #[test]
+    fn zstd_depth_is_decoded_once_into_16uc1() {
+        let mm: Vec<u16> = (0..12).map(|i| i * 250).collect();
+        let depth = DepthImage::from_mm(4, 3, &mm).expect("valid");
+        let bytes = Codec::<DepthImage>::encode(&Zstd::default(), &depth).expect("encodes");
+        let envelope = Envelope {
+            header: streamwire_core::Header {
+                seq: 0,
+                publish_time: streamwire_core::Timestamp::ZERO,
+            },
+            message: Arc::new(bytes),
+        };
+        let shaped = shape(&envelope).expect("decodes");
+        assert_eq!(shaped, wire::depth(&depth));
+        // A corrupt frame is an error (counted by the feed), not a panic.
+        let corrupt = CompressedImage::new("16UC1; zstd", vec![1u8, 2, 3], 4, 3).expect("valid");
+        let envelope = Envelope {
+            message: Arc::new(corrupt),
+            ..envelope
+        };
+        assert!(shape(&envelope).is_err());
+    }
+
+    #[test]
     fn replies_clip_on_a_character_boundary() {
         assert_eq!(clip("héllo", 2), "h…");
         assert_eq!(clip("hello", 5), "hello");
