@@ -37,6 +37,9 @@ const VIEWER: &str = include_str!("viewer.html");
 
 /// How long a feed waits for a message before re-checking that someone still listens.
 const FEED_POLL: Duration = Duration::from_millis(100);
+/// How long a feed outlives its last subscriber: a client toggling subscriptions reuses
+/// it rather than making a tap (and the run's record of it) per toggle.
+const FEED_LINGER: Duration = Duration::from_secs(2);
 /// Queued control replies (statuses, service responses) per client.
 const CONTROL_QUEUE: usize = 64;
 /// Browser commands waiting for the relay's next step.
@@ -823,11 +826,19 @@ fn shape(envelope: &Envelope) -> Result<wire::Value, String> {
 }
 
 fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
+    let mut unwatched_since: Option<Instant> = None;
     loop {
         let envelope = tap.recv_timeout(FEED_POLL);
         {
             let mut feeds = lock(&shared.feeds);
-            if shared.stopping.load(Ordering::SeqCst) || lock(&feed.subscribers).is_empty() {
+            let unwatched = lock(&feed.subscribers).is_empty();
+            unwatched_since = if unwatched {
+                unwatched_since.or_else(|| Some(Instant::now()))
+            } else {
+                None
+            };
+            let linger_over = unwatched_since.is_some_and(|at| at.elapsed() >= FEED_LINGER);
+            if shared.stopping.load(Ordering::SeqCst) || linger_over {
                 if feeds
                     .get(&feed.topic.stream)
                     .is_some_and(|f| Arc::ptr_eq(f, feed))
