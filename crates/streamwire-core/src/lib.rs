@@ -45,7 +45,10 @@ pub use codec::{
 pub use header::{Delivered, Header, Timestamp};
 pub use message::{AnyMessage, Message, MessageInfo, MessageKind, Payload, SerdeMessage};
 pub use module::{InstanceId, Module, ModuleValue};
-pub use node::{Context, Counter, Node, NodeError, NodeResult, PortRef, RunContext, Trigger};
+pub use node::{
+    Context, Counter, Node, NodeError, NodeResult, PortRef, RunContext, StreamTap, TapService,
+    Trigger,
+};
 pub use port::{
     Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,
     PortHandle, PortInfo, PortType, Qos, QosOverrides, Reliability, SameMessage, Transport,

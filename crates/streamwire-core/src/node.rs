@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::bind::Envelope;
 use crate::header::Timestamp;
 use crate::port::In;
 
@@ -190,6 +191,37 @@ pub trait RunContext: Send + Sync {
     /// Waits until the run clock reaches `deadline` or the run stops; returns false when
     /// it stopped.
     fn sleep_until(&self, deadline: Timestamp) -> bool;
+    /// The run's taps, for a module that subscribes to streams while it runs (a web
+    /// relay). `None` where there are none (the default, and the `Harness`).
+    fn taps(&self) -> Option<Arc<dyn TapService>> {
+        None
+    }
+}
+
+/// Subscriptions at run time from inside a run: what the run handle's `tap` offers
+/// outside it, for modules (a web relay) that learn while running which streams they need.
+pub trait TapService: Send + Sync {
+    /// Every stream a tap can attach to, as (name, message type name), encoded forms
+    /// included (`color_image/compressed` carrying `streamwire/CompressedImage`).
+    fn streams(&self) -> Vec<(String, &'static str)>;
+    /// Attaches to `stream`. `message` picks its form as the run handle's typed `tap`
+    /// does (`Some("streamwire/CompressedImage")` gets an image stream's encoded bytes);
+    /// `None` takes what the stream carries. Detaches when the tap is dropped.
+    fn tap(
+        &self,
+        stream: &str,
+        message: Option<&'static str>,
+    ) -> Result<Box<dyn StreamTap>, NodeError>;
+}
+
+/// One subscription made through a [`TapService`]: a keep-last queue of the stream's
+/// messages.
+pub trait StreamTap: Send + Sync {
+    /// The next message, waiting up to `timeout`; `None` on timeout, when the stream
+    /// closed, or when the run stops.
+    fn recv_timeout(&self, timeout: Duration) -> Option<Envelope>;
+    /// Messages the tap's queue dropped because its reader was behind.
+    fn dropped(&self) -> u64;
 }
 
 /// What a module's `start`, `step` and `stop` see of the runtime.
@@ -234,6 +266,12 @@ impl<'a> Context<'a> {
     /// run is stopping.
     pub fn sleep_until(&self, deadline: Timestamp) -> bool {
         self.run.sleep_until(deadline)
+    }
+
+    /// The run's taps: subscribe to streams while running (what a web relay does).
+    /// `None` where the runtime has none (the `Harness`).
+    pub fn taps(&self) -> Option<Arc<dyn TapService>> {
+        self.run.taps()
     }
 }
 

@@ -11,6 +11,7 @@
 //! | [`Odometry`] | `nav_msgs/Odometry` | `streamwire/Odometry` |
 //! | [`Detections`] | `vision_msgs/Detection2DArray` (boxes) | `streamwire/Detections` |
 //! | [`OccupancyGrid`] | `nav_msgs/OccupancyGrid` | `streamwire/OccupancyGrid` |
+//! | [`Twist`] | `geometry_msgs/Twist` (a velocity command) | `streamwire/Twist` |
 //!
 //! Every message is cheap to clone (pixels and points are shared [`bytes::Bytes`], names
 //! are `Arc<str>`), has a sensor `stamp` and a `frame_id`, and is valid by construction:

@@ -85,8 +85,12 @@ pub struct Pose {
     pub orientation: Quaternion,
 }
 
-/// Linear velocity (m/s) and angular velocity (rad/s).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// Linear velocity (m/s) and angular velocity (rad/s), as ROS `geometry_msgs/Twist`.
+///
+/// Part of [`Odometry`], and a message of its own: a velocity command (`cmd_vel`), e.g.
+/// from a browser through the web relay.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, Message)]
+#[message(name = "streamwire/Twist", crate = streamwire_core)]
 pub struct Twist {
     /// Linear velocity in metres per second.
     pub linear: Vector3,

@@ -143,6 +143,7 @@ fn type_names_are_stable() {
     assert_eq!(CompressedImage::TYPE_NAME, "streamwire/CompressedImage");
     assert_eq!(PointCloud::TYPE_NAME, "streamwire/PointCloud");
     assert_eq!(Odometry::TYPE_NAME, "streamwire/Odometry");
+    assert_eq!(Twist::TYPE_NAME, "streamwire/Twist");
 }
 
 #[test]
@@ -165,6 +166,13 @@ fn every_message_round_trips_through_json_cbor_and_any_message() {
     json_round_trip(&odometry());
     cbor_round_trip(&odometry());
     any_round_trip(&odometry());
+    let twist = Twist {
+        linear: Vector3::new(0.5, 0.0, 0.0),
+        angular: Vector3::new(0.0, 0.0, -0.25),
+    };
+    json_round_trip(&twist);
+    cbor_round_trip(&twist);
+    any_round_trip(&twist);
 }
 
 #[test]

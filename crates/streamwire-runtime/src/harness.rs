@@ -174,6 +174,8 @@ impl<M: Module + Node> Harness<M> {
                 signal,
                 counters: Arc::new(InstanceCounters::default()),
                 finish_requested: AtomicBool::new(false),
+                // One module alone: no run to tap (`Context::taps` is `None`).
+                taps: None,
             },
             inputs,
             outputs,

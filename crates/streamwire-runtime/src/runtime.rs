@@ -326,16 +326,13 @@ fn schema(info: MessageInfo) -> (&'static str, u32) {
 pub struct RunHandle {
     shared: Arc<Shared>,
     records: Arc<Records>,
-    /// Hubs by stream name, for taps, producers first.
-    streams: Vec<StreamHub>,
-    /// The partitions' names (planned processes), when partitions are on.
-    partitions: Vec<String>,
-    /// The transport joining them.
+    /// Where taps attach, shared with the instances (`Context::taps`).
+    taps: Arc<TapPoint>,
+    /// The transport joining the partitions, closed when the run ends.
     transport: Option<Arc<dyn Transport>>,
     threads: Vec<ThreadRecord>,
     exits: Receiver<Exit>,
     failure: Option<String>,
-    tap_depth: usize,
     stop_deadline: Duration,
     stop_requested: Arc<AtomicBool>,
 }
@@ -908,6 +905,14 @@ impl Runtime {
                 Box::new(move || worker.run(exits)),
             )?;
         }
+        let taps = Arc::new(TapPoint {
+            shared: shared.clone(),
+            records: records.clone(),
+            streams,
+            partitions: partition_names,
+            transport: transport.clone(),
+            tap_depth: options.tap_depth,
+        });
         let mut modules: Vec<Option<Box<dyn ModuleValue>>> =
             modules.into_iter().map(Some).collect();
         for (i, desc) in wiring.instances.iter().enumerate() {
@@ -930,6 +935,11 @@ impl Runtime {
                 signal: signals[i].clone(),
                 counters: records.instances[i].2.clone(),
                 shared: shared.clone(),
+                // A module taps from its own partition, as a tool joining its process would.
+                taps: Arc::new(PartitionTaps {
+                    point: taps.clone(),
+                    process: (!taps.partitions.is_empty()).then(|| desc.placement.clone()),
+                }),
             };
             let exits = exit_tx.clone();
             spawn(
@@ -943,13 +953,11 @@ impl Runtime {
         Ok(RunHandle {
             shared,
             records,
-            streams,
-            partitions: partition_names,
+            taps,
             transport,
             threads,
             exits,
             failure: None,
-            tap_depth: options.tap_depth,
             stop_deadline: options.stop_deadline,
             stop_requested: Arc::new(AtomicBool::new(false)),
         })
@@ -1243,7 +1251,7 @@ impl RunHandle {
     /// listens where the stream is produced; [`tap_in`](RunHandle::tap_in) listens from a
     /// given process.
     pub fn tap<M: Message>(&self, stream: &str) -> Result<Tap<M>, TapError> {
-        let inner = self.attach(stream, Some(M::TYPE_NAME), None)?;
+        let inner = self.taps.attach(stream, Some(M::TYPE_NAME), None)?;
         Ok(Tap {
             inner,
             _message: std::marker::PhantomData,
@@ -1252,7 +1260,7 @@ impl RunHandle {
 
     /// Subscribes to stream `stream` whatever it carries.
     pub fn tap_any(&self, stream: &str) -> Result<AnyTap, TapError> {
-        self.attach(stream, None, None)
+        self.taps.attach(stream, None, None)
     }
 
     /// Like [`tap`](RunHandle::tap), from inside planned process `process` (its
@@ -1261,7 +1269,7 @@ impl RunHandle {
     /// (encoding, for bytes) only while this tap is attached. Without partitions (one
     /// process, or `Partitions::Shared`) it is the same as `tap`.
     pub fn tap_in<M: Message>(&self, process: &str, stream: &str) -> Result<Tap<M>, TapError> {
-        let inner = self.attach(stream, Some(M::TYPE_NAME), Some(process))?;
+        let inner = self.taps.attach(stream, Some(M::TYPE_NAME), Some(process))?;
         Ok(Tap {
             inner,
             _message: std::marker::PhantomData,
@@ -1271,9 +1279,67 @@ impl RunHandle {
     /// The names of the run's partitions (its planned processes), empty without
     /// partitions.
     pub fn partitions(&self) -> &[String] {
-        &self.partitions
+        &self.taps.partitions
+    }
+}
+
+/// Where taps attach: the run handle's `tap`, and modules' `Context::taps`.
+struct TapPoint {
+    shared: Arc<Shared>,
+    records: Arc<Records>,
+    /// Hubs by stream name, producers first.
+    streams: Vec<StreamHub>,
+    /// The partitions' names (planned processes), when partitions are on.
+    partitions: Vec<String>,
+    /// The transport joining them.
+    transport: Option<Arc<dyn Transport>>,
+    tap_depth: usize,
+}
+
+/// A module's view of the tap point: taps from the module's own partition.
+struct PartitionTaps {
+    point: Arc<TapPoint>,
+    process: Option<String>,
+}
+
+impl streamwire_core::TapService for PartitionTaps {
+    fn streams(&self) -> Vec<(String, &'static str)> {
+        let mut streams: Vec<(String, &'static str)> = self
+            .point
+            .streams
+            .iter()
+            .filter(|s| s.publish || self.process.is_none())
+            .map(|s| (s.name.clone(), s.hub.message))
+            .collect();
+        streams.sort_unstable();
+        streams.dedup();
+        streams
     }
 
+    fn tap(
+        &self,
+        stream: &str,
+        message: Option<&'static str>,
+    ) -> Result<Box<dyn streamwire_core::StreamTap>, streamwire_core::NodeError> {
+        Ok(Box::new(self.point.attach(
+            stream,
+            message,
+            self.process.as_deref(),
+        )?))
+    }
+}
+
+impl streamwire_core::StreamTap for AnyTap {
+    fn recv_timeout(&self, timeout: Duration) -> Option<streamwire_core::Envelope> {
+        AnyTap::recv_timeout(self, timeout)
+    }
+
+    fn dropped(&self) -> u64 {
+        AnyTap::dropped(self)
+    }
+}
+
+impl TapPoint {
     fn attach(
         &self,
         stream: &str,

@@ -91,6 +91,8 @@ pub(crate) struct InstanceContext {
     pub(crate) signal: Arc<Signal>,
     pub(crate) counters: Arc<InstanceCounters>,
     pub(crate) finish_requested: AtomicBool,
+    /// None in the harness, which runs one module with no run around it to tap.
+    pub(crate) taps: Option<Arc<dyn streamwire_core::TapService>>,
 }
 
 impl RunContext for InstanceContext {
@@ -135,6 +137,10 @@ impl RunContext for InstanceContext {
             self.signal.wait(since, wait);
         }
     }
+
+    fn taps(&self) -> Option<Arc<dyn streamwire_core::TapService>> {
+        self.taps.clone()
+    }
 }
 
 /// One instance's thread: its module, its bound inputs, its outputs.
@@ -153,6 +159,8 @@ pub(crate) struct InstanceWorker {
     pub(crate) signal: Arc<Signal>,
     pub(crate) counters: Arc<InstanceCounters>,
     pub(crate) shared: Arc<Shared>,
+    /// The run's taps, offered to the module (`Context::taps`).
+    pub(crate) taps: Arc<dyn streamwire_core::TapService>,
 }
 
 /// The text of a panic payload.
@@ -217,6 +225,7 @@ impl InstanceWorker {
             signal: self.signal.clone(),
             counters: self.counters.clone(),
             finish_requested: AtomicBool::new(false),
+            taps: Some(self.taps.clone()),
         };
         let cpu_origin = cpu_time::ThreadTime::try_now().ok();
         let _span = tracing::info_span!("module", module = %self.name).entered();

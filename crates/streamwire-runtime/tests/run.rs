@@ -505,3 +505,104 @@ fn codec_nodes_keep_the_producers_header_and_the_sensor_stamp() {
     handle.stop();
     handle.wait();
 }
+
+/// A module that taps its own run (what a web relay does): lists the streams in `start`,
+/// taps the camera's bytes in its first step and counts what arrives.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct SelfTapper {
+    #[state]
+    listed: std::sync::Arc<std::sync::Mutex<Vec<(String, &'static str)>>>,
+    #[state]
+    tap: Option<Box<dyn streamwire_core::StreamTap>>,
+}
+
+impl Node for SelfTapper {
+    fn trigger(&self) -> Trigger {
+        Trigger::Period(Duration::from_millis(2))
+    }
+
+    fn start(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        let taps = cx.taps().ok_or("a run offers taps")?;
+        *self.listed.lock().unwrap() = taps.streams();
+        self.tap = Some(taps.tap("color_image", Some("streamwire/CompressedImage"))?);
+        let unknown = taps
+            .tap("nowhere", None)
+            .err()
+            .ok_or("an unknown stream fails")?;
+        if !unknown.to_string().contains("no stream `nowhere`") {
+            return Err(format!("unclear error: {unknown}").into());
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        if let Some(tap) = &self.tap
+            && let Some(envelope) = tap.recv_timeout(Duration::from_millis(1))
+        {
+            let bytes = envelope
+                .message
+                .downcast_ref::<CompressedImage>()
+                .ok_or("the tap gives bytes")?;
+            cx.counter("jpeg_frames").increment();
+            cx.counter("jpeg_bytes").add(bytes.data().len() as u64);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_module_taps_its_own_run_and_the_harness_offers_none() {
+    let listed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(u32::MAX, Duration::from_millis(2)));
+    bp.add(
+        "tapper",
+        SelfTapper {
+            listed: listed.clone(),
+            tap: None,
+        },
+    );
+    let handle = start(bp);
+    let stats = wait_until(&handle, |s| {
+        s.instances.iter().any(|i| {
+            i.counters
+                .iter()
+                .any(|(n, v)| n == "jpeg_frames" && *v >= 3)
+        })
+    });
+    let tapper = stats.instances.iter().find(|i| i.name == "tapper").unwrap();
+    assert!(
+        tapper
+            .counters
+            .iter()
+            .any(|(n, v)| n == "jpeg_frames" && *v >= 3),
+        "{stats}"
+    );
+    // Through the same code as the handle's taps: the module's tap is in the statistics.
+    assert_eq!(
+        stats.taps.iter().filter(|t| t.attached).count(),
+        1,
+        "{stats}"
+    );
+    let listed = listed.lock().unwrap().clone();
+    assert!(
+        listed.contains(&("color_image".to_owned(), "streamwire/Image")),
+        "{listed:?}"
+    );
+    assert!(
+        listed
+            .iter()
+            .any(|(name, message)| name.starts_with("color_image/")
+                && *message == "streamwire/CompressedImage"),
+        "{listed:?}"
+    );
+    drop(handle);
+
+    let mut harness = streamwire_runtime::Harness::new(SelfTapper {
+        listed: Default::default(),
+        tap: None,
+    });
+    let error = harness.start().unwrap_err().to_string();
+    assert!(error.contains("a run offers taps"), "{error}");
+}

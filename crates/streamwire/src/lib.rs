@@ -353,6 +353,11 @@ pub use streamwire_transport as transport;
 /// lossless zstd), for writing codecs of your own messages.
 pub use streamwire_codec as engines;
 
+/// The web relay (feature `web`, off by default: it brings an HTTP server): streams to
+/// browsers over a rosbridge-compatible websocket, and a live viewer page.
+#[cfg(feature = "web")]
+pub use streamwire_web as web;
+
 /// Everything a module author or blueprint writer needs, in one `use`.
 pub mod prelude {
     pub use streamwire_core::{

@@ -1,0 +1,221 @@
+//! The web relay: a module that serves a run's streams to browsers.
+//!
+//! [`WebRelay`] goes into a blueprint like any module. When the run starts it listens
+//! (default `127.0.0.1:9090`, rosbridge's port; port 0 picks a free one, see
+//! [`RelayAddress`]) and serves, on one port:
+//!
+//! - `/` over HTTP: a live viewer page (no external downloads: everything is in this crate);
+//! - `/` as a websocket: the [rosbridge v2 protocol], the subset clients use, so roslibjs
+//!   and other rosbridge clients work: `subscribe` (`throttle_rate`, `queue_length`,
+//!   `compression` `none` (JSON) or `cbor`), `unsubscribe`, `advertise`/`publish` of
+//!   the relay's `cmd_vel` ([`Twist`]), `call_service` of `/rosapi/topics` and
+//!   `/rosapi/topics_and_raw_types`, and `status` messages for every error;
+//! - `/stats`: per topic and per client counts as JSON (what the viewer shows).
+//!
+//! Browsers subscribe while the run goes on, through the run's taps
+//! ([`Context::taps`](streamwire_core::Context::taps)). An image stream is tapped as its
+//! JPEG bytes (the camera's encode node feeds the relay; nothing decodes), depth as
+//! `16UC1` millimetres (a CBOR typed array), clouds as `sensor_msgs/PointCloud2`,
+//! odometry as `nav_msgs/Odometry`, a user's message as serde writes it.
+//!
+//! Clients never hurt the run or each other: each client has a bounded keep-last queue
+//! per topic (the newest frame wins, the stale one is dropped and counted for that
+//! client), its own writer that takes one frame per topic in turn (a big image stream
+//! cannot starve a small one), and a client that stops reading is disconnected after
+//! [`RelayConfig::stall_timeout`]. Counts go to the run's report as the instance's
+//! counters (`dropped`, `stalled_disconnects`, `bad_input`, ...).
+//!
+//! ```no_run
+//! use streamwire::prelude::*;
+//! use streamwire_web::{RelayConfig, WebRelay};
+//!
+//! let config = RelayConfig::default().with_port(0); // tests and demos: a free port
+//! let address = config.address.clone();
+//! let mut blueprint = Blueprint::new();
+//! blueprint.add("web", WebRelay::new(config));
+//! let run = blueprint.run(RunOptions::default())?;
+//! if let Some(addr) = address.wait(std::time::Duration::from_secs(5)) {
+//!     println!("open http://{addr}/");
+//! }
+//! # drop(run);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `compression: "cbor-raw"` (ROS-serialized bytes) is answered with an "unsupported"
+//! status: streamwire messages have no ROS serialization. Per-message deflate is not
+//! offered (JPEG and CBOR payloads gain little from it).
+//!
+//! [rosbridge v2 protocol]: https://github.com/RobotWebTools/rosbridge_suite/blob/ros2/ROSBRIDGE_PROTOCOL.md
+
+mod protocol;
+mod server;
+pub mod wire;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use streamwire_core::{Context, Node, NodeResult, Out, Trigger};
+use streamwire_macros::Module;
+use streamwire_msgs::Twist;
+
+pub use server::RelayError;
+
+/// rosbridge's port, the relay's default.
+pub const DEFAULT_PORT: u16 = 9090;
+
+/// The relay's settings.
+#[derive(Clone, Debug)]
+pub struct RelayConfig {
+    /// Where to listen. Default `127.0.0.1:9090`; other interfaces only when asked.
+    pub listen: SocketAddr,
+    /// The streams browsers may subscribe to; `None` (the default) is every stream of
+    /// the plan.
+    pub streams: Option<Vec<String>>,
+    /// When set, a websocket must connect with `?token=<token>`; others are refused.
+    pub token: Option<String>,
+    /// The largest message a client may send, in bytes (default 1 MiB); a larger one
+    /// closes its connection with the sizes said.
+    pub max_message_bytes: usize,
+    /// How long a client may take to read a frame before it is disconnected (default 5 s).
+    pub stall_timeout: Duration,
+    /// The topic of the browser-fed velocity commands (default `cmd_vel`).
+    pub cmd_vel_topic: String,
+    /// Where the bound address is published once listening.
+    pub address: RelayAddress,
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        RelayConfig {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_PORT)),
+            streams: None,
+            token: None,
+            max_message_bytes: 1 << 20,
+            stall_timeout: Duration::from_secs(5),
+            cmd_vel_topic: "cmd_vel".to_owned(),
+            address: RelayAddress::default(),
+        }
+    }
+}
+
+impl RelayConfig {
+    /// Listens on `port` of the same interface (0: a free port, learnt from
+    /// [`RelayAddress`]).
+    pub fn with_port(mut self, port: u16) -> RelayConfig {
+        self.listen.set_port(port);
+        self
+    }
+
+    /// Exposes only these streams.
+    pub fn with_streams<S: Into<String>>(mut self, streams: impl IntoIterator<Item = S>) -> Self {
+        self.streams = Some(streams.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Requires `?token=<token>` of websocket clients.
+    pub fn with_token(mut self, token: impl Into<String>) -> RelayConfig {
+        self.token = Some(token.into());
+        self
+    }
+}
+
+/// The address the relay bound, shared with whoever built the blueprint (clone it from
+/// [`RelayConfig::address`] before adding the relay). It is also the instance's counter
+/// `port`.
+#[derive(Clone, Debug, Default)]
+pub struct RelayAddress(Arc<(Mutex<Option<SocketAddr>>, Condvar)>);
+
+impl RelayAddress {
+    /// The bound address, once the relay listens.
+    pub fn get(&self) -> Option<SocketAddr> {
+        self.0.0.lock().ok().and_then(|a| *a)
+    }
+
+    /// Waits up to `timeout` for the relay to listen.
+    pub fn wait(&self, timeout: Duration) -> Option<SocketAddr> {
+        let deadline = Instant::now() + timeout;
+        let (lock, ready) = &*self.0;
+        let mut address = lock.lock().ok()?;
+        while address.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            address = ready.wait_timeout(address, left).ok()?.0;
+        }
+        *address
+    }
+
+    fn set(&self, address: SocketAddr) {
+        let (lock, ready) = &*self.0;
+        if let Ok(mut a) = lock.lock() {
+            *a = Some(address);
+        }
+        ready.notify_all();
+    }
+}
+
+/// The web relay module: serves the run's streams to browsers (see the crate docs).
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+pub struct WebRelay {
+    /// Velocity commands published by browsers (`advertise`/`publish` on `cmd_vel`).
+    pub cmd_vel: Out<Twist>,
+    /// Settings.
+    #[config]
+    pub config: RelayConfig,
+    #[state]
+    running: Option<server::Running>,
+}
+
+impl WebRelay {
+    /// A relay with these settings.
+    pub fn new(config: RelayConfig) -> WebRelay {
+        WebRelay {
+            cmd_vel: Out::new(),
+            config,
+            running: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for WebRelay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebRelay")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Node for WebRelay {
+    fn trigger(&self) -> Trigger {
+        // Publishes browsers' commands; the serving happens on the relay's own threads.
+        Trigger::rate(100.0)
+    }
+
+    fn start(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        let running = server::Running::start(&self.config, cx)?;
+        // The counter first: whoever waits on the address then finds it in the stats too.
+        cx.counter("port").add(running.address().port().into());
+        self.config.address.set(running.address());
+        self.running = Some(running);
+        Ok(())
+    }
+
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        if let Some(running) = &self.running {
+            for twist in running.commands() {
+                self.cmd_vel.publish(twist)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn stop(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        if let Some(running) = self.running.take() {
+            running.shutdown();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,974 @@
+//! The relay's server: the HTTP routes, one websocket per client, one feed per tapped
+//! stream.
+//!
+//! Threads and queues, and why: a *feed* (a plain thread per stream that some client
+//! wants) reads the stream's tap, writes each message once per encoding asked for, and
+//! puts the frame into each subscriber's *slot* (a bounded keep-last queue per client and
+//! topic) without ever waiting: a full slot drops its oldest frame and counts it for that
+//! client. Each client's *writer* task takes one frame from each of its slots in turn, so
+//! a big image stream cannot starve a small one, and gives a send at most
+//! `stall_timeout` before disconnecting the client. Nothing a client does reaches the
+//! run's threads but its commands (`cmd_vel`), through a bounded counted channel.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::json;
+use streamwire_core::{Codec, Context, Counter, Envelope, Message as _, StreamTap, TapService};
+use streamwire_msgs::{CompressedImage, DepthImage, Image, Odometry, PointCloud, Twist, Zstd};
+
+use crate::RelayConfig;
+use crate::protocol::{self, Encoding, Op, Refused};
+use crate::wire;
+
+/// The viewer page: one file, no external downloads.
+const VIEWER: &str = include_str!("viewer.html");
+
+/// How long a feed waits for a message before re-checking that someone still listens.
+const FEED_POLL: Duration = Duration::from_millis(100);
+/// How long a feed outlives its last subscriber: a client toggling subscriptions reuses
+/// it rather than making a tap (and the run's record of it) per toggle.
+const FEED_LINGER: Duration = Duration::from_secs(2);
+/// Queued control replies (statuses, service responses) per client.
+const CONTROL_QUEUE: usize = 64;
+/// Browser commands waiting for the relay's next step.
+const COMMAND_QUEUE: usize = 64;
+/// The longest text of a status reply, and of an id echoed back.
+const MAX_REPLY_TEXT: usize = 512;
+const MAX_ID: usize = 128;
+
+/// `text`, cut to at most `max` bytes on a character boundary, with an ellipsis if cut.
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// Why the relay could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RelayError {
+    /// The listen address is taken or not allowed.
+    #[error(
+        "the web relay cannot listen on {address}: {source}; choose another port with the relay's `listen` setting (port 0 picks a free one)"
+    )]
+    Bind {
+        /// The address asked for.
+        address: SocketAddr,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The relay runs in a runtime without taps (the `Harness` runs one module alone).
+    #[error("the web relay needs a run's taps: run it in a blueprint, not alone in the Harness")]
+    NoTaps,
+    /// The relay's own threads could not start.
+    #[error("the web relay cannot start its threads: {0}")]
+    Threads(#[source] std::io::Error),
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere must not take the relay down with it: the data is counters and
+    // queues, valid at every point.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A topic browsers can subscribe to.
+#[derive(Debug)]
+struct Topic {
+    /// The stream's name in the plan (`color_image`); its topic is `/color_image`.
+    stream: String,
+    /// What rosbridge clients are told it carries.
+    ros_type: &'static str,
+    /// The form to tap (`streamwire/CompressedImage` for JPEG bytes).
+    tap_as: &'static str,
+}
+
+/// The relay's counters, in the run's report.
+struct Counters {
+    clients: Counter,
+    refused: Counter,
+    stalled: Counter,
+    dropped: Counter,
+    bad_input: Counter,
+    frames_sent: Counter,
+    bytes_sent: Counter,
+    commands: Counter,
+    commands_dropped: Counter,
+    unwritable: Counter,
+}
+
+impl Counters {
+    fn of(cx: &Context<'_>) -> Counters {
+        Counters {
+            clients: cx.counter("clients"),
+            refused: cx.counter("refused_clients"),
+            stalled: cx.counter("stalled_disconnects"),
+            dropped: cx.counter("dropped"),
+            bad_input: cx.counter("bad_input"),
+            frames_sent: cx.counter("frames_sent"),
+            bytes_sent: cx.counter("bytes_sent"),
+            commands: cx.counter("commands"),
+            commands_dropped: cx.counter("commands_dropped"),
+            unwritable: cx.counter("unwritable_messages"),
+        }
+    }
+}
+
+struct Shared {
+    config: RelayConfig,
+    taps: Arc<dyn TapService>,
+    topics: Vec<Arc<Topic>>,
+    feeds: Mutex<HashMap<String, Arc<Feed>>>,
+    clients: Mutex<Vec<Arc<Client>>>,
+    next_client: AtomicU64,
+    stopping: AtomicBool,
+    counters: Counters,
+    commands: SyncSender<Twist>,
+}
+
+impl Shared {
+    fn topic(&self, name: &str) -> Option<&Arc<Topic>> {
+        let stream = name.strip_prefix('/').unwrap_or(name);
+        self.topics.iter().find(|t| t.stream == stream)
+    }
+
+    fn is_cmd_vel(&self, name: &str) -> bool {
+        let want = self.config.cmd_vel_topic.trim_start_matches('/');
+        name.strip_prefix('/').unwrap_or(name) == want
+    }
+}
+
+/// A bounded keep-last queue of frames for one client.
+struct Slot {
+    frames: Mutex<VecDeque<Message>>,
+    capacity: usize,
+    dropped: AtomicU64,
+}
+
+impl Slot {
+    fn new(capacity: usize) -> Slot {
+        Slot {
+            frames: Mutex::new(VecDeque::with_capacity(capacity)),
+            capacity: capacity.max(1),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Queues `frame`; true when the oldest was dropped for it.
+    fn push(&self, frame: Message) -> bool {
+        let mut frames = lock(&self.frames);
+        let full = frames.len() >= self.capacity;
+        if full {
+            frames.pop_front();
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        frames.push_back(frame);
+        full
+    }
+
+    fn pop(&self) -> Option<Message> {
+        lock(&self.frames).pop_front()
+    }
+}
+
+/// One subscription of one client, as its topic's feed sees it.
+struct ClientTopic {
+    /// The topic as the client spelled it (`/odom` or `odom`): replies echo it.
+    spelling: String,
+    stream: String,
+    slot: Arc<Slot>,
+    encoding: Encoding,
+    throttle: Duration,
+    last_sent: Mutex<Option<Instant>>,
+}
+
+struct Client {
+    id: u64,
+    name: String,
+    wake: tokio::sync::Notify,
+    /// Told when the writer ended (the client stalled or left), to end the reader too.
+    gone: tokio::sync::Notify,
+    control: Slot,
+    topics: Mutex<Vec<Arc<ClientTopic>>>,
+    dropped: AtomicU64,
+    sent: AtomicU64,
+    bad_input: AtomicU64,
+    closed: AtomicBool,
+}
+
+impl Client {
+    fn reply(&self, value: serde_json::Value) {
+        self.control.push(Message::Text(value.to_string().into()));
+        self.wake.notify_one();
+    }
+
+    fn status_error(&self, shared: &Shared, refused: Refused) {
+        self.bad_input.fetch_add(1, Ordering::Relaxed);
+        shared.counters.bad_input.increment();
+        // Replies echo what the client sent: clipped, so that queued replies stay small.
+        let mut status =
+            json!({"op": "status", "level": "error", "msg": clip(&refused.msg, MAX_REPLY_TEXT)});
+        if let Some(id) = refused.id {
+            status["id"] = json!(clip(&id, MAX_ID));
+        }
+        self.reply(status);
+    }
+}
+
+/// One tapped stream and its subscribers.
+struct Feed {
+    topic: Arc<Topic>,
+    subscribers: Mutex<Vec<(Arc<Client>, Arc<ClientTopic>)>>,
+    messages: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// The relay while it runs.
+pub(crate) struct Running {
+    address: SocketAddr,
+    shared: Arc<Shared>,
+    runtime: Option<tokio::runtime::Runtime>,
+    commands: Receiver<Twist>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Running {
+    pub(crate) fn start(config: &RelayConfig, cx: &Context<'_>) -> Result<Running, RelayError> {
+        let taps = cx.taps().ok_or(RelayError::NoTaps)?;
+        let topics = topics_of(&taps.streams(), config.streams.as_deref());
+        let listener =
+            std::net::TcpListener::bind(config.listen).map_err(|source| RelayError::Bind {
+                address: config.listen,
+                source,
+            })?;
+        let address = listener.local_addr().map_err(RelayError::Threads)?;
+        listener
+            .set_nonblocking(true)
+            .map_err(RelayError::Threads)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sw web")
+            .enable_all()
+            .build()
+            .map_err(RelayError::Threads)?;
+        let (commands_tx, commands) = std::sync::mpsc::sync_channel(COMMAND_QUEUE);
+        let shared = Arc::new(Shared {
+            config: config.clone(),
+            taps,
+            topics,
+            feeds: Mutex::new(HashMap::new()),
+            clients: Mutex::new(Vec::new()),
+            next_client: AtomicU64::new(1),
+            stopping: AtomicBool::new(false),
+            counters: Counters::of(cx),
+            commands: commands_tx,
+        });
+        let listener = {
+            let _entered = runtime.enter();
+            tokio::net::TcpListener::from_std(listener).map_err(RelayError::Threads)?
+        };
+        let router = Router::new()
+            .route("/", get(root))
+            .route("/stats", get(stats))
+            .with_state(shared.clone());
+        let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
+        runtime.spawn(async move {
+            let served = axum::serve(listener, router)
+                .with_graceful_shutdown(async {
+                    let _ = stop.await;
+                })
+                .await;
+            if let Err(error) = served {
+                tracing::warn!(%error, "the web relay's server ended");
+            }
+        });
+        tracing::info!("web relay: open http://{address}/");
+        Ok(Running {
+            address,
+            shared,
+            runtime: Some(runtime),
+            commands,
+            shutdown: Some(shutdown),
+        })
+    }
+
+    pub(crate) fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Commands browsers published since the last call.
+    pub(crate) fn commands(&self) -> impl Iterator<Item = Twist> + '_ {
+        self.commands.try_iter()
+    }
+
+    /// Stops serving: clients are closed, feeds end within their poll.
+    pub(crate) fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        for client in lock(&self.shared.clients).iter() {
+            client.wake.notify_one();
+        }
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The topics of a run: each stream once, under its own name, in the form a browser
+/// reads best.
+fn topics_of(streams: &[(String, &'static str)], only: Option<&[String]>) -> Vec<Arc<Topic>> {
+    let is_encoded_form = |name: &str, message: &str| {
+        streams.iter().any(|(base, m)| {
+            *m != message
+                && name
+                    .strip_prefix(base.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    };
+    let has_form = |name: &str, message: &str| {
+        streams.iter().any(|(n, m)| {
+            *m == message
+                && (n == name
+                    || n.strip_prefix(name)
+                        .is_some_and(|rest| rest.starts_with('/')))
+        })
+    };
+    let mut topics: Vec<Arc<Topic>> = Vec::new();
+    for (name, message) in streams {
+        if is_encoded_form(name, message) || topics.iter().any(|t| &t.stream == name) {
+            continue;
+        }
+        if only.is_some_and(|only| !only.iter().any(|s| s.trim_start_matches('/') == name)) {
+            continue;
+        }
+        let has_bytes = has_form(name, CompressedImage::TYPE_NAME);
+        let (ros_type, tap_as) = match *message {
+            m if m == Image::TYPE_NAME && has_bytes => {
+                ("sensor_msgs/CompressedImage", CompressedImage::TYPE_NAME)
+            }
+            m if m == Image::TYPE_NAME => ("sensor_msgs/Image", m),
+            m if m == DepthImage::TYPE_NAME => ("sensor_msgs/Image", m),
+            m if m == CompressedImage::TYPE_NAME => ("sensor_msgs/CompressedImage", m),
+            m if m == PointCloud::TYPE_NAME => ("sensor_msgs/PointCloud2", m),
+            m if m == Odometry::TYPE_NAME => ("nav_msgs/Odometry", m),
+            m if m == Twist::TYPE_NAME => ("geometry_msgs/Twist", m),
+            m => (m, m),
+        };
+        topics.push(Arc::new(Topic {
+            stream: name.clone(),
+            ros_type,
+            tap_as,
+        }));
+    }
+    topics
+}
+
+#[derive(serde::Deserialize)]
+struct ConnectQuery {
+    token: Option<String>,
+    client: Option<String>,
+}
+
+/// `/`: the viewer page, or (with an upgrade) a rosbridge websocket.
+async fn root(
+    State(shared): State<Arc<Shared>>,
+    Query(query): Query<ConnectQuery>,
+    upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> Response {
+    let Ok(upgrade) = upgrade else {
+        return Html(VIEWER).into_response();
+    };
+    if let Some(token) = &shared.config.token
+        && query.token.as_deref() != Some(token.as_str())
+    {
+        shared.counters.refused.increment();
+        let why = if query.token.is_some() {
+            "wrong token"
+        } else {
+            "missing token: connect with ?token=<token>"
+        };
+        return (StatusCode::UNAUTHORIZED, why).into_response();
+    }
+    let limit = shared.config.max_message_bytes;
+    let id = shared.next_client.fetch_add(1, Ordering::Relaxed);
+    let name: String = query
+        .client
+        .unwrap_or_else(|| format!("client {id}"))
+        .chars()
+        .take(64)
+        .collect();
+    upgrade
+        .max_message_size(limit)
+        .max_frame_size(limit)
+        .on_upgrade(move |socket| serve_client(shared, socket, id, name))
+}
+
+/// `/stats`: per topic and per client counts.
+async fn stats(State(shared): State<Arc<Shared>>) -> Response {
+    let feeds = lock(&shared.feeds).clone();
+    let topics: Vec<_> = shared
+        .topics
+        .iter()
+        .map(|t| {
+            let feed = feeds.get(&t.stream);
+            json!({
+                "topic": format!("/{}", t.stream),
+                "type": t.ros_type,
+                "messages": feed.map_or(0, |f| f.messages.load(Ordering::Relaxed)),
+                "bytes": feed.map_or(0, |f| f.bytes.load(Ordering::Relaxed)),
+                "subscribers": feed.map_or(0, |f| lock(&f.subscribers).len()),
+            })
+        })
+        .collect();
+    let clients: Vec<_> = lock(&shared.clients)
+        .iter()
+        .map(|c| {
+            let topics: Vec<_> = lock(&c.topics)
+                .iter()
+                .map(|t| json!({"topic": t.spelling, "dropped": t.slot.dropped.load(Ordering::Relaxed)}))
+                .collect();
+            json!({
+                "id": c.id,
+                "name": c.name,
+                "dropped": c.dropped.load(Ordering::Relaxed),
+                "sent": c.sent.load(Ordering::Relaxed),
+                "bad_input": c.bad_input.load(Ordering::Relaxed),
+                "topics": topics,
+            })
+        })
+        .collect();
+    let c = &shared.counters;
+    let body = json!({
+        "topics": topics,
+        "clients": clients,
+        "totals": {
+            "clients": c.clients.get(),
+            "dropped": c.dropped.get(),
+            "stalled_disconnects": c.stalled.get(),
+            "bad_input": c.bad_input.get(),
+            "frames_sent": c.frames_sent.get(),
+            "bytes_sent": c.bytes_sent.get(),
+            "commands": c.commands.get(),
+        },
+    });
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: String) {
+    let client = Arc::new(Client {
+        id,
+        name,
+        wake: tokio::sync::Notify::new(),
+        gone: tokio::sync::Notify::new(),
+        control: Slot::new(CONTROL_QUEUE),
+        topics: Mutex::new(Vec::new()),
+        dropped: AtomicU64::new(0),
+        sent: AtomicU64::new(0),
+        bad_input: AtomicU64::new(0),
+        closed: AtomicBool::new(false),
+    });
+    shared.counters.clients.increment();
+    lock(&shared.clients).push(client.clone());
+    let (sink, mut stream) = socket.split();
+    let writer = {
+        let (shared, client) = (shared.clone(), client.clone());
+        tokio::spawn(async move {
+            write_client(shared, client.clone(), sink).await;
+            client.closed.store(true, Ordering::SeqCst);
+            client.gone.notify_one();
+        })
+    };
+    loop {
+        let frame = tokio::select! {
+            frame = stream.next() => frame,
+            () = client.gone.notified() => None,
+        };
+        let Some(frame) = frame else {
+            break;
+        };
+        if shared.stopping.load(Ordering::SeqCst) || client.closed.load(Ordering::SeqCst) {
+            break;
+        }
+        let op = match frame {
+            Ok(Message::Text(text)) => protocol::parse_text(&text),
+            Ok(Message::Binary(bytes)) => protocol::parse_cbor(&bytes),
+            Ok(Message::Close(_)) => break,
+            Ok(_) => continue,
+            Err(error) => {
+                // An oversized message, or a broken frame: said in the close, then closed.
+                client.bad_input.fetch_add(1, Ordering::Relaxed);
+                shared.counters.bad_input.increment();
+                let mut reason = format!(
+                    "{error} (the limit is {} bytes)",
+                    shared.config.max_message_bytes
+                );
+                // A close reason is at most 123 bytes.
+                while reason.len() > 123 {
+                    reason.pop();
+                }
+                client.control.push(Message::Close(Some(CloseFrame {
+                    code: 1009,
+                    reason: reason.into(),
+                })));
+                client.wake.notify_one();
+                break;
+            }
+        };
+        match op {
+            Ok(op) => handle(&shared, &client, op),
+            Err(refused) => client.status_error(&shared, refused),
+        }
+    }
+    // Let the writer send what is queued (a close reason), then end it.
+    client.closed.store(true, Ordering::SeqCst);
+    client.wake.notify_one();
+    let _ = tokio::time::timeout(shared.config.stall_timeout, writer).await;
+    forget_client(&shared, &client);
+}
+
+fn forget_client(shared: &Shared, client: &Arc<Client>) {
+    for topic in lock(&client.topics).drain(..) {
+        if let Some(feed) = lock(&shared.feeds).get(&topic.stream) {
+            lock(&feed.subscribers).retain(|(_, t)| !Arc::ptr_eq(t, &topic));
+        }
+    }
+    lock(&shared.clients).retain(|c| !Arc::ptr_eq(c, client));
+}
+
+async fn write_client(
+    shared: Arc<Shared>,
+    client: Arc<Client>,
+    mut sink: futures_util::stream::SplitSink<WebSocket, Message>,
+) {
+    let mut turn = 0usize;
+    loop {
+        let mut frames = Vec::new();
+        while let Some(frame) = client.control.pop() {
+            frames.push(frame);
+        }
+        {
+            // One frame per topic in turn: a big stream cannot starve a small one.
+            let topics = lock(&client.topics);
+            let n = topics.len();
+            for k in 0..n {
+                if let Some(frame) = topics[(turn + k) % n].slot.pop() {
+                    frames.push(frame);
+                }
+            }
+            turn = turn.wrapping_add(1);
+        }
+        if frames.is_empty() {
+            if client.closed.load(Ordering::SeqCst) || shared.stopping.load(Ordering::SeqCst) {
+                break;
+            }
+            tokio::select! {
+                () = client.wake.notified() => {}
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+            continue;
+        }
+        for frame in frames {
+            let closing = matches!(frame, Message::Close(_));
+            let len = match &frame {
+                Message::Text(t) => t.len(),
+                Message::Binary(b) => b.len(),
+                _ => 0,
+            } as u64;
+            match tokio::time::timeout(shared.config.stall_timeout, sink.send(frame)).await {
+                Ok(Ok(())) => {
+                    client.sent.fetch_add(1, Ordering::Relaxed);
+                    shared.counters.frames_sent.increment();
+                    shared.counters.bytes_sent.add(len);
+                }
+                Ok(Err(_)) => {
+                    client.closed.store(true, Ordering::SeqCst);
+                    return;
+                }
+                Err(_) => {
+                    // The client stopped reading: disconnect it, counted.
+                    shared.counters.stalled.increment();
+                    client.closed.store(true, Ordering::SeqCst);
+                    return;
+                }
+            }
+            if closing {
+                client.closed.store(true, Ordering::SeqCst);
+                let _ = sink.close().await;
+                return;
+            }
+        }
+    }
+    let _ = sink.close().await;
+}
+
+fn handle(shared: &Arc<Shared>, client: &Arc<Client>, op: Op) {
+    match op {
+        Op::Subscribe {
+            id,
+            topic,
+            throttle,
+            queue_length,
+            encoding,
+        } => {
+            let Some(known) = shared.topic(&topic).cloned() else {
+                let names: Vec<String> = shared
+                    .topics
+                    .iter()
+                    .map(|t| format!("/{}", t.stream))
+                    .collect();
+                return client.status_error(
+                    shared,
+                    Refused {
+                        id,
+                        msg: format!("unknown topic `{topic}` (topics: {})", names.join(", ")),
+                    },
+                );
+            };
+            unsubscribe(shared, client, &topic);
+            let entry = Arc::new(ClientTopic {
+                spelling: topic,
+                stream: known.stream.clone(),
+                slot: Arc::new(Slot::new(queue_length)),
+                encoding,
+                throttle,
+                last_sent: Mutex::new(None),
+            });
+            if let Err(msg) = attach(shared, &known, client, entry.clone()) {
+                return client.status_error(shared, Refused { id, msg });
+            }
+            lock(&client.topics).push(entry);
+        }
+        Op::Unsubscribe { topic, .. } => unsubscribe(shared, client, &topic),
+        Op::Advertise {
+            id,
+            topic,
+            ros_type,
+        } => {
+            let type_ok = ros_type
+                .as_deref()
+                .is_none_or(|t| matches!(t, "geometry_msgs/Twist" | "geometry_msgs/msg/Twist"));
+            if !shared.is_cmd_vel(&topic) || !type_ok {
+                client.status_error(
+                    shared,
+                    Refused {
+                        id,
+                        msg: format!(
+                            "cannot advertise `{topic}` ({}): browsers may publish only `/{}` (geometry_msgs/Twist)",
+                            ros_type.as_deref().unwrap_or("no type"),
+                            shared.config.cmd_vel_topic.trim_start_matches('/')
+                        ),
+                    },
+                );
+            }
+        }
+        Op::Unadvertise => {}
+        Op::Publish { id, topic, msg } => {
+            if !shared.is_cmd_vel(&topic) {
+                return client.status_error(
+                    shared,
+                    Refused {
+                        id,
+                        msg: format!(
+                            "cannot publish on `{topic}`: browsers may publish only `/{}`",
+                            shared.config.cmd_vel_topic.trim_start_matches('/')
+                        ),
+                    },
+                );
+            }
+            match protocol::twist(&msg) {
+                Ok(twist) => match shared.commands.try_send(twist) {
+                    Ok(()) => shared.counters.commands.increment(),
+                    Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                        shared.counters.commands_dropped.increment();
+                    }
+                },
+                Err(why) => client.status_error(
+                    shared,
+                    Refused {
+                        id,
+                        msg: format!("wrong message on `{topic}`: {why}"),
+                    },
+                ),
+            }
+        }
+        Op::CallService { id, service } => call_service(shared, client, id, &service),
+    }
+}
+
+fn call_service(shared: &Shared, client: &Client, id: Option<String>, service: &str) {
+    let topics: Vec<String> = shared
+        .topics
+        .iter()
+        .map(|t| format!("/{}", t.stream))
+        .collect();
+    let types: Vec<&str> = shared.topics.iter().map(|t| t.ros_type).collect();
+    let values = match service {
+        "/rosapi/topics" | "rosapi/topics" => json!({"topics": topics, "types": types}),
+        "/rosapi/topics_and_raw_types" | "rosapi/topics_and_raw_types" => {
+            let typedefs: Vec<&str> = types.iter().map(|_| "").collect();
+            json!({"topics": topics, "types": types, "typedefs_full_text": typedefs})
+        }
+        other => {
+            let other = clip(other, MAX_ID);
+            let msg = format!(
+                "service `{other}` is unsupported (supported: /rosapi/topics, /rosapi/topics_and_raw_types)"
+            );
+            let mut response =
+                json!({"op": "service_response", "service": other, "values": msg, "result": false});
+            if let Some(id) = &id {
+                response["id"] = json!(clip(id, MAX_ID));
+            }
+            client.reply(response);
+            return client.status_error(shared, Refused { id, msg });
+        }
+    };
+    let mut response =
+        json!({"op": "service_response", "service": service, "values": values, "result": true});
+    if let Some(id) = id {
+        response["id"] = json!(clip(&id, MAX_ID));
+    }
+    client.reply(response);
+}
+
+fn unsubscribe(shared: &Shared, client: &Client, topic: &str) {
+    let removed: Vec<Arc<ClientTopic>> = {
+        let mut topics = lock(&client.topics);
+        let (gone, kept) = topics.drain(..).partition(|t| t.spelling == topic);
+        *topics = kept;
+        gone
+    };
+    for entry in removed {
+        if let Some(feed) = lock(&shared.feeds).get(&entry.stream) {
+            lock(&feed.subscribers).retain(|(_, t)| !Arc::ptr_eq(t, &entry));
+        }
+    }
+}
+
+/// Adds a subscriber to its topic's feed, starting the feed (a tap and its thread) if
+/// none runs.
+fn attach(
+    shared: &Arc<Shared>,
+    topic: &Arc<Topic>,
+    client: &Arc<Client>,
+    entry: Arc<ClientTopic>,
+) -> Result<(), String> {
+    let mut feeds = lock(&shared.feeds);
+    if let Some(feed) = feeds.get(&topic.stream) {
+        lock(&feed.subscribers).push((client.clone(), entry));
+        return Ok(());
+    }
+    let tap = shared
+        .taps
+        .tap(&topic.stream, Some(topic.tap_as))
+        .map_err(|e| format!("cannot tap `/{}`: {e}", topic.stream))?;
+    let feed = Arc::new(Feed {
+        topic: topic.clone(),
+        subscribers: Mutex::new(vec![(client.clone(), entry)]),
+        messages: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+    });
+    let thread = {
+        let shared = shared.clone();
+        let feed = feed.clone();
+        std::thread::Builder::new()
+            .name(format!("sw web {}", topic.stream))
+            .spawn(move || run_feed(&shared, &feed, tap))
+    };
+    thread.map_err(|e| format!("cannot start the feed of `/{}`: {e}", topic.stream))?;
+    feeds.insert(topic.stream.clone(), feed);
+    Ok(())
+}
+
+/// A message in its ROS shape; zstd depth (which browsers cannot read) decoded once.
+fn shape(envelope: &Envelope) -> Result<wire::Value, String> {
+    let message = &*envelope.message;
+    if let Some(bytes) = message.downcast_ref::<CompressedImage>()
+        && bytes.format().contains("zstd")
+    {
+        let depth: DepthImage =
+            Codec::<DepthImage>::decode(&Zstd::default(), bytes).map_err(|e| e.to_string())?;
+        return Ok(wire::depth(&depth));
+    }
+    wire::any(message).map_err(|e| e.to_string())
+}
+
+fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
+    let mut unwatched_since: Option<Instant> = None;
+    loop {
+        let envelope = tap.recv_timeout(FEED_POLL);
+        {
+            let mut feeds = lock(&shared.feeds);
+            let unwatched = lock(&feed.subscribers).is_empty();
+            unwatched_since = if unwatched {
+                unwatched_since.or_else(|| Some(Instant::now()))
+            } else {
+                None
+            };
+            let linger_over = unwatched_since.is_some_and(|at| at.elapsed() >= FEED_LINGER);
+            if shared.stopping.load(Ordering::SeqCst) || linger_over {
+                if feeds
+                    .get(&feed.topic.stream)
+                    .is_some_and(|f| Arc::ptr_eq(f, feed))
+                {
+                    feeds.remove(&feed.topic.stream);
+                }
+                return;
+            }
+        }
+        let Some(envelope) = envelope else {
+            continue;
+        };
+        feed.messages.fetch_add(1, Ordering::Relaxed);
+        let value = match shape(&envelope) {
+            Ok(value) => value,
+            Err(error) => {
+                shared.counters.unwritable.increment();
+                tracing::debug!(topic = %feed.topic.stream, %error, "message not written");
+                continue;
+            }
+        };
+        let now = Instant::now();
+        // Each (spelling, encoding) written once per message, whatever the subscribers.
+        let mut written: Vec<(String, Encoding, Message)> = Vec::new();
+        let subscribers = lock(&feed.subscribers).clone();
+        for (client, entry) in subscribers {
+            {
+                let mut last = lock(&entry.last_sent);
+                if let Some(at) = *last
+                    && now.duration_since(at) < entry.throttle
+                {
+                    continue;
+                }
+                *last = Some(now);
+            }
+            let frame = match written
+                .iter()
+                .find(|(s, e, _)| *s == entry.spelling && *e == entry.encoding)
+            {
+                Some((_, _, frame)) => frame.clone(),
+                None => {
+                    let frame = match entry.encoding {
+                        Encoding::Json => {
+                            let text = wire::publish_json(&entry.spelling, &value);
+                            feed.bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
+                            Message::Text(text.into())
+                        }
+                        Encoding::Cbor => {
+                            let bytes = wire::publish_cbor(&entry.spelling, &value);
+                            feed.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                            Message::Binary(bytes.into())
+                        }
+                    };
+                    written.push((entry.spelling.clone(), entry.encoding, frame.clone()));
+                    frame
+                }
+            };
+            if entry.slot.push(frame) {
+                client.dropped.fetch_add(1, Ordering::Relaxed);
+                shared.counters.dropped.increment();
+            }
+            client.wake.notify_one();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_taken_port_says_how_to_choose_another() {
+        let error = RelayError::Bind {
+            address: SocketAddr::from(([127, 0, 0, 1], 9090)),
+            source: std::io::ErrorKind::AddrInUse.into(),
+        };
+        insta::assert_snapshot!(error.to_string());
+    }
+
+    #[test]
+    fn zstd_depth_is_decoded_once_into_16uc1() {
+        let mm: Vec<u16> = (0..12).map(|i| i * 250).collect();
+        let depth = DepthImage::from_mm(4, 3, &mm).expect("valid");
+        let bytes = Codec::<DepthImage>::encode(&Zstd::default(), &depth).expect("encodes");
+        let envelope = Envelope {
+            header: streamwire_core::Header {
+                seq: 0,
+                publish_time: streamwire_core::Timestamp::ZERO,
+            },
+            message: Arc::new(bytes),
+        };
+        let shaped = shape(&envelope).expect("decodes");
+        assert_eq!(shaped, wire::depth(&depth));
+        // A corrupt frame is an error (counted by the feed), not a panic.
+        let corrupt = CompressedImage::new("16UC1; zstd", vec![1u8, 2, 3], 4, 3).expect("valid");
+        let envelope = Envelope {
+            message: Arc::new(corrupt),
+            ..envelope
+        };
+        assert!(shape(&envelope).is_err());
+    }
+
+    #[test]
+    fn replies_clip_on_a_character_boundary() {
+        assert_eq!(clip("héllo", 2), "h…");
+        assert_eq!(clip("hello", 5), "hello");
+    }
+
+    #[test]
+    fn each_stream_is_one_topic_in_the_form_a_browser_reads() {
+        let streams = [
+            ("color_image".to_owned(), Image::TYPE_NAME),
+            (
+                "color_image/compressed".to_owned(),
+                CompressedImage::TYPE_NAME,
+            ),
+            ("depth".to_owned(), DepthImage::TYPE_NAME),
+            ("depth/zstd".to_owned(), CompressedImage::TYPE_NAME),
+            ("raw".to_owned(), Image::TYPE_NAME),
+            ("odom".to_owned(), Odometry::TYPE_NAME),
+            ("odom".to_owned(), Odometry::TYPE_NAME),
+            ("acme/beep".to_owned(), "acme/Beep"),
+        ];
+        let topics = topics_of(&streams, None);
+        let text: Vec<String> = topics
+            .iter()
+            .map(|t| format!("/{} {} (tapped as {})", t.stream, t.ros_type, t.tap_as))
+            .collect();
+        insta::assert_snapshot!(text.join("\n"));
+        let only = topics_of(&streams, Some(&["/odom".to_owned()]));
+        assert_eq!(only.len(), 1);
+    }
+}
