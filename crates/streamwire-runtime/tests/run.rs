@@ -11,7 +11,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{ByteSink, Camera, GUARD, MjpegCamera, Recorder, Viewer, jpeg_frames};
-use streamwire_core::{Context, In, Node, NodeResult, Out, Timestamp};
+use streamwire_core::{Context, In, Node, NodeResult, Out, Timestamp, Trigger};
 use streamwire_graph::{Blueprint, Placement};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image};

@@ -86,6 +86,7 @@ pub struct ZenohTransport {
 struct Inner {
     session: zenoh::Session,
     prefix: String,
+    listening: Vec<String>,
     closed: AtomicBool,
 }
 
@@ -118,12 +119,17 @@ impl ZenohTransport {
         {
             return Err(ZenohError::BadRunId(run_id.clone()));
         }
+        let listening = options
+            .listen
+            .iter()
+            .map(|e| with_free_port(e))
+            .collect::<Result<Vec<String>, ZenohError>>()?;
         let mut config = zenoh::Config::default();
         let settings: [(&'static str, String); 7] = [
             ("mode", "\"peer\"".to_owned()),
             ("scouting/multicast/enabled", "false".to_owned()),
             ("scouting/gossip/enabled", "false".to_owned()),
-            ("listen/endpoints", json_list(&options.listen)),
+            ("listen/endpoints", json_list(&listening)),
             ("connect/endpoints", json_list(&options.connect)),
             // A peer that cannot be reached is retried, not fatal: workers start in any
             // order.
@@ -150,6 +156,7 @@ impl ZenohTransport {
             inner: Arc::new(Inner {
                 session,
                 prefix: format!("streamwire/{run_id}"),
+                listening,
                 closed: AtomicBool::new(false),
             }),
         })
@@ -160,17 +167,10 @@ impl ZenohTransport {
         format!("{}/{}", self.inner.prefix, stream.trim_start_matches('/'))
     }
 
-    /// The endpoints this session listens on (with the ports the system chose), for
+    /// The endpoints this session listens on (with the ports chosen for `:0`), for
     /// others to connect to.
     pub fn locators(&self) -> Vec<String> {
-        self.inner
-            .session
-            .info()
-            .locators()
-            .wait()
-            .into_iter()
-            .map(|l| l.to_string())
-            .collect()
+        self.inner.listening.clone()
     }
 
     /// The zenoh session, for what the seam does not cover (liveliness, queryables).
@@ -185,6 +185,26 @@ impl ZenohTransport {
             Ok(())
         }
     }
+}
+
+/// `tcp/HOST:0` with a port the system picks now (zenoh's stable API does not say which
+/// port it bound, and peers must be told). The port is free when picked; another process
+/// taking it before zenoh binds makes `open` fail with the address in use.
+fn with_free_port(endpoint: &str) -> Result<String, ZenohError> {
+    let Some(host) = endpoint
+        .strip_prefix("tcp/")
+        .and_then(|rest| rest.strip_suffix(":0"))
+    else {
+        return Ok(endpoint.to_owned());
+    };
+    let bind_host = host.trim_start_matches('[').trim_end_matches(']');
+    let listener = std::net::TcpListener::bind((bind_host, 0))
+        .map_err(|error| ZenohError::Open(format!("cannot find a free port on {host}: {error}")))?;
+    let port = listener
+        .local_addr()
+        .map_err(|error| ZenohError::Open(error.to_string()))?
+        .port();
+    Ok(format!("tcp/{host}:{port}"))
 }
 
 fn engine(error: impl std::fmt::Display) -> TransportError {
