@@ -565,7 +565,22 @@ fn resolve_settings(
                     codec_refused = true;
                 }
             }
-            let user_params = settings.map(|s| s.params.clone()).unwrap_or_default();
+            let stream_params = settings.map(|s| s.params.clone()).unwrap_or_default();
+            // Blueprint-wide defaults apply to the parameters this stream's codec has
+            // (`max_width` means nothing to zstd); the stream's own settings beat them.
+            let user_params = match wire_codec {
+                Some(codec) => {
+                    let known = codec.summarize(&CodecParams::new()).ok();
+                    let mut merged = CodecParams::new();
+                    for (key, value) in bp.settings.codec_defaults.iter() {
+                        if known.as_ref().is_some_and(|k| k.params.get(key).is_some()) {
+                            merged.set(key, value);
+                        }
+                    }
+                    merged.merged(&stream_params)
+                }
+                None => stream_params,
+            };
             let wire = match wire_codec {
                 Some(codec) => match codec.summarize(&user_params) {
                     Ok(summary) => Some((codec, summary)),
