@@ -503,6 +503,18 @@ impl Blueprint {
         self
     }
 
+    /// Settings of one stream merged over what the blueprint already has for it (a later
+    /// layer of configuration: the environment, `-o streams.color_image.jpeg_quality=60`).
+    pub fn stream_override(&mut self, stream: &str, settings: &StreamSettings) -> &mut Self {
+        let merged = self
+            .stream_settings
+            .get(stream)
+            .map(|old| old.merged(settings))
+            .unwrap_or_else(|| settings.clone());
+        self.stream_settings.insert(stream.to_owned(), merged);
+        self
+    }
+
     /// What to do about inputs that receive lossy or downscaled pixels (default `Warn`:
     /// listed in the plan and logged).
     pub fn lossy_pixels(&mut self, report: Report) -> &mut Self {

@@ -351,6 +351,12 @@ pub use streamwire_runtime as runtime;
 /// lossless zstd), for writing codecs of your own messages.
 pub use streamwire_codec as engines;
 
+/// The `streamwire` command line as a library (feature `cli`): a user's `main` calls
+/// [`cli::Cli::new`], registers its blueprints and runs the CLI with every module type
+/// linked into the binary.
+#[cfg(feature = "cli")]
+pub use streamwire_cli as cli;
+
 /// Everything a module author or blueprint writer needs, in one `use`.
 pub mod prelude {
     pub use streamwire_core::{

@@ -214,7 +214,7 @@ pub fn demo_blueprint(options: &DemoOptions) -> Blueprint {
 /// A deterministic moving test pattern: colour bars, a gradient and a square that moves
 /// one step per frame, plus a depth image of a tilted floor with a box on it. Enough
 /// structure for a JPEG encoder to work realistically, no data files needed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TestPattern {
     /// Width in pixels.
     pub width: u32,
