@@ -16,8 +16,13 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
     // Generate the impl even when attributes had errors: the per-field type checks in it
     // then report the remaining mistakes in the same compile.
     // The file support (serde impls, registration) only for a struct without attribute
-    // mistakes: one mistake, one error, not a second one from the generated serde code.
-    let file_support = errors.is_empty();
+    // mistakes and whose ports are written `In<..>`/`Out<..>` (rebuilt with `new()`): one
+    // mistake, one error, not a second one from the generated serde code. (A port type
+    // behind an alias gets no file support.)
+    let file_support = errors.is_empty()
+        && model
+            .as_ref()
+            .is_some_and(|m| m.ports.iter().all(|p| p.direction.is_some()));
     let generated = model
         .map(|m| {
             let file = if file_support {
