@@ -8,9 +8,12 @@ use streamwire::{BlueprintFile, FileFormat};
 /// A camera for the file tests.
 #[derive(Module)]
 pub struct FileCamera {
+    /// Frames.
     pub color_image: Out<Compressed<Image>>,
+    /// Frames per second.
     #[config]
     pub fps: u32,
+    /// Its name.
     #[config]
     pub name: String,
 }
@@ -19,9 +22,12 @@ pub struct FileCamera {
 #[derive(Module)]
 pub struct FileViewer {
     #[port(name = "color_image")]
+    /// Frames.
     pub frames: In<Image>,
+    /// Display scale.
     #[config]
     pub scale: f32,
+    /// Frames seen.
     #[state]
     pub seen: u64,
 }
