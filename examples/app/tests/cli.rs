@@ -300,3 +300,34 @@ fn help_and_list() {
     assert!(out.status.success());
     assert!(text(&out.stdout).contains("acme-robot"));
 }
+
+/// The report with its numbers replaced by `N` and columns squeezed: what a run prints,
+/// without the counts and times that differ from run to run.
+fn shape_of(report: &str) -> String {
+    let mut out = String::new();
+    for line in report.lines() {
+        let mut shaped = String::new();
+        let mut in_number = false;
+        for c in line.chars() {
+            if c.is_ascii_digit() || (in_number && c == '.') {
+                if !in_number {
+                    shaped.push('N');
+                }
+                in_number = true;
+            } else {
+                in_number = false;
+                shaped.push(c);
+            }
+        }
+        out.push_str(&shaped.split_whitespace().collect::<Vec<_>>().join(" "));
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn report_snapshot() {
+    let out = cli(&["run", "robot", "--duration", "1"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    insta::assert_snapshot!("report_shape", shape_of(&text(&out.stdout)));
+}
