@@ -194,22 +194,27 @@ fn file_support_tokens(model: &ModuleDef) -> TokenStream {
     let port_types = ports.iter().map(|p| &p.ty);
     let config_names = config.iter().map(|c| c.to_string());
     let state_names = state.iter().map(|s| s.to_string());
+    let generics: Vec<syn::Ident> = (0..config.len())
+        .map(|i| format_ident!("__C{}", i))
+        .collect();
     quote! {
         const _: () = {
             use #krate::__private::serde as __serde;
 
+            // Generic over the field types, so that a config type without serde is one
+            // error per serde trait (at the use below), not one per derive and field.
             #[derive(#krate::__private::serde::Serialize)]
             #[serde(crate = #serde_path)]
-            struct __Ser<'a> {
-                #(#config: &'a #config_types,)*
+            struct __Ser<'a, #(#generics),*> {
+                #(#config: &'a #generics,)*
                 #[serde(skip)]
                 __marker: ::core::marker::PhantomData<&'a ()>,
             }
 
             #[derive(#krate::__private::serde::Deserialize)]
             #[serde(crate = #serde_path, deny_unknown_fields, rename = #type_name)]
-            struct __De {
-                #(#config: #config_types,)*
+            struct __De<#(#generics),*> {
+                #(#config: #generics,)*
             }
 
             #[automatically_derived]
@@ -219,7 +224,7 @@ fn file_support_tokens(model: &ModuleDef) -> TokenStream {
                     serializer: S,
                 ) -> ::core::result::Result<S::Ok, S::Error> {
                     __serde::Serialize::serialize(
-                        &__Ser {
+                        &__Ser::<#(#config_types),*> {
                             #(#config: &self.#config,)*
                             __marker: ::core::marker::PhantomData,
                         },
@@ -235,7 +240,8 @@ fn file_support_tokens(model: &ModuleDef) -> TokenStream {
                 ) -> ::core::result::Result<Self, D::Error> {
                     #[allow(unused_imports)]
                     use #krate::__private::probe::{HasDefault as _, NoDefault as _};
-                    let __De { #(#config),* } = <__De as __serde::Deserialize>::deserialize(deserializer)?;
+                    let __De { #(#config),* } =
+                        <__De<#(#config_types),*> as __serde::Deserialize>::deserialize(deserializer)?;
                     #(
                         let ::core::option::Option::Some(#state) =
                             (&#krate::__private::probe::DefaultProbe::<#state_types>(::core::marker::PhantomData)).make()
