@@ -84,13 +84,18 @@ fn global_codec_default_is_beaten_per_stream() {
         .into_blueprint()
         .build()
         .unwrap();
-    assert!(plan.to_string().contains("jpeg_quality=70"), "{plan}");
+    assert!(
+        plan.to_string()
+            .contains("jpeg_quality=70 (blueprint-wide)"),
+        "{plan}"
+    );
     let plan = parse(YAML, FileFormat::Yaml)
         .unwrap()
         .into_blueprint()
         .build()
         .unwrap();
     assert!(!plan.to_string().contains("jpeg_quality=70"), "{plan}");
+    assert!(plan.to_string().contains("jpeg_quality=60 (set)"), "{plan}");
 }
 
 #[test]
