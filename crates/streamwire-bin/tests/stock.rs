@@ -65,5 +65,20 @@ fn run_demo_for_a_second() {
 fn demo_graph_shows_the_global_quality() {
     let out = streamwire(&["graph", "demo", "-o", "jpeg_quality=60"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("jpeg_quality=60"), "{stdout}");
+    assert!(
+        stdout.contains("jpeg_quality=60 (blueprint-wide)"),
+        "{stdout}"
+    );
+    // Per stream beats global, and says so.
+    let out = streamwire(&[
+        "graph",
+        "demo",
+        "-o",
+        "jpeg_quality=60",
+        "-o",
+        "streams.color_image.jpeg_quality=40",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("jpeg_quality=40 (set)"), "{stdout}");
+    assert!(!stdout.contains("jpeg_quality=60"), "{stdout}");
 }
