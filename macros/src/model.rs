@@ -39,6 +39,14 @@ pub(crate) struct ModuleDef {
     pub(crate) type_name: String,
     pub(crate) ports: Vec<PortDef>,
     pub(crate) config: Vec<Ident>,
+    /// The types of the `config` fields, in the same order.
+    pub(crate) config_types: Vec<Type>,
+    /// The `#[state]` fields (start from `Default` when a module is loaded from a file).
+    pub(crate) state: Vec<Ident>,
+    /// Their types.
+    pub(crate) state_types: Vec<Type>,
+    /// The first line of the struct's doc comment (for `streamwire list`).
+    pub(crate) doc: String,
 }
 
 /// Which way a port points, read from its type's last path segment (`In` / `Out`).
@@ -119,6 +127,9 @@ impl ModuleDef {
 
         let mut ports = Vec::new();
         let mut config = Vec::new();
+        let mut config_types = Vec::new();
+        let mut state = Vec::new();
+        let mut state_types = Vec::new();
         for field in fields {
             let Some(ident) = field.ident.clone() else {
                 continue;
@@ -142,6 +153,8 @@ impl ModuleDef {
                         "a `#[state]` field is neither a port nor configuration: keep one of the attributes",
                     );
                 }
+                state.push(ident);
+                state_types.push(field.ty.clone());
                 continue;
             }
             let config_attr = field.attrs.iter().find(|a| a.path().is_ident(attr::CONFIG));
@@ -164,6 +177,7 @@ impl ModuleDef {
                     );
                 }
                 config.push(ident);
+                config_types.push(field.ty.clone());
                 continue;
             }
             // `Compressed<Compressed<M>>` as written: say so, once, instead of the trait
@@ -192,6 +206,10 @@ impl ModuleDef {
             type_name,
             ports,
             config,
+            config_types,
+            state,
+            state_types,
+            doc: first_doc_line(&input.attrs),
         })
     }
 }
@@ -433,4 +451,23 @@ fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
         let _group: proc_macro2::Group = meta.input.parse()?;
     }
     Ok(())
+}
+
+/// The first non-empty line of `#[doc = "..."]` attributes, trimmed.
+fn first_doc_line(attrs: &[syn::Attribute]) -> String {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value().trim().to_owned()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .find(|line| !line.is_empty())
+        .unwrap_or_default()
 }

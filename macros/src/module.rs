@@ -15,7 +15,25 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
     let errors = cx.into_compile_errors();
     // Generate the impl even when attributes had errors: the per-field type checks in it
     // then report the remaining mistakes in the same compile.
-    let generated = model.map(|m| generate(&m)).unwrap_or_default();
+    // The file support (serde impls, registration) only for a struct without attribute
+    // mistakes and whose ports are written `In<..>`/`Out<..>` (rebuilt with `new()`): one
+    // mistake, one error, not a second one from the generated serde code. (A port type
+    // behind an alias gets no file support.)
+    let file_support = errors.is_empty()
+        && model
+            .as_ref()
+            .is_some_and(|m| m.ports.iter().all(|p| p.direction.is_some()));
+    let generated = model
+        .map(|m| {
+            let file = if file_support {
+                file_support_tokens(&m)
+            } else {
+                TokenStream::new()
+            };
+            let main = generate(&m);
+            quote!(#main #file)
+        })
+        .unwrap_or_default();
     quote! {
         #errors
         #generated
@@ -30,6 +48,7 @@ fn generate(model: &ModuleDef) -> TokenStream {
         type_name,
         ports,
         config,
+        ..
     } = model;
     let ports_ident = format_ident!("{}Ports", ident);
     let port_infos = ports.iter().map(|p| port_info(krate, p));
@@ -152,4 +171,121 @@ fn port_info(krate: &syn::Path, port: &PortDef) -> TokenStream {
             },
         )
     }
+}
+
+/// What a blueprint file needs: `Serialize`/`Deserialize` of the `#[config]` fields
+/// (through hidden mirror structs, so users add neither serde nor typetag), ports rebuilt
+/// with `new()`, `#[state]` from `Default`, and the registration under the module's tag.
+fn file_support_tokens(model: &ModuleDef) -> TokenStream {
+    let ModuleDef {
+        ident,
+        krate,
+        type_name,
+        ports,
+        config,
+        config_types,
+        state,
+        state_types,
+        doc,
+        ..
+    } = model;
+    let serde_path = format!("{}::__private::serde", path_to_string(krate));
+    let port_fields = ports.iter().map(|p| &p.field);
+    let port_types = ports.iter().map(|p| &p.ty);
+    let config_names = config.iter().map(|c| c.to_string());
+    let state_names = state.iter().map(|s| s.to_string());
+    let generics: Vec<syn::Ident> = (0..config.len())
+        .map(|i| format_ident!("__C{}", i))
+        .collect();
+    quote! {
+        const _: () = {
+            use #krate::__private::serde as __serde;
+
+            // Generic over the field types, so that a config type without serde is one
+            // error per serde trait (at the use below), not one per derive and field.
+            #[derive(#krate::__private::serde::Serialize)]
+            #[serde(crate = #serde_path)]
+            struct __Ser<'a, #(#generics),*> {
+                #(#config: &'a #generics,)*
+                #[serde(skip)]
+                __marker: ::core::marker::PhantomData<&'a ()>,
+            }
+
+            #[derive(#krate::__private::serde::Deserialize)]
+            #[serde(crate = #serde_path, deny_unknown_fields, rename = #type_name)]
+            struct __De<#(#generics),*> {
+                #(#config: #generics,)*
+            }
+
+            #[automatically_derived]
+            impl __serde::Serialize for #ident {
+                fn serialize<S: __serde::Serializer>(
+                    &self,
+                    serializer: S,
+                ) -> ::core::result::Result<S::Ok, S::Error> {
+                    __serde::Serialize::serialize(
+                        &__Ser::<#(#config_types),*> {
+                            #(#config: &self.#config,)*
+                            __marker: ::core::marker::PhantomData,
+                        },
+                        serializer,
+                    )
+                }
+            }
+
+            #[automatically_derived]
+            impl<'de> __serde::Deserialize<'de> for #ident {
+                fn deserialize<D: __serde::Deserializer<'de>>(
+                    deserializer: D,
+                ) -> ::core::result::Result<Self, D::Error> {
+                    #[allow(unused_imports)]
+                    use #krate::__private::probe::{HasDefault as _, NoDefault as _};
+                    let __De { #(#config),* } =
+                        <__De<#(#config_types),*> as __serde::Deserialize>::deserialize(deserializer)?;
+                    #(
+                        let ::core::option::Option::Some(#state) =
+                            (&#krate::__private::probe::DefaultProbe::<#state_types>(::core::marker::PhantomData)).make()
+                        else {
+                            return ::core::result::Result::Err(<D::Error as __serde::de::Error>::custom(
+                                ::core::concat!("module `", #type_name, "` cannot be loaded from a file: its `#[state]` field `",
+                                    #state_names, "` has no `Default`")
+                            ));
+                        };
+                    )*
+                    ::core::result::Result::Ok(#ident {
+                        #(#config,)*
+                        #(#port_fields: <#port_types>::new(),)*
+                        #(#state,)*
+                    })
+                }
+            }
+
+            #krate::__private::inventory::submit! {
+                <dyn #krate::ModuleConfig>::typetag_register(
+                    #type_name,
+                    #krate::__private::deserialize_module::<#ident>
+                        as #krate::__private::DeserializeModuleFn,
+                )
+            }
+
+            #krate::__private::inventory::submit! {
+                #krate::ModuleRegistration {
+                    tag: #type_name,
+                    doc: #doc,
+                    config_fields: &[#(#config_names),*],
+                }
+            }
+        };
+    }
+}
+
+/// `::streamwire` -> "::streamwire", for serde's `crate = "..."`.
+fn path_to_string(path: &syn::Path) -> String {
+    let mut out = String::new();
+    if path.leading_colon.is_some() {
+        out.push_str("::");
+    }
+    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    out.push_str(&segments.join("::"));
+    out
 }

@@ -362,7 +362,10 @@ where
     }
 }
 
-impl<T: Payload> Out<T> {
+impl<T: Payload> Out<T>
+where
+    T::Logical: Message,
+{
     fn binding(&self) -> Result<&Arc<dyn OutputBinding>, PortError> {
         self.binding
             .as_ref()

@@ -32,6 +32,7 @@ pub mod message;
 mod module;
 mod node;
 pub mod port;
+pub mod registry;
 pub mod text;
 
 pub use bind::{
@@ -53,6 +54,7 @@ pub use port::{
     Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,
     PortHandle, PortInfo, PortType, Qos, QosOverrides, Reliability, SameMessage, Transport,
 };
+pub use registry::{ModuleConfig, ModuleRegistration, registered_modules};
 
 /// Items used by the code that `#[derive(Message)]` and `#[derive(Module)]` generate.
 /// Not a public API: it may change in any release.
@@ -68,6 +70,29 @@ pub mod __private {
     pub use typetag_private::inventory;
 
     use crate::message::{AnyMessage, Message};
+    use crate::registry::ModuleConfig;
+
+    /// serde, for the `Serialize`/`Deserialize` impls `#[derive(Module)]` writes (users
+    /// never add serde for their modules).
+    pub use serde;
+
+    /// The boxed type a registered module deserializer returns.
+    pub type ModuleConfigObject = <dyn ModuleConfig as typetag_private::Strictest>::Object;
+    /// A registered module deserializer.
+    pub type DeserializeModuleFn = typetag_private::DeserializeFn<ModuleConfigObject>;
+
+    /// Deserializes an `M` from its config fields, boxed as a [`ModuleConfig`]: what
+    /// `#[derive(Module)]` registers under `M`'s tag.
+    pub fn deserialize_module<M>(
+        deserializer: &mut dyn typetag_private::erased_serde::Deserializer,
+    ) -> typetag_private::erased_serde::Result<Box<ModuleConfigObject>>
+    where
+        M: crate::Module + serde::Serialize + serde::de::DeserializeOwned,
+    {
+        Ok(Box::new(typetag_private::erased_serde::deserialize::<M>(
+            deserializer,
+        )?))
+    }
 
     /// The boxed type a registered deserializer returns.
     pub type AnyMessageObject = <dyn AnyMessage as typetag_private::Strictest>::Object;

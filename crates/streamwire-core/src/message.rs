@@ -59,6 +59,12 @@ pub trait Message:
 
 /// `Serialize` and `DeserializeOwned`, as one requirement of [`Message`]: a message type
 /// without them is told to derive them (not that `Message` is "sealed").
+///
+/// (Why two errors remain, one per serde trait, rather than one naming this trait: a
+/// supertrait of `Message` is checked leaf by leaf, so `#[diagnostic::on_unimplemented]`
+/// here and `#[diagnostic::do_not_recommend]` on the blanket impl never fire; reaching one
+/// error would mean taking serde out of `Message`'s supertraits, and with it
+/// `M: Message` implying `M: Serialize` for every generic user of messages.)
 pub trait SerdeMessage: Serialize + DeserializeOwned {}
 
 impl<T: Serialize + DeserializeOwned> SerdeMessage for T {}
@@ -76,7 +82,11 @@ impl<T: Serialize + DeserializeOwned> SerdeMessage for T {}
 pub trait Payload: 'static {
     /// The logical message: `Image` for both `Image` and `Compressed<Image>`. Ports are
     /// matched on it.
-    type Logical: Message;
+    ///
+    /// Always a [`Message`]; like [`Delivered`](Payload::Delivered), the bound is stated
+    /// where it is used (`PortType`, `Out::publish`), so that a message type missing a
+    /// trait is reported once, by its `Message` impl, not again through its `Payload` impl.
+    type Logical: 'static;
     /// What an input of this payload receives: the message itself, or for
     /// `Compressed<M, C>` the encoded message (`CompressedImage` for JPEG).
     ///

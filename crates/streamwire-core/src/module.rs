@@ -139,6 +139,29 @@ pub mod probe {
         }
     }
 
+    /// Makes a `T` with `Default` when it has one, for `#[state]` fields of a module loaded
+    /// from a file; `None` otherwise (the load is then refused with an error naming it).
+    pub struct DefaultProbe<T>(pub core::marker::PhantomData<T>);
+
+    /// Picked when `T: Default`.
+    pub trait HasDefault<T> {
+        fn make(&self) -> Option<T>;
+    }
+    impl<T: Default> HasDefault<T> for DefaultProbe<T> {
+        fn make(&self) -> Option<T> {
+            Some(T::default())
+        }
+    }
+    /// Picked otherwise.
+    pub trait NoDefault<T> {
+        fn make(&self) -> Option<T>;
+    }
+    impl<T> NoDefault<T> for &DefaultProbe<T> {
+        fn make(&self) -> Option<T> {
+            None
+        }
+    }
+
     /// Picked when the module implements `Node`.
     pub trait IsNode<'a> {
         fn erase_node(self) -> Option<&'a mut dyn Node>;

@@ -138,13 +138,19 @@ pub trait PortType: 'static {
     type Payload: Payload<Logical = Self::Message>;
 }
 
-impl<T: Payload> PortType for In<T> {
+impl<T: Payload> PortType for In<T>
+where
+    T::Logical: Message,
+{
     const DIRECTION: Direction = Direction::Input;
     type Message = T::Logical;
     type Payload = T;
 }
 
-impl<T: Payload> PortType for Out<T> {
+impl<T: Payload> PortType for Out<T>
+where
+    T::Logical: Message,
+{
     const DIRECTION: Direction = Direction::Output;
     type Message = T::Logical;
     type Payload = T;
@@ -158,7 +164,7 @@ impl<T: Payload> PortType for Out<T> {
 )]
 pub trait OutputPort: PortType {}
 
-impl<T: Payload> OutputPort for Out<T> {}
+impl<T: Payload> OutputPort for Out<T> where T::Logical: Message {}
 
 /// An input port, the second argument of `connect(from, to)`.
 #[diagnostic::on_unimplemented(
@@ -168,7 +174,7 @@ impl<T: Payload> OutputPort for Out<T> {}
 )]
 pub trait InputPort: PortType {}
 
-impl<T: Payload> InputPort for In<T> {}
+impl<T: Payload> InputPort for In<T> where T::Logical: Message {}
 
 /// Holds when an output of message `T` may feed an input of message `Self`: the two
 /// logical messages are the same type.

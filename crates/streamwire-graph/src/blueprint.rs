@@ -183,12 +183,38 @@ impl Blueprint {
         }
     }
 
+    /// Adds a module value whose type is known only at run time (one loaded from a
+    /// blueprint file), in namespace `namespace` (`""` for none). Returns its id.
+    pub fn add_value(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        module: Box<dyn ModuleValue>,
+    ) -> InstanceId {
+        self.add_entry(namespace, name, module)
+    }
+
     fn add_in_namespace<M: Module>(
         &mut self,
         namespace: &str,
         name: &str,
         module: M,
     ) -> Instance<M> {
+        let id = self.add_entry(namespace, name, Box::new(module));
+        Instance {
+            id,
+            ports: M::port_handles(id),
+        }
+    }
+
+    fn add_entry(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        module: Box<dyn ModuleValue>,
+    ) -> InstanceId {
+        let module_type = module.module_type();
+        let ports = module.ports();
         if let Some(reason) = names::instance_name_problem(name) {
             self.problems.push(Problem::InvalidInstanceName {
                 name: name.to_owned(),
@@ -200,7 +226,7 @@ impl Blueprint {
             self.problems.push(Problem::DuplicateInstance {
                 name: full_name.clone(),
                 first_module: first.module_type,
-                second_module: M::TYPE_NAME,
+                second_module: module_type,
             });
         }
         let index = u32::try_from(self.instances.len()).unwrap_or(u32::MAX);
@@ -208,16 +234,13 @@ impl Blueprint {
         self.instances.push(InstanceEntry {
             name: full_name,
             namespace: namespace.to_owned(),
-            module_type: M::TYPE_NAME,
-            ports: M::PORTS,
-            remaps: vec![None; M::PORTS.len()],
+            module_type,
+            ports,
+            remaps: vec![None; ports.len()],
             placement: Placement::default(),
-            module: Box::new(module),
+            module,
         });
-        Instance {
-            id,
-            ports: M::port_handles(id),
-        }
+        id
     }
 
     /// Connects `from` (an output) to `to` (an input) explicitly, whatever their stream
@@ -245,6 +268,115 @@ impl Blueprint {
             }
         }
         self
+    }
+
+    /// Connects output `from` to input `to`, both written `instance.port` (the port's
+    /// field name), as blueprint files give them. Unlike [`connect`](Blueprint::connect)
+    /// the messages are checked when the blueprint is built; a bad name is reported with
+    /// the valid ones.
+    ///
+    /// ```
+    /// # use streamwire::prelude::*;
+    /// # #[derive(Module)]
+    /// # struct Camera { color_image: Out<Image> }
+    /// # #[derive(Module)]
+    /// # struct Viewer { frames: In<Image> }
+    /// let mut blueprint = Blueprint::new();
+    /// blueprint.add("cam", Camera { color_image: Out::new() });
+    /// blueprint.add("viewer", Viewer { frames: In::new() });
+    /// blueprint.connect_named("cam.color_image", "viewer.frames");
+    /// assert!(blueprint.build().is_ok());
+    /// ```
+    pub fn connect_named(&mut self, from: &str, to: &str) -> &mut Self {
+        let bad = |reason: String| Problem::BadNamedConnection {
+            from: from.to_owned(),
+            to: to.to_owned(),
+            reason,
+        };
+        let out = self.named_port(from, streamwire_core::Direction::Output);
+        let inp = self.named_port(to, streamwire_core::Direction::Input);
+        match (out, inp) {
+            (Ok(o), Ok(i)) => {
+                let om = self.instances[o.0].ports[o.1].message();
+                let im = self.instances[i.0].ports[i.1].message();
+                if om != im {
+                    self.problems.push(bad(format!(
+                        "an output of `{}` cannot feed an input of `{}`",
+                        om.rust_name(),
+                        im.rust_name()
+                    )));
+                    self.failed_inputs.insert(i);
+                } else {
+                    self.connections.push(Connection {
+                        from: (u32::try_from(o.0).unwrap_or(u32::MAX), o.1),
+                        to: (u32::try_from(i.0).unwrap_or(u32::MAX), i.1),
+                    });
+                }
+            }
+            (o, i) => {
+                let reasons: Vec<String> =
+                    [o.err(), i.clone().err()].into_iter().flatten().collect();
+                self.problems.push(bad(reasons.join("; ")));
+                if let Ok(i) = i {
+                    self.failed_inputs.insert(i);
+                }
+            }
+        }
+        self
+    }
+
+    /// (instance index, port index) of `instance.port` in direction `direction`, or
+    /// what is wrong with the name.
+    fn named_port(
+        &self,
+        name: &str,
+        direction: streamwire_core::Direction,
+    ) -> Result<(usize, usize), String> {
+        let what = match direction {
+            streamwire_core::Direction::Output => "output",
+            streamwire_core::Direction::Input => "input",
+        };
+        let Some((instance, port)) = name.rsplit_once('.') else {
+            return Err(format!("`{name}` is not `instance.port`"));
+        };
+        let Some(index) = self.instances.iter().position(|i| i.name == instance) else {
+            let names: Vec<&str> = self.instances.iter().map(|i| i.name.as_str()).collect();
+            let hint = names::did_you_mean(instance, names.iter().copied())
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "no instance `{instance}`{hint}; the instances are: {}",
+                names.join(", ")
+            ));
+        };
+        let entry = &self.instances[index];
+        let valid: Vec<&str> = entry
+            .ports
+            .iter()
+            .filter(|p| p.direction() == direction)
+            .map(|p| p.field())
+            .collect();
+        match entry
+            .ports
+            .iter()
+            .position(|p| p.field() == port && p.direction() == direction)
+        {
+            Some(p) => Ok((index, p)),
+            None => {
+                let hint = names::did_you_mean(port, valid.iter().copied())
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                Err(format!(
+                    "`{instance}` ({}) has no {what} `{port}`{hint}; its {what}s are: {}",
+                    entry.module_type,
+                    if valid.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        valid.join(", ")
+                    }
+                ))
+            }
+        }
     }
 
     /// Renames the stream of one port: relative names are resolved in the instance's
@@ -333,6 +465,31 @@ impl Blueprint {
         self
     }
 
+    /// A blueprint-wide default of a codec parameter (`"jpeg_quality", 60`,
+    /// `"max_width", 640`): every stream whose codec has the parameter uses it unless the
+    /// stream's own settings ([`stream`](Blueprint::stream)) set it. Checked by the codec
+    /// when the blueprint is built, like a per-stream parameter.
+    ///
+    /// ```
+    /// # use streamwire::prelude::*;
+    /// # #[derive(Module)]
+    /// # struct Camera { color_image: Out<Compressed<Image>> }
+    /// # #[derive(Module)]
+    /// # struct Viewer { #[port(name = "color_image")] frames: In<Image> }
+    /// let mut blueprint = Blueprint::new();
+    /// blueprint.add("cam", Camera { color_image: Out::new() });
+    /// let viewer = blueprint.add("viewer", Viewer { frames: In::new() });
+    /// blueprint.place(&viewer, Placement::process("ui"));
+    /// blueprint.autoconnect().codec_default("jpeg_quality", 60);
+    /// let plan = blueprint.build()?;
+    /// assert!(plan.to_string().contains("jpeg_quality=60"));
+    /// # Ok::<(), streamwire::BuildError>(())
+    /// ```
+    pub fn codec_default(&mut self, key: impl Into<String>, value: impl ToString) -> &mut Self {
+        self.settings.codec_defaults.set(key, value);
+        self
+    }
+
     /// The locality table of `auto` compression.
     pub fn auto_table(&mut self, table: AutoTable) -> &mut Self {
         self.settings.auto_table = table;
@@ -343,6 +500,18 @@ impl Blueprint {
     /// the global ones.
     pub fn stream(&mut self, stream: &str, settings: StreamSettings) -> &mut Self {
         self.stream_settings.insert(stream.to_owned(), settings);
+        self
+    }
+
+    /// Settings of one stream merged over what the blueprint already has for it (a later
+    /// layer of configuration: the environment, `-o streams.color_image.jpeg_quality=60`).
+    pub fn stream_override(&mut self, stream: &str, settings: &StreamSettings) -> &mut Self {
+        let merged = self
+            .stream_settings
+            .get(stream)
+            .map(|old| old.merged(settings))
+            .unwrap_or_else(|| settings.clone());
+        self.stream_settings.insert(stream.to_owned(), merged);
         self
     }
 

@@ -149,6 +149,16 @@ pub enum Problem {
         /// What it was used for: `connect`, `remap`, `place`.
         context: &'static str,
     },
+    /// A connection given by names (`connect_named`, a blueprint file's `connect:`)
+    /// that does not name an output and an input of one message type.
+    BadNamedConnection {
+        /// The output given, `instance.port`.
+        from: String,
+        /// The input given, `instance.port`.
+        to: String,
+        /// What is wrong, with what is valid.
+        reason: String,
+    },
     /// One stream, several producers.
     TwoProducers {
         /// The stream.
@@ -369,6 +379,9 @@ impl fmt::Display for Problem {
                 "`{context}` was given a port or instance this blueprint does not have\n  \
                  = note: handles are only valid in the blueprint whose `add` returned them"
             ),
+            Problem::BadNamedConnection { from, to, reason } => {
+                write!(f, "connection `{from}` -> `{to}`: {reason}")
+            }
             Problem::TwoProducers { stream, producers } => {
                 let names: Vec<String> = producers.iter().map(ToString::to_string).collect();
                 write!(

@@ -211,6 +211,10 @@ pub struct CodecNode {
     pub params: CodecParams,
     /// The parameters the blueprint set (a subset of `params`); the rest are defaults.
     pub user_params: CodecParams,
+    /// Those of `user_params` that came from the blueprint-wide defaults
+    /// ([`Blueprint::codec_default`](crate::Blueprint::codec_default)), not the stream's own
+    /// settings.
+    pub blueprint_params: CodecParams,
     /// What the codec does to the message with these parameters.
     pub fidelity: Fidelity,
     /// Where it runs.

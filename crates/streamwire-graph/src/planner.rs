@@ -484,6 +484,9 @@ struct StreamPlan {
     wire: Option<(CodecInfo, CodecSummary)>,
     /// The parameters the blueprint set.
     user_params: CodecParams,
+    /// Those of them that came from the blueprint-wide defaults (`codec_default`), not
+    /// from the stream's own settings: shown apart in the plan.
+    global_params: CodecParams,
     /// The stream's codec setting was refused (unknown name, another message's codec):
     /// already reported, so a missing codec is not reported again.
     codec_refused: bool,
@@ -565,7 +568,24 @@ fn resolve_settings(
                     codec_refused = true;
                 }
             }
-            let user_params = settings.map(|s| s.params.clone()).unwrap_or_default();
+            let stream_params = settings.map(|s| s.params.clone()).unwrap_or_default();
+            // Blueprint-wide defaults apply to the parameters this stream's codec has
+            // (`max_width` means nothing to zstd); the stream's own settings beat them.
+            let mut global_params = CodecParams::new();
+            let user_params = match wire_codec {
+                Some(codec) => {
+                    let known = codec.summarize(&CodecParams::new()).ok();
+                    for (key, value) in bp.settings.codec_defaults.iter() {
+                        if known.as_ref().is_some_and(|k| k.params.get(key).is_some())
+                            && stream_params.get(key).is_none()
+                        {
+                            global_params.set(key, value);
+                        }
+                    }
+                    global_params.merged(&stream_params)
+                }
+                None => stream_params,
+            };
             let wire = match wire_codec {
                 Some(codec) => match codec.summarize(&user_params) {
                     Ok(summary) => Some((codec, summary)),
@@ -600,6 +620,7 @@ fn resolve_settings(
                 wire_codec,
                 wire,
                 user_params,
+                global_params,
                 codec_refused,
             }
         })
@@ -925,6 +946,17 @@ impl StreamWiring<'_> {
         (compress, reason)
     }
 
+    /// The parameters of `summary` that came from the blueprint-wide defaults.
+    fn global_params(&self, summary: &CodecSummary) -> CodecParams {
+        let mut set = CodecParams::new();
+        for (key, _) in self.plan.global_params.iter() {
+            if let Some(value) = summary.params.get(key) {
+                set.set(key, value);
+            }
+        }
+        set
+    }
+
     /// The parameters of `summary` that the blueprint set (the rest are defaults).
     fn user_params(&self, codec: CodecInfo, summary: &CodecSummary) -> CodecParams {
         let mut set = CodecParams::new();
@@ -967,6 +999,7 @@ impl StreamWiring<'_> {
             codec,
             params: summary.params.clone(),
             user_params,
+            blueprint_params: self.global_params(summary),
             fidelity: summary.fidelity,
             placement: self.placement.clone(),
             qos: self.ports.get(self.plan.producer).qos,
@@ -1012,6 +1045,7 @@ impl StreamWiring<'_> {
             codec,
             params: summary.params.clone(),
             user_params,
+            blueprint_params: self.global_params(summary),
             fidelity: summary.fidelity,
             placement: placement.clone(),
             qos: self.ports.get(self.plan.producer).qos,

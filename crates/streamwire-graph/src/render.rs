@@ -154,23 +154,32 @@ pub(crate) fn codec_label(codec: &CodecNode) -> String {
 }
 
 /// A codec node's parameters, those the blueprint set apart from the defaults:
-/// `jpeg_quality=90 (set); chroma_downsampling=average, .. (defaults)`.
+/// `jpeg_quality=90 (set); chroma_downsampling=average, .. (defaults)`, with those that
+/// came from the blueprint-wide defaults in their own group (`max_width=640
+/// (blueprint-wide)`).
 pub(crate) fn params_text(codec: &CodecNode) -> String {
-    let join = |set: bool| {
+    let group = |keep: &dyn Fn(&str) -> bool| {
         codec
             .params
             .iter()
-            .filter(|(k, _)| codec.user_params.get(k).is_some() == set)
+            .filter(|(k, _)| keep(k))
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let (set, defaults) = (join(true), join(false));
-    match (set.is_empty(), defaults.is_empty()) {
-        (true, _) => format!("{defaults} (defaults)"),
-        (false, true) => format!("{set} (set)"),
-        (false, false) => format!("{set} (set); {defaults} (defaults)"),
-    }
+    let global = |k: &str| codec.blueprint_params.get(k).is_some();
+    let user = |k: &str| codec.user_params.get(k).is_some();
+    let groups = [
+        (group(&|k| user(k) && !global(k)), "set"),
+        (group(&|k| global(k)), "blueprint-wide"),
+        (group(&|k| !user(k)), "defaults"),
+    ];
+    let parts: Vec<String> = groups
+        .iter()
+        .filter(|(text, _)| !text.is_empty())
+        .map(|(text, what)| format!("{text} ({what})"))
+        .collect();
+    parts.join("; ")
 }
 
 /// A DOT string literal.

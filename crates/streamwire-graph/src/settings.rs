@@ -537,6 +537,16 @@ impl StreamSettings {
         self
     }
 
+    /// `self` with every setting `overrides` makes on top (a later layer of
+    /// configuration: a file, then the environment, then `-o`).
+    pub fn merged(&self, overrides: &StreamSettings) -> StreamSettings {
+        StreamSettings {
+            compression: overrides.compression.or(self.compression),
+            codec: overrides.codec.clone().or_else(|| self.codec.clone()),
+            params: self.params.merged(&overrides.params),
+        }
+    }
+
     /// The compression this stream asks for, if it overrides the global one.
     pub fn compression_override(&self) -> Option<Compression> {
         self.compression
@@ -724,6 +734,9 @@ pub(crate) struct Settings {
     pub(crate) lossy_pixels: Report,
     pub(crate) unfed_optional: Report,
     pub(crate) incompatible_qos: Report,
+    /// Blueprint-wide codec-parameter defaults (`jpeg_quality=60`, `max_width=640`):
+    /// applied to every stream whose codec has the parameter, beaten by the stream's own.
+    pub(crate) codec_defaults: CodecParams,
 }
 
 impl Default for Settings {
@@ -737,6 +750,7 @@ impl Default for Settings {
             unfed_optional: Report::Ignore,
             // An output that cannot satisfy its input loses messages the input counts on.
             incompatible_qos: Report::Error,
+            codec_defaults: CodecParams::new(),
         }
     }
 }

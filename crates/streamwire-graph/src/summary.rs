@@ -99,6 +99,9 @@ pub struct CodecNodeSummary {
     pub params: CodecParams,
     /// The parameters the blueprint set.
     pub user_params: CodecParams,
+    /// Those of `user_params` that came from the blueprint-wide defaults.
+    #[serde(default, skip_serializing_if = "CodecParams::is_empty")]
+    pub blueprint_params: CodecParams,
     /// What decoding gives back.
     pub fidelity: Fidelity,
     /// `host/process`.
@@ -174,6 +177,7 @@ impl Plan {
                     encoded_stream: c.encoded_stream.clone(),
                     params: c.params.clone(),
                     user_params: c.user_params.clone(),
+                    blueprint_params: c.blueprint_params.clone(),
                     fidelity: c.fidelity,
                     placement: c.placement.to_string(),
                     qos: c.qos,

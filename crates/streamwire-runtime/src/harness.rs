@@ -222,7 +222,10 @@ impl<M: Module + Node> Harness<M> {
     }
 
     /// Everything the module published on `port` since the last `take`, with headers.
-    pub fn take<P: Payload>(&mut self, port: PortHandle<Out<P>>) -> Vec<Delivered<P::Logical>> {
+    pub fn take<P: Payload>(&mut self, port: PortHandle<Out<P>>) -> Vec<Delivered<P::Logical>>
+    where
+        P::Logical: streamwire_core::Message,
+    {
         let Some(Some((_, collector))) = self.outputs.get(port.port_index()) else {
             return Vec::new();
         };

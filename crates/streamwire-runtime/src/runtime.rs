@@ -1269,7 +1269,9 @@ impl RunHandle {
     /// (encoding, for bytes) only while this tap is attached. Without partitions (one
     /// process, or `Partitions::Shared`) it is the same as `tap`.
     pub fn tap_in<M: Message>(&self, process: &str, stream: &str) -> Result<Tap<M>, TapError> {
-        let inner = self.taps.attach(stream, Some(M::TYPE_NAME), Some(process))?;
+        let inner = self
+            .taps
+            .attach(stream, Some(M::TYPE_NAME), Some(process))?;
         Ok(Tap {
             inner,
             _message: std::marker::PhantomData,

@@ -64,8 +64,9 @@ pub use server::RelayError;
 /// rosbridge's port, the relay's default.
 pub const DEFAULT_PORT: u16 = 9090;
 
-/// The relay's settings.
-#[derive(Clone, Debug)]
+/// The relay's settings (a blueprint file sets them as the instance's `config`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RelayConfig {
     /// Where to listen. Default `127.0.0.1:9090`; other interfaces only when asked.
     pub listen: SocketAddr,
@@ -81,7 +82,8 @@ pub struct RelayConfig {
     pub stall_timeout: Duration,
     /// The topic of the browser-fed velocity commands (default `cmd_vel`).
     pub cmd_vel_topic: String,
-    /// Where the bound address is published once listening.
+    /// Where the bound address is published once listening (not a setting).
+    #[serde(skip)]
     pub address: RelayAddress,
 }
 

@@ -321,11 +321,7 @@ struct PublisherShared {
 impl PublisherShared {
     fn set_matched(&self, matched: bool) {
         if self.matched.swap(matched, Ordering::SeqCst) != matched {
-            let listeners = self
-                .listeners
-                .read()
-                .map(|l| l.clone())
-                .unwrap_or_default();
+            let listeners = self.listeners.read().map(|l| l.clone()).unwrap_or_default();
             for listener in listeners {
                 listener(matched);
             }

@@ -11,9 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use streamwire_core::{
-    Compressed, Context, In, Node, NodeResult, Out, Qos, Timestamp, Trigger,
-};
+use streamwire_core::{Compressed, Context, In, Node, NodeResult, Out, Qos, Timestamp, Trigger};
 use streamwire_graph::{Blueprint, Placement};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
@@ -64,7 +62,10 @@ fn sessions_listen_on_loopback_only() {
     for locator in locators {
         assert!(locator.starts_with("tcp/127.0.0.1:"), "{locator}");
     }
-    assert!(b.locators().is_empty(), "the connecting session listens nowhere");
+    assert!(
+        b.locators().is_empty(),
+        "the connecting session listens nowhere"
+    );
     a.close();
     b.close();
 }
@@ -78,7 +79,9 @@ fn frames_cross_between_sessions_and_matching_follows_subscribers() {
     publisher.on_matching(Arc::new(move |m| events.lock().unwrap().push(m)));
     assert!(!publisher.is_matched());
     // Nobody listens: a put is counted, not sent.
-    publisher.put(&mut |_| Ok(Bytes::from_static(b"lost"))).unwrap();
+    publisher
+        .put(&mut |_| Ok(Bytes::from_static(b"lost")))
+        .unwrap();
     assert_eq!(publisher.counters().unmatched, 1);
 
     let got = Arc::new(Mutex::new(Vec::new()));
@@ -90,10 +93,17 @@ fn frames_cross_between_sessions_and_matching_follows_subscribers() {
             Arc::new(move |frame: Bytes| sink.lock().unwrap().push(frame)),
         )
         .unwrap();
-    assert!(until(|| publisher.is_matched()), "the publisher never matched");
+    assert!(
+        until(|| publisher.is_matched()),
+        "the publisher never matched"
+    );
     let big = Bytes::from(vec![7u8; 3_000_000]);
     for n in 0..3u8 {
-        let payload = if n == 1 { big.clone() } else { Bytes::from(vec![n; 10]) };
+        let payload = if n == 1 {
+            big.clone()
+        } else {
+            Bytes::from(vec![n; 10])
+        };
         publisher.put(&mut |_| Ok(payload.clone())).unwrap();
     }
     assert!(until(|| got.lock().unwrap().len() == 3));
@@ -124,7 +134,11 @@ struct Camera {
 
 impl Node for Camera {
     fn trigger(&self) -> Trigger {
-        Trigger::Period(Duration::from_millis(if self.count == 0 { 3_600_000 } else { 5 }))
+        Trigger::Period(Duration::from_millis(if self.count == 0 {
+            3_600_000
+        } else {
+            5
+        }))
     }
 
     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
@@ -223,10 +237,26 @@ fn a_run_whose_partitions_talk_over_zenoh() {
     let report = handle.wait_timeout(GUARD);
     assert_eq!(report.reason, EndReason::Finished, "{report}");
     let stats = &report.stats;
-    assert_eq!(counter(stats, "viewer", "seen"), u64::from(frames), "{report}");
-    assert_eq!(counter(stats, "recorder", "recorded"), u64::from(frames), "{report}");
-    let encodes: Vec<_> = stats.codecs.iter().filter(|c| c.role == CodecRole::Encode).collect();
-    let decodes: Vec<_> = stats.codecs.iter().filter(|c| c.role == CodecRole::Decode).collect();
+    assert_eq!(
+        counter(stats, "viewer", "seen"),
+        u64::from(frames),
+        "{report}"
+    );
+    assert_eq!(
+        counter(stats, "recorder", "recorded"),
+        u64::from(frames),
+        "{report}"
+    );
+    let encodes: Vec<_> = stats
+        .codecs
+        .iter()
+        .filter(|c| c.role == CodecRole::Encode)
+        .collect();
+    let decodes: Vec<_> = stats
+        .codecs
+        .iter()
+        .filter(|c| c.role == CodecRole::Decode)
+        .collect();
     assert_eq!((encodes.len(), decodes.len()), (1, 1), "{report}");
     assert_eq!(encodes[0].done, u64::from(frames));
     assert_eq!(decodes[0].done, u64::from(frames));
@@ -251,7 +281,11 @@ fn garbage_on_a_stream_key_is_counted_and_refused() {
     };
     let handle = Runtime::start(blueprint(0).into_runnable().unwrap(), options).unwrap();
     let foreign = theirs.session().declare_publisher(key).wait().unwrap();
-    assert!(until(|| foreign.matching_status().wait().unwrap().matching()));
+    assert!(until(|| foreign
+        .matching_status()
+        .wait()
+        .unwrap()
+        .matching()));
     foreign.put(b"not a frame".to_vec()).wait().unwrap();
     foreign.put(vec![0u8; 3]).wait().unwrap();
     let refused = |stats: &RunStats| -> u64 {
@@ -263,7 +297,11 @@ fn garbage_on_a_stream_key_is_counted_and_refused() {
             .sum()
     };
     // Two receiving partitions (ui and web) each refuse both.
-    assert!(until(|| refused(&handle.stats()) == 4), "{}", handle.stats());
+    assert!(
+        until(|| refused(&handle.stats()) == 4),
+        "{}",
+        handle.stats()
+    );
     handle.stop();
     let report = handle.wait();
     assert_eq!(report.reason, EndReason::Stopped, "{report}");

@@ -353,6 +353,11 @@ pub use streamwire_transport as transport;
 /// lossless zstd), for writing codecs of your own messages.
 pub use streamwire_codec as engines;
 
+/// The `streamwire` command line as a library (feature `cli`): a user's `main` calls
+/// [`cli::Cli::new`], registers its blueprints and runs the CLI with every module type
+/// linked into the binary.
+#[cfg(feature = "cli")]
+pub use streamwire_cli as cli;
 /// The web relay (feature `web`, off by default: it brings an HTTP server): streams to
 /// browsers over a rosbridge-compatible websocket, and a live viewer page.
 #[cfg(feature = "web")]

@@ -1,0 +1,76 @@
+//! The stock `streamwire` binary: the CLI library with the built-in modules and
+//! blueprints. A robot application is its own binary calling `streamwire::cli::Cli` the
+//! same way, with its own modules (see `examples/app`).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use streamwire::cli::Cli;
+use streamwire::prelude::*;
+use streamwire::web::{RelayConfig, WebRelay};
+use streamwire_modules::demo::{DemoConfig, DemoError, demo_blueprint};
+
+/// The `demo` blueprint's keys: the demo's own (`camera.fps`, `replay.dir`, `busy.work_ms`,
+/// ...) and the web relay's (`web.port`, `web.enabled`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+struct StockDemo {
+    #[serde(flatten)]
+    demo: DemoConfig,
+    web: WebSettings,
+}
+
+/// The demo's web relay (`web.*`).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct WebSettings {
+    /// Serve the viewer and the rosbridge websocket.
+    enabled: bool,
+    /// Its port on 127.0.0.1 (0: a free one).
+    port: u16,
+}
+
+impl Default for WebSettings {
+    fn default() -> Self {
+        WebSettings {
+            enabled: true,
+            port: streamwire::web::DEFAULT_PORT,
+        }
+    }
+}
+
+fn demo(config: StockDemo) -> Result<Blueprint, DemoError> {
+    let mut blueprint = demo_blueprint(&config.demo)?;
+    if config.web.enabled {
+        // The relay wants the camera's JPEG bytes: it sits on the operator's laptop, fed
+        // by the encode node in the camera's process, with no decode anywhere for it.
+        let relay = RelayConfig::default().with_port(config.web.port);
+        let address = relay.address.clone();
+        let web = blueprint.add("web", WebRelay::new(relay));
+        blueprint.place(&web, Placement::process("ui").on_host("laptop"));
+        blueprint.autoconnect();
+        // Say where to point a browser once the relay listens (a `graph` or `config`
+        // never starts it; the thread then just ends with the process).
+        std::thread::spawn(move || {
+            if let Some(addr) = address.wait(Duration::from_secs(30)) {
+                eprintln!("viewer: open http://{addr}/ in a browser");
+            }
+        });
+    }
+    Ok(blueprint)
+}
+
+fn main() -> ExitCode {
+    // Built-in blueprints, each by name with its serde config type.
+    Cli::new(
+        "streamwire",
+        "Typed robot dataflow: run, inspect and configure blueprints",
+    )
+    .blueprint(
+        "demo",
+        "simulated robot (or --replay DIR): camera, depth, lidar, odometry -> detector, mapper, busy sinks, recorder, web viewer; over three processes",
+        demo,
+    )
+    .main()
+}

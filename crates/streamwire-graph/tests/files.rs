@@ -1,0 +1,166 @@
+//! Blueprint files: YAML and JSON round trips, and the errors a person meets.
+
+use std::path::Path;
+
+use streamwire::prelude::*;
+use streamwire::{BlueprintFile, FileFormat};
+
+/// A camera for the file tests.
+#[derive(Module)]
+pub struct FileCamera {
+    /// Frames.
+    pub color_image: Out<Compressed<Image>>,
+    /// Frames per second.
+    #[config]
+    pub fps: u32,
+    /// Its name.
+    #[config]
+    pub name: String,
+}
+
+/// A viewer for the file tests.
+#[derive(Module)]
+pub struct FileViewer {
+    #[port(name = "color_image")]
+    /// Frames.
+    pub frames: In<Image>,
+    /// Display scale.
+    #[config]
+    pub scale: f32,
+    /// Frames seen.
+    #[state]
+    pub seen: u64,
+}
+
+const YAML: &str = "\
+compression: auto
+jpeg_quality: 70
+instances:
+  camera:
+    type: FileCamera
+    fps: 15
+    name: front
+  viewer:
+    type: FileViewer
+    scale: 0.5
+placement:
+  viewer: laptop/ui
+streams:
+  color_image: jpeg_quality=60
+";
+
+fn parse(text: &str, format: FileFormat) -> Result<BlueprintFile, String> {
+    BlueprintFile::parse(text, format, Path::new("robot.yaml")).map_err(|e| e.to_string())
+}
+
+#[test]
+fn yaml_round_trip() {
+    let file = parse(YAML, FileFormat::Yaml).unwrap();
+    let yaml = file.to_yaml().unwrap();
+    insta::assert_snapshot!("yaml_round_trip", yaml);
+    let again = parse(&yaml, FileFormat::Yaml).unwrap();
+    assert_eq!(again.to_yaml().unwrap(), yaml);
+    // Ports are rebuilt, config kept: the blueprint builds, with the per-stream quality.
+    let plan = again.into_blueprint().build().unwrap();
+    let text = plan.to_string();
+    assert!(text.contains("jpeg_quality=60"), "{text}");
+}
+
+#[test]
+fn json_round_trip() {
+    let file = parse(YAML, FileFormat::Yaml).unwrap();
+    let json = file.to_json().unwrap();
+    insta::assert_snapshot!("json_round_trip", json);
+    let again = parse(&json, FileFormat::Json).unwrap();
+    assert_eq!(again.to_json().unwrap(), json);
+    assert_eq!(again.to_yaml().unwrap(), file.to_yaml().unwrap());
+}
+
+#[test]
+fn global_codec_default_is_beaten_per_stream() {
+    let without_stream = YAML.replace("streams:\n  color_image: jpeg_quality=60\n", "");
+    let plan = parse(&without_stream, FileFormat::Yaml)
+        .unwrap()
+        .into_blueprint()
+        .build()
+        .unwrap();
+    assert!(
+        plan.to_string()
+            .contains("jpeg_quality=70 (blueprint-wide)"),
+        "{plan}"
+    );
+    let plan = parse(YAML, FileFormat::Yaml)
+        .unwrap()
+        .into_blueprint()
+        .build()
+        .unwrap();
+    assert!(!plan.to_string().contains("jpeg_quality=70"), "{plan}");
+    assert!(plan.to_string().contains("jpeg_quality=60 (set)"), "{plan}");
+}
+
+#[test]
+fn unknown_tag_names_the_entry_and_the_choices() {
+    let text = YAML.replace("type: FileViewer", "type: FileViewr");
+    insta::assert_snapshot!("unknown_tag", parse(&text, FileFormat::Yaml).unwrap_err());
+}
+
+#[test]
+fn bad_field_lists_the_fields() {
+    let text = YAML.replace("fps: 15", "fsp: 15");
+    insta::assert_snapshot!("bad_field", parse(&text, FileFormat::Yaml).unwrap_err());
+    let text = YAML.replace("fps: 15", "fps: fast");
+    insta::assert_snapshot!(
+        "mistyped_field",
+        parse(&text, FileFormat::Yaml).unwrap_err()
+    );
+    let text = YAML.replace("    fps: 15\n", "");
+    insta::assert_snapshot!("missing_field", parse(&text, FileFormat::Yaml).unwrap_err());
+}
+
+#[test]
+fn syntax_error_names_the_line() {
+    let text = YAML.replace("  viewer: laptop/ui", "  viewer: [laptop/ui");
+    insta::assert_snapshot!("syntax_error", parse(&text, FileFormat::Yaml).unwrap_err());
+}
+
+#[test]
+fn bad_placement_and_unknown_stream_fail() {
+    let text = YAML.replace("viewer: laptop/ui", "viewer: a/b/c");
+    insta::assert_snapshot!("bad_placement", parse(&text, FileFormat::Yaml).unwrap_err());
+    let text = YAML.replace("color_image: jpeg", "colour_image: jpeg");
+    let err = parse(&text, FileFormat::Yaml)
+        .unwrap()
+        .into_blueprint()
+        .build()
+        .unwrap_err();
+    insta::assert_snapshot!("unknown_stream", err);
+}
+
+#[test]
+fn named_connection_mistakes() {
+    let text = format!("{YAML}connect:\n  - {{ from: camera.colour_image, to: viewer.frames }}\n");
+    let err = parse(&text, FileFormat::Yaml)
+        .unwrap()
+        .into_blueprint()
+        .build()
+        .unwrap_err();
+    insta::assert_snapshot!("bad_connection", err);
+}
+
+#[test]
+fn registered_modules_include_these() {
+    let tags: Vec<&str> = streamwire::registered_modules()
+        .iter()
+        .map(|r| r.tag)
+        .collect();
+    assert!(
+        tags.contains(&"FileCamera") && tags.contains(&"FileViewer"),
+        "{tags:?}"
+    );
+    let camera = streamwire::registered_modules()
+        .into_iter()
+        .find(|r| r.tag == "FileCamera")
+        .unwrap();
+    assert_eq!(camera.doc, "A camera for the file tests.");
+    assert_eq!(camera.config_fields, ["fps", "name"]);
+}
