@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use streamwire::cli::Cli;
 use streamwire::prelude::*;
-use streamwire::web::{RelayConfig, WebRelay};
+use streamwire_cli::Cli;
 use streamwire_modules::demo::{DemoConfig, DemoError, demo_blueprint};
+use streamwire_web::{RelayConfig, WebRelay};
 
 /// The `demo` blueprint's keys: the demo's own (`camera.fps`, `replay.dir`, `busy.work_ms`,
 /// ...) and the web relay's (`web.port`, `web.enabled`).
@@ -35,7 +35,7 @@ impl Default for WebSettings {
     fn default() -> Self {
         WebSettings {
             enabled: true,
-            port: streamwire::web::DEFAULT_PORT,
+            port: streamwire_web::DEFAULT_PORT,
         }
     }
 }

@@ -47,7 +47,7 @@ fn list_shows_every_built_in_tag() {
         sinks::BusySink::TYPE_NAME,
         sinks::ByteConsumer::TYPE_NAME,
         sinks::RecordingSink::TYPE_NAME,
-        streamwire::web::WebRelay::TYPE_NAME,
+        streamwire_web::WebRelay::TYPE_NAME,
     ] {
         assert!(
             stdout.lines().any(|l| l.trim_start().starts_with(tag)),
