@@ -66,7 +66,7 @@ fn clip(text: &str, max: usize) -> String {
 pub enum RelayError {
     /// The listen address is taken or not allowed.
     #[error(
-        "the web relay cannot listen on {address}: {source}; choose another port with the relay's `listen` setting (port 0 picks a free one)"
+        "the web relay cannot listen on {address}: {source}; choose another port with the relay's `listen` setting (`-o web.port=N` for `streamwire run demo`; port 0 picks a free one)"
     )]
     Bind {
         /// The address asked for.
