@@ -10,10 +10,10 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
-use common::{ByteSink, Camera, GUARD, MjpegCamera, Viewer, jpeg_frames};
+use common::{ByteSink, Camera, GUARD, MjpegCamera, Viewer, input, jpeg_frames, wait_until};
 use streamwire_core::{Compressed, Context, Header, Node, NodeResult, Out, Timestamp, Trigger};
 use streamwire_graph::{Blueprint, Placement};
 use streamwire_macros::Module;
@@ -30,17 +30,6 @@ static ALLOCATOR: CountingAlloc = CountingAlloc;
 
 fn start_with(blueprint: Blueprint, options: RunOptions) -> RunHandle {
     Runtime::start(blueprint.into_runnable().unwrap(), options).unwrap()
-}
-
-fn wait_until(handle: &RunHandle, done: impl Fn(&RunStats) -> bool) -> RunStats {
-    let began = Instant::now();
-    loop {
-        let stats = handle.stats();
-        if done(&stats) || began.elapsed() > GUARD {
-            return stats;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 fn codecs(stats: &RunStats, role: CodecRole) -> Vec<&CodecStats> {
@@ -63,10 +52,6 @@ fn wire<'s>(
                 stats.wire
             )
         })
-}
-
-fn input<'s>(stats: &'s RunStats, port: &str) -> &'s streamwire_runtime::InputStats {
-    stats.inputs.iter().find(|i| i.port == port).unwrap()
 }
 
 /// Three pixel consumers in two partitions and one byte consumer in a third: the stream is

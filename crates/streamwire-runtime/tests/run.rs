@@ -10,7 +10,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{ByteSink, Camera, GUARD, MjpegCamera, Recorder, Viewer, jpeg_frames};
+use common::{
+    ByteSink, Camera, GUARD, MjpegCamera, Recorder, Viewer, input, jpeg_frames, wait_until,
+};
 use streamwire_core::{Context, In, Node, NodeResult, Out, Timestamp, Trigger};
 use streamwire_graph::{Blueprint, Placement};
 use streamwire_macros::Module;
@@ -19,26 +21,6 @@ use streamwire_runtime::{EndReason, RunHandle, RunOptions, RunStats, Runtime, St
 
 fn start(blueprint: Blueprint) -> RunHandle {
     Runtime::start(blueprint.into_runnable().unwrap(), RunOptions::default()).unwrap()
-}
-
-/// Polls `stats` until `done` holds, within the guard.
-fn wait_until(handle: &RunHandle, done: impl Fn(&RunStats) -> bool) -> RunStats {
-    let began = Instant::now();
-    loop {
-        let stats = handle.stats();
-        if done(&stats) || began.elapsed() > GUARD {
-            return stats;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn input<'a>(stats: &'a RunStats, port: &str) -> &'a streamwire_runtime::InputStats {
-    stats
-        .inputs
-        .iter()
-        .find(|i| i.port == port)
-        .unwrap_or_else(|| panic!("no input {port} in {stats}"))
 }
 
 fn codec<'a>(stats: &'a RunStats, role: &str, stream: &str) -> &'a streamwire_runtime::CodecStats {

@@ -5,11 +5,12 @@
     reason = "test helpers: a failure is the test failing"
 )]
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use streamwire_core::{Compressed, Context, In, Node, NodeResult, Out, Timestamp, Trigger};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
+use streamwire_runtime::{InputStats, RunHandle, RunStats};
 
 /// Generous guard for waits in tests: never a bound on speed, only a way not to hang.
 pub const GUARD: Duration = Duration::from_secs(20);
@@ -195,4 +196,21 @@ impl Node for ByteSink {
         }
         Ok(())
     }
+}
+
+/// Polls `stats` until `done` holds, within the guard.
+pub fn wait_until(handle: &RunHandle, done: impl Fn(&RunStats) -> bool) -> RunStats {
+    let began = Instant::now();
+    loop {
+        let stats = handle.stats();
+        if done(&stats) || began.elapsed() > GUARD {
+            return stats;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The statistics of input `port` (`instance.field`).
+pub fn input<'a>(stats: &'a RunStats, port: &str) -> &'a InputStats {
+    stats.inputs.iter().find(|i| i.port == port).unwrap()
 }
