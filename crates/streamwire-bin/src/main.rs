@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use streamwire::prelude::*;
 use streamwire_cli::Cli;
-use streamwire_modules::demo::{DemoConfig, DemoError, demo_blueprint};
+use streamwire_modules::demo::{DemoConfig, DemoError, Layout, demo_blueprint};
 use streamwire_web::{RelayConfig, WebRelay};
 
 /// The `demo` blueprint's keys: the demo's own (`camera.fps`, `replay.dir`, `busy.work_ms`,
@@ -69,8 +69,18 @@ fn main() -> ExitCode {
     )
     .blueprint(
         "demo",
-        "simulated robot (or --replay DIR): camera, depth, lidar, odometry -> detector, mapper, busy sinks, recorder, web viewer; over three processes",
+        "simulated robot (or --replay DIR): camera, depth, lidar, odometry -> detector, mapper, busy sinks, recorder, web viewer; four processes on three hosts",
         demo,
     )
+    .blueprint(
+        "demo-split",
+        "the demo split further (camera and mapper in processes of their own): six workers",
+        |mut config: StockDemo| {
+            config.demo.layout = Layout::Split;
+            demo(config)
+        },
+    )
+    // A plan of several processes runs as worker processes on zenoh.
+    .distributed()
     .main()
 }

@@ -100,3 +100,110 @@ fn demo_graph_shows_the_global_quality() {
     assert!(stdout.contains("jpeg_quality=40 (set)"), "{stdout}");
     assert!(!stdout.contains("jpeg_quality=60"), "{stdout}");
 }
+
+#[test]
+fn demo_split_places_five_processes_with_one_encode() {
+    let out = streamwire(&["graph", "demo-split", "--format", "json"]);
+    assert!(out.status.success());
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let placements: std::collections::BTreeSet<String> = summary["instances"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["placement"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        placements.into_iter().collect::<Vec<_>>(),
+        [
+            "base_station/base",
+            "laptop/ui",
+            "robot/camera",
+            "robot/mapping",
+            "robot/perception",
+            "robot/sensors"
+        ]
+    );
+    let codecs: Vec<(String, String)> = summary["codec_nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["stream"] == "color_image")
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap_or_default().to_owned(),
+                c["placement"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        codecs,
+        [
+            ("encode".to_owned(), "robot/camera".to_owned()),
+            ("decode".to_owned(), "robot/perception".to_owned()),
+            ("decode".to_owned(), "base_station/base".to_owned()),
+        ],
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// `run demo-split`: six workers (one per process), ready before the sources start,
+/// reports merged, every child gone at the end.
+#[test]
+fn demo_split_runs_as_workers() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let report_path = dir.path().join("report.json");
+    let report_arg = report_path.display().to_string();
+    let out = streamwire(&[
+        "run",
+        "demo-split",
+        "--duration",
+        "3",
+        "-o",
+        "web.port=0",
+        "--report",
+        &report_arg,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("every worker is ready (6): the sources start"),
+        "{stderr}"
+    );
+    assert!(stdout.starts_with("run stopped after"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap_or_default())
+            .unwrap_or_default();
+    let codecs: Vec<(String, String)> = report["stats"]["codecs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["stream"] == "color_image" && c["done"].as_u64().unwrap_or(0) > 0)
+        .map(|c| {
+            (
+                c["role"].as_str().unwrap_or_default().to_owned(),
+                c["placement"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        codecs.contains(&("Encode".to_owned(), "robot/camera".to_owned()))
+            && codecs.contains(&("Decode".to_owned(), "robot/perception".to_owned()))
+            && codecs.contains(&("Decode".to_owned(), "base_station/base".to_owned())),
+        "{codecs:?}\n{stdout}"
+    );
+    // Every worker's pid, as the coordinator announced them, is gone.
+    for line in stderr.lines() {
+        if let Some(pid) = line
+            .split("started (pid ")
+            .nth(1)
+            .and_then(|rest| rest.strip_suffix(')'))
+        {
+            assert!(
+                !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+                "worker pid {pid} outlived the run"
+            );
+        }
+    }
+}

@@ -15,10 +15,22 @@
 //!
 //! Commands: `run <blueprint | FILE> [--duration S] [-o key=value]...`, `graph <blueprint>
 //! [--format text|dot|mermaid|json]`, `list`, `config <blueprint> [-o ...]`, `check <FILE>`,
-//! `completions <SHELL>`. Configuration keys and sources: [`config`].
+//! `completions <SHELL>`, and with [`Cli::distributed`] `worker`. Configuration keys and
+//! sources: [`config`].
+//!
+//! **Where a plan runs.** A plan of one process runs in this process. A plan of several
+//! runs, with [`Cli::distributed`] (the `zenoh` feature), as *workers*: `run` is the
+//! coordinator and starts each process of the plan as a child process of the same binary
+//! (`worker`), joined by zenoh; `--host NAME` starts only the processes of host `NAME`
+//! here, and the others join by hand from their hosts (`worker --connect tcp/HOST:PORT
+//! --process host/process <blueprint>`). Without it, or with `run --in-process`, every
+//! process of the plan runs as a partition of this one process, joined by the loopback
+//! transport (the same wire frames, no network).
 
 pub mod config;
 mod status;
+#[cfg(feature = "zenoh")]
+mod workers;
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -73,6 +85,8 @@ pub struct Cli {
     name: String,
     about: String,
     blueprints: Vec<Registered>,
+    /// Plans of several processes run as worker processes on zenoh.
+    distributed: bool,
 }
 
 #[derive(Parser)]
@@ -105,6 +119,40 @@ enum Command {
         /// `-o replay.fps=N`.
         #[arg(long, value_name = "N", requires = "replay")]
         fps: Option<f64>,
+        #[command(flatten)]
+        placement: RunPlacement,
+        /// Also write the report as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+    },
+    /// Run one process of a blueprint's plan as a worker of a distributed run (`run`
+    /// starts its own; start one by hand on another host).
+    Worker {
+        /// The same blueprint as the coordinator's (registered name or file).
+        blueprint: String,
+        /// The process to run, `host/process` as `graph` shows it (or the process alone
+        /// when unique).
+        #[arg(long, value_name = "NAME")]
+        process: String,
+        /// The coordinator's endpoint, e.g. `tcp/192.168.1.10:7447` (repeatable).
+        #[arg(long, value_name = "ENDPOINT", required = true)]
+        connect: Vec<String>,
+        /// Where this worker listens for the other workers (repeatable; default
+        /// `tcp/127.0.0.1:0`; on another host, an address the others can reach).
+        #[arg(long, value_name = "ENDPOINT")]
+        listen: Vec<String>,
+        /// The run to join (default: whichever coordinator answers).
+        #[arg(long, value_name = "ID")]
+        run_id: Option<String>,
+        /// How long to look for the coordinator.
+        #[arg(long, value_name = "S", default_value_t = 30.0)]
+        join_timeout: f64,
+        /// A setting, `key=value` (repeatable): the same as the coordinator's.
+        #[arg(short = 'o', value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Started by a coordinator: stop when standard input closes, report to it only.
+        #[arg(long, hide = true)]
+        supervised: bool,
     },
     /// Print a blueprint's plan.
     Graph {
@@ -139,6 +187,37 @@ enum Command {
     },
 }
 
+/// Where `run` runs a plan of several processes.
+#[derive(clap::Args, Clone, Debug, Default)]
+struct RunPlacement {
+    /// Run every process of the plan as a partition of this one process, joined by the
+    /// loopback transport (no workers).
+    #[arg(long)]
+    in_process: bool,
+    /// Start only the processes placed on this host; the others join by hand (`worker
+    /// --connect`). Default: every process of the plan, on this machine.
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
+    /// Where the coordinator listens for workers (repeatable; default
+    /// `tcp/127.0.0.1:0`, a free port on loopback).
+    #[arg(long, value_name = "ENDPOINT")]
+    listen: Vec<String>,
+    /// How long to wait for every worker to be ready.
+    #[arg(long, value_name = "S", default_value_t = 30.0)]
+    join_timeout: f64,
+    /// The run's id, the first chunk of its zenoh keys (default `run<pid>`).
+    #[arg(long, value_name = "ID")]
+    run_id: Option<String>,
+}
+
+fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
+    if s.is_finite() && s > 0.0 {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        bail!("{flag} {s}: expected a number of seconds > 0")
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum GraphFormat {
     Text,
@@ -154,7 +233,16 @@ impl Cli {
             name: name.to_owned(),
             about: about.to_owned(),
             blueprints: Vec::new(),
+            distributed: false,
         }
+    }
+
+    /// Runs plans of several processes as worker processes on zenoh (`run` coordinates,
+    /// `worker` joins), instead of as partitions of one process. See the crate docs.
+    #[cfg(feature = "zenoh")]
+    pub fn distributed(mut self) -> Cli {
+        self.distributed = true;
+        self
     }
 
     /// Registers blueprint `name`, built by `build` from a config `C`: `C::default()`
@@ -343,6 +431,8 @@ impl Cli {
                 mut set,
                 replay,
                 fps,
+                placement,
+                report,
             } => {
                 if let Some(dir) = replay {
                     set.push(format!("replay.dir={}", dir.display()));
@@ -351,13 +441,125 @@ impl Cli {
                     set.push(format!("replay.fps={fps}"));
                 }
                 let built = self.resolve(&blueprint, &env, &set)?;
-                let duration = match duration {
-                    Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-                    Some(s) => bail!("--duration {s}: expected a number of seconds > 0"),
-                    None => None,
+                let duration = duration.map(|s| seconds("--duration", s)).transpose()?;
+                let join_timeout = seconds("--join-timeout", placement.join_timeout)?;
+                let runnable = built.blueprint.into_runnable()?;
+                let processes = runnable.plan().processes().len();
+                let (code, run_report) = if self.distributed && processes > 1 && !placement.in_process {
+                    self.run_distributed(
+                        &blueprint,
+                        &set,
+                        args.verbose,
+                        runnable,
+                        &placement,
+                        join_timeout,
+                        duration,
+                        stop,
+                    )?
+                } else {
+                    run(runnable, duration, stop)?
                 };
-                run(built.blueprint, duration, stop)
+                if let Some(path) = report {
+                    let json = serde_json::to_string_pretty(&run_report)?;
+                    std::fs::write(&path, json + "\n")
+                        .with_context(|| format!("cannot write the report to {}", path.display()))?;
+                }
+                Ok(code)
             }
+            Command::Worker {
+                blueprint,
+                process,
+                connect,
+                listen,
+                run_id,
+                join_timeout,
+                set,
+                supervised,
+            } => {
+                let join_timeout = seconds("--join-timeout", join_timeout)?;
+                let built = self.resolve(&blueprint, &env, &set)?;
+                self.work(
+                    built.blueprint,
+                    WorkerArgs {
+                        process,
+                        connect,
+                        listen,
+                        run_id,
+                        join_timeout,
+                        supervised,
+                    },
+                    stop,
+                )
+            }
+        }
+    }
+
+    #[cfg(feature = "zenoh")]
+    #[expect(clippy::too_many_arguments, reason = "the parts of one `run` command line")]
+    fn run_distributed(
+        &self,
+        target: &str,
+        set: &[String],
+        verbose: u8,
+        runnable: streamwire_graph::RunnablePlan,
+        placement: &RunPlacement,
+        join_timeout: Duration,
+        duration: Option<Duration>,
+        stop: &Arc<AtomicBool>,
+    ) -> anyhow::Result<(ExitCode, RunReport)> {
+        workers::coordinate(
+            &workers::Coordinate {
+                target,
+                set,
+                verbose,
+                host: placement.host.clone(),
+                listen: placement.listen.clone(),
+                run_id: placement.run_id.clone(),
+                join_timeout,
+                duration,
+            },
+            runnable,
+            stop,
+        )
+    }
+
+    #[cfg(not(feature = "zenoh"))]
+    #[expect(clippy::too_many_arguments, reason = "the parts of one `run` command line")]
+    fn run_distributed(
+        &self,
+        _target: &str,
+        _set: &[String],
+        _verbose: u8,
+        runnable: streamwire_graph::RunnablePlan,
+        _placement: &RunPlacement,
+        _join_timeout: Duration,
+        duration: Option<Duration>,
+        stop: &Arc<AtomicBool>,
+    ) -> anyhow::Result<(ExitCode, RunReport)> {
+        run(runnable, duration, stop)
+    }
+
+    fn work(
+        &self,
+        blueprint: Blueprint,
+        args: WorkerArgs,
+        stop: &Arc<AtomicBool>,
+    ) -> anyhow::Result<ExitCode> {
+        if !self.distributed {
+            bail!(
+                "`{} worker`: this binary runs a plan's processes in one process (its `Cli` \
+                 has no `.distributed()`, from streamwire-cli's `zenoh` feature)",
+                self.name
+            );
+        }
+        #[cfg(feature = "zenoh")]
+        {
+            workers::work(blueprint, args, stop)
+        }
+        #[cfg(not(feature = "zenoh"))]
+        {
+            let _ = (blueprint, args, stop);
+            bail!("`worker` needs streamwire-cli's `zenoh` feature")
         }
     }
 
@@ -828,16 +1030,55 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
+/// What `worker` was given.
+#[cfg_attr(not(feature = "zenoh"), expect(dead_code, reason = "read by the zenoh workers"))]
+struct WorkerArgs {
+    process: String,
+    connect: Vec<String>,
+    listen: Vec<String>,
+    run_id: Option<String>,
+    join_timeout: Duration,
+    supervised: bool,
+}
+
+/// The exit status of a run that ended with `report`.
+fn exit_code(report: &RunReport) -> ExitCode {
+    match report.reason {
+        EndReason::Failed => {
+            eprintln!(
+                "error: {}",
+                report
+                    .failure
+                    .as_deref()
+                    .unwrap_or("a module failed (no message)")
+            );
+            ExitCode::FAILURE
+        }
+        _ if !report.stragglers.is_empty() => {
+            eprintln!(
+                "error: did not stop within the deadline: {}",
+                report.stragglers.join(", ")
+            );
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// Runs `f` once on Ctrl+C: only the first handler of a process is installed (a second
+/// `run` in one process keeps it), so `stop` is polled as well.
+fn on_ctrl_c(f: impl Fn() + Send + 'static) {
+    let _ = ctrlc::set_handler(f);
+}
+
 /// `run`: starts the plan, shows the status line, stops on `--duration`, Ctrl+C or when
 /// every module finished, prints the report; a failed module is the exit status.
 fn run(
-    blueprint: Blueprint,
+    runnable: streamwire_graph::RunnablePlan,
     duration: Option<Duration>,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<ExitCode> {
-    let runnable = blueprint.into_runnable()?;
-    // Each planned process a partition of this one, joined by the loopback, until
-    // workers run them as processes.
+) -> anyhow::Result<(ExitCode, RunReport)> {
+    // Each planned process a partition of this one, joined by the loopback.
     let handle = Runtime::start(
         runnable,
         RunOptions {
@@ -847,9 +1088,7 @@ fn run(
     )?;
     let flag = handle.stop_flag();
     let ctrl_c = stop.clone();
-    // Only the first handler of a process is installed (a second `run` in one process
-    // keeps it); the flag is polled below either way.
-    let _ = ctrlc::set_handler(move || {
+    on_ctrl_c(move || {
         ctrl_c.store(true, Ordering::SeqCst);
         flag.stop();
     });
@@ -905,24 +1144,5 @@ fn run(
     }
     let report: RunReport = handle.wait();
     println!("{report}");
-    match report.reason {
-        EndReason::Failed => {
-            eprintln!(
-                "error: {}",
-                report
-                    .failure
-                    .as_deref()
-                    .unwrap_or("a module failed (no message)")
-            );
-            Ok(ExitCode::FAILURE)
-        }
-        _ if !report.stragglers.is_empty() => {
-            eprintln!(
-                "error: did not stop within the deadline: {}",
-                report.stragglers.join(", ")
-            );
-            Ok(ExitCode::FAILURE)
-        }
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    Ok((exit_code(&report), report))
 }

@@ -522,6 +522,13 @@ impl Blueprint {
         self
     }
 
+    /// What a distributed run does when a worker process dies (default
+    /// [`Supervision::Stop`](crate::Supervision::Stop): the run stops, naming it).
+    pub fn supervision(&mut self, supervision: crate::Supervision) -> &mut Self {
+        self.settings.supervision = supervision;
+        self
+    }
+
     /// What to do about optional inputs that nobody feeds (default `Ignore`: listed in
     /// the plan only).
     pub fn unfed_optional(&mut self, report: Report) -> &mut Self {

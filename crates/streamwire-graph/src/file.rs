@@ -3,6 +3,7 @@
 //! ```yaml
 //! compression: auto          # auto | on | off
 //! jpeg_quality: 75           # blueprint-wide codec defaults, beaten per stream
+//! supervision: restart:3     # a worker that dies: stop (default) | restart | restart:N
 //! instances:                 # name -> module (its tag under `type`, then its #[config])
 //!   camera: { type: Camera, fps: 15 }
 //!   detector: { type: Detector, threshold: 0.5 }
@@ -29,7 +30,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use streamwire_core::ModuleConfig;
 
 use crate::blueprint::Blueprint;
-use crate::settings::{Compression, Placement, Report, StreamSettings};
+use crate::settings::{Compression, Placement, Report, StreamSettings, Supervision};
 
 /// The contents of a blueprint file.
 #[derive(Serialize, Deserialize, Default)]
@@ -50,6 +51,9 @@ pub struct BlueprintFile {
     /// What to do about lossy pixels (`ignore|warn|error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lossy_pixels: Option<Report>,
+    /// What a distributed run does when a worker dies (`stop|restart|restart:N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervision: Option<Supervision>,
     /// The module instances, in file order.
     pub instances: Instances,
     /// Where instances run (default `localhost/main`).
@@ -302,6 +306,9 @@ impl BlueprintFile {
         }
         if let Some(w) = self.max_width {
             blueprint.codec_default("max_width", w);
+        }
+        if let Some(s) = self.supervision {
+            blueprint.supervision(s);
         }
         if let Some(r) = self.lossy_pixels {
             blueprint.lossy_pixels(r);

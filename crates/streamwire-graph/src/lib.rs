@@ -39,6 +39,6 @@ pub use plan::{
 pub use process::ProcessView;
 pub use runnable::RunnablePlan;
 pub use settings::{
-    AutoTable, Compression, Locality, Placement, Report, StreamSettings, WireFormat,
+    AutoTable, Compression, Locality, Placement, Report, StreamSettings, Supervision, WireFormat,
 };
 pub use summary::{CodecNodeSummary, InstanceSummary, LinkSummary, PlanSummary, PortSummary};

@@ -491,6 +491,7 @@ pub(crate) struct PlanSettings {
     pub(crate) lossy_pixels: Report,
     pub(crate) unfed_optional: Report,
     pub(crate) incompatible_qos: Report,
+    pub(crate) supervision: crate::Supervision,
 }
 
 /// How one stream is carried, for printing.
@@ -526,6 +527,11 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// What a distributed run does when a worker process dies.
+    pub fn supervision(&self) -> crate::Supervision {
+        self.settings.supervision
+    }
+
     /// The instances, in the blueprint's order (instance `i` has id `InstanceIndex(i)`).
     pub fn instances(&self) -> impl ExactSizeIterator<Item = &InstanceNode> {
         self.instances.iter()

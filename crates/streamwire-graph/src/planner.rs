@@ -81,6 +81,7 @@ pub(crate) fn plan(bp: &Blueprint) -> Result<Plan, BuildError> {
             lossy_pixels: bp.settings.lossy_pixels,
             unfed_optional: bp.settings.unfed_optional,
             incompatible_qos: bp.settings.incompatible_qos,
+            supervision: bp.settings.supervision,
         },
     })
 }

@@ -156,6 +156,93 @@ impl FromStr for Locality {
 
 streamwire_core::__serde_as_text!(Locality);
 
+/// What a distributed run does when one of its worker processes dies (exits with a
+/// failure or is killed): stop the run (the default), or start the worker again.
+///
+/// ```
+/// # use streamwire_graph::Supervision;
+/// assert_eq!("restart:3".parse::<Supervision>()?, Supervision::Restart { max: 3 });
+/// assert_eq!("restart".parse::<Supervision>()?, Supervision::Restart { max: 5 });
+/// assert_eq!(Supervision::default().to_string(), "stop");
+/// # Ok::<(), streamwire_core::text::ParseError>(())
+/// ```
+///
+/// Text: `stop`, `restart` (at most 5 times), `restart:N`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Supervision {
+    /// A worker that dies stops the whole run; the report names it and its exit status.
+    #[default]
+    Stop,
+    /// A worker that dies is started again (it rejoins the run and delivery resumes), at
+    /// most `max` times over the run; the next death stops the run.
+    Restart {
+        /// Restarts allowed over the whole run.
+        max: u32,
+    },
+}
+
+impl Supervision {
+    /// Restarts allowed by a bare `restart`.
+    pub const DEFAULT_RESTARTS: u32 = 5;
+}
+
+impl fmt::Display for Supervision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Supervision::Stop => f.write_str("stop"),
+            Supervision::Restart { max } => write!(f, "restart:{max}"),
+        }
+    }
+}
+
+impl FromStr for Supervision {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        let (word, count) = match text.split_once(':') {
+            Some((word, count)) => (word, Some(count)),
+            None => (text, None),
+        };
+        #[derive(Clone, Copy)]
+        enum Word {
+            Stop,
+            Restart,
+        }
+        match (
+            parse_keyword(
+                "supervision",
+                word,
+                &[("stop", Word::Stop), ("restart", Word::Restart)],
+            )?,
+            count,
+        ) {
+            (Word::Stop, None) => Ok(Supervision::Stop),
+            (Word::Stop, Some(_)) => Err(ParseError::invalid(
+                "supervision",
+                text,
+                "`stop` takes no count: write `stop`, or `restart:N`",
+            )),
+            (Word::Restart, None) => Ok(Supervision::Restart {
+                max: Self::DEFAULT_RESTARTS,
+            }),
+            (Word::Restart, Some(count)) => count
+                .trim()
+                .parse()
+                .map(|max| Supervision::Restart { max })
+                .map_err(|_| {
+                    ParseError::invalid(
+                        "supervision",
+                        text,
+                        "the count of `restart:N` is a whole number, e.g. `restart:3`",
+                    )
+                }),
+        }
+    }
+}
+
+streamwire_core::__serde_as_text!(Supervision);
+
 /// Whether pixel links of compressible streams carry encoded bytes.
 ///
 /// It decides only what travels between the two ends of a link: an input that asked for
@@ -734,6 +821,7 @@ pub(crate) struct Settings {
     pub(crate) lossy_pixels: Report,
     pub(crate) unfed_optional: Report,
     pub(crate) incompatible_qos: Report,
+    pub(crate) supervision: Supervision,
     /// Blueprint-wide codec-parameter defaults (`jpeg_quality=60`, `max_width=640`):
     /// applied to every stream whose codec has the parameter, beaten by the stream's own.
     pub(crate) codec_defaults: CodecParams,
@@ -750,6 +838,7 @@ impl Default for Settings {
             unfed_optional: Report::Ignore,
             // An output that cannot satisfy its input loses messages the input counts on.
             incompatible_qos: Report::Error,
+            supervision: Supervision::Stop,
             codec_defaults: CodecParams::new(),
         }
     }

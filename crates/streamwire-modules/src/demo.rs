@@ -34,6 +34,11 @@ pub enum Layout {
     /// byte consumer on a base station.
     #[default]
     Robot,
+    /// The robot layout with the camera in a process of its own (`robot/camera`) and the
+    /// mapper in another (`robot/mapping`): five workers with the relay, the camera's
+    /// frames encoded once in the camera's process and decoded once in each process that
+    /// wants pixels.
+    Split,
 }
 
 /// The simulated camera's settings (`camera.*`).
@@ -298,6 +303,10 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
     };
     let camera_name = "camera";
     let camera_placement = Placement::process("sensors").on_host("robot");
+    let camera_of = |layout: Layout| match layout {
+        Layout::Split => Placement::process("camera").on_host("robot"),
+        _ => camera_placement.clone(),
+    };
     match &config.replay.dir {
         Some(dir) => {
             let replay = ReplaySource {
@@ -311,8 +320,8 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
             };
             replay.scan()?;
             let camera = bp.add(camera_name, replay);
-            if config.layout == Layout::Robot {
-                bp.place(&camera, camera_placement.clone());
+            if config.layout != Layout::OneProcess {
+                bp.place(&camera, camera_of(config.layout));
             }
         }
         None => {
@@ -326,8 +335,8 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
                     ..SimCamera::default()
                 },
             );
-            if config.layout == Layout::Robot {
-                bp.place(&camera, camera_placement.clone());
+            if config.layout != Layout::OneProcess {
+                bp.place(&camera, camera_of(config.layout));
             }
         }
     }
@@ -380,14 +389,18 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
             ..ByteConsumer::default()
         },
     );
-    if config.layout == Layout::Robot {
+    if config.layout != Layout::OneProcess {
         let perception = Placement::process("perception").on_host("robot");
+        let mapping = match config.layout {
+            Layout::Split => Placement::process("mapping").on_host("robot"),
+            _ => perception.clone(),
+        };
         let base = Placement::process("base").on_host("base_station");
         bp.place(&depth, camera_placement.clone())
             .place(&lidar, camera_placement.clone())
             .place(&odometry, camera_placement)
             .place(&detector, perception.clone())
-            .place(&mapper, perception.clone())
+            .place(&mapper, mapping)
             .place(&busy_robot, perception)
             .place(&busy_base, base.clone())
             .place(&recorder, base);

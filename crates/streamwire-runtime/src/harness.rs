@@ -111,6 +111,7 @@ impl<M: Module + Node> Harness<M> {
             started: Instant::now(),
             signals: Mutex::new(Vec::new()),
             hubs: Mutex::new(Vec::new()),
+            gate: None,
         });
         let signal = Signal::new();
         let mut inputs = Vec::new();

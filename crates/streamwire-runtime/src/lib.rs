@@ -169,7 +169,7 @@ mod worker;
 
 pub use clock::{Clock, ManualClock, ScaledClock, SystemClock};
 pub use harness::{Harness, HarnessError};
-pub use partition::Partitions;
+pub use partition::{Partitions, StartGate};
 pub use runtime::{
     AnyTap, Run, RunError, RunHandle, RunOptions, Runtime, StartError, StopFlag, Tap, TapError,
 };

@@ -20,6 +20,64 @@ use crate::queue::InputQueue;
 use crate::stats::{WireDirection, WireStats};
 use crate::worker::{Exit, IDLE_RECHECK, Outcome, Shared};
 
+/// Holds a run's modules before their first step until it is opened: the run's threads,
+/// queues and subscriptions are all up, so a distributed run opens it only once every
+/// process has joined and every planned link is matched (no frame is lost because a
+/// subscriber was late). Stopping the run releases the waiters too.
+///
+/// ```
+/// use streamwire_runtime::StartGate;
+/// let gate = StartGate::closed();
+/// assert!(!gate.is_open());
+/// gate.open();
+/// assert!(gate.is_open());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct StartGate {
+    inner: Arc<(Mutex<bool>, std::sync::Condvar)>,
+}
+
+impl StartGate {
+    /// A gate that holds every module until [`open`](StartGate::open).
+    pub fn closed() -> StartGate {
+        StartGate::default()
+    }
+
+    /// Lets the modules start.
+    pub fn open(&self) {
+        if let Ok(mut open) = self.inner.0.lock() {
+            *open = true;
+        }
+        self.inner.1.notify_all();
+    }
+
+    /// Whether it was opened.
+    pub fn is_open(&self) -> bool {
+        self.inner.0.lock().map(|open| *open).unwrap_or(true)
+    }
+
+    pub(crate) fn wake(&self) {
+        self.inner.1.notify_all();
+    }
+
+    /// Waits until opened or `stopping` is set.
+    pub(crate) fn wait(&self, stopping: &AtomicBool) {
+        let Ok(mut open) = self.inner.0.lock() else {
+            return;
+        };
+        while !*open && !stopping.load(Ordering::SeqCst) {
+            match self
+                .inner
+                .1
+                .wait_timeout(open, std::time::Duration::from_millis(50))
+            {
+                Ok((guard, _)) => open = guard,
+                Err(_) => return,
+            }
+        }
+    }
+}
+
 /// How a run places its planned processes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -161,6 +219,9 @@ impl Ingress {
 /// What `stats()` reads of a sender.
 pub(crate) struct SenderRecord {
     pub(crate) partition: String,
+    /// The plan has a consumer of the stream in another partition (a distributed run
+    /// waits for this publisher to be matched before its sources start).
+    pub(crate) planned_remote: bool,
     pub(crate) publisher: Arc<dyn Publisher>,
     pub(crate) queue: Arc<InputQueue>,
     pub(crate) failed: Arc<AtomicU64>,

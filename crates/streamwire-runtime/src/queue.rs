@@ -77,7 +77,7 @@ impl Latency {
 }
 
 /// Latency of one input, as reported.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LatencySummary {
     /// Deliveries recorded (every delivery whose publish time was not in the future).
     pub count: u64,

@@ -15,7 +15,7 @@ use streamwire_transport::{Loopback, Transport, TransportError};
 
 use crate::clock::{Clock, Signal, SystemClock};
 use crate::hub::{Demand, Hub, LinkCounters, Passthrough, Wants};
-use crate::partition::{Ingress, Partitions, SenderRecord, SenderWorker};
+use crate::partition::{Ingress, Partitions, SenderRecord, SenderWorker, StartGate};
 use crate::queue::{Bound, InputQueue};
 use crate::stats::{
     CodecRole, CodecStats, DropCounts, EndReason, InputStats, InstanceStats, LinkStats,
@@ -48,6 +48,14 @@ pub struct RunOptions {
     /// The transport joining partitions (default: a new [`Loopback`] per run). Pass a
     /// clone of your own loopback to put frames on it from a test.
     pub transport: Option<Arc<dyn Transport>>,
+    /// Run only this planned process (`host/process`, as the plan names it) here: its
+    /// instances and codec nodes start, the rest of the plan runs elsewhere and is reached
+    /// through [`transport`](RunOptions::transport) (a worker of a distributed run).
+    /// Default: every process here.
+    pub local: Option<String>,
+    /// Hold the modules before their first step until this gate opens (default: start at
+    /// once).
+    pub start_gate: Option<StartGate>,
 }
 
 impl Default for RunOptions {
@@ -61,6 +69,8 @@ impl Default for RunOptions {
             tap_depth: 16,
             partitions: Partitions::default(),
             transport: None,
+            local: None,
+            start_gate: None,
         }
     }
 }
@@ -75,6 +85,7 @@ impl std::fmt::Debug for RunOptions {
             .field("tap_depth", &self.tap_depth)
             .field("partitions", &self.partitions)
             .field("transport", &self.transport.as_ref().map(|t| t.name()))
+            .field("local", &self.local)
             .finish_non_exhaustive()
     }
 }
@@ -129,6 +140,14 @@ pub enum StartError {
         /// Why.
         #[source]
         error: TransportError,
+    },
+    /// The process asked to run here is not one of the plan's.
+    #[error("no process `{process}` in the plan (processes: {known})")]
+    UnknownProcess {
+        /// The name asked for.
+        process: String,
+        /// The plan's processes, comma separated.
+        known: String,
     },
     /// The operating system refused a thread.
     #[error("cannot start the thread of `{name}`")]
@@ -290,7 +309,8 @@ struct TapRecord {
 
 /// Everything `stats()` reads.
 struct Records {
-    instances: Vec<(String, &'static str, Arc<InstanceCounters>)>,
+    /// Every instance of the plan, and whether it runs here.
+    instances: Vec<(String, &'static str, Arc<InstanceCounters>, bool)>,
     outputs: Vec<(String, Arc<Hub>)>,
     inputs: Vec<InputRecord>,
     links: Vec<LinkRecord>,
@@ -363,7 +383,36 @@ impl Runtime {
             .iter()
             .map(|p| p.placement().to_string())
             .collect();
-        let partitioned = options.partitions == Partitions::PerProcess && partition_names.len() > 1;
+        let partitioned = (options.partitions == Partitions::PerProcess || options.local.is_some())
+            && partition_names.len() > 1;
+        // The one partition that runs here, when the others run elsewhere.
+        let local = match &options.local {
+            Some(name) if partitioned => Some(
+                partition_names
+                    .iter()
+                    .position(|p| p == name)
+                    .ok_or_else(|| StartError::UnknownProcess {
+                        process: name.clone(),
+                        known: partition_names.join(", "),
+                    })?,
+            ),
+            Some(name) => {
+                let known: Vec<String> = plan
+                    .processes()
+                    .iter()
+                    .map(|p| p.placement().to_string())
+                    .collect();
+                if !known.contains(name) {
+                    return Err(StartError::UnknownProcess {
+                        process: name.clone(),
+                        known: known.join(", "),
+                    });
+                }
+                None
+            }
+            None => None,
+        };
+        let is_here = |partition: usize| local.is_none_or(|l| l == partition);
         if !partitioned {
             partition_names.clear();
         }
@@ -400,6 +449,7 @@ impl Runtime {
             started: Instant::now(),
             signals: Mutex::new(Vec::new()),
             hubs: Mutex::new(Vec::new()),
+            gate: options.start_gate.clone(),
         });
         let new_signal = || {
             let signal = Signal::new();
@@ -426,8 +476,8 @@ impl Runtime {
         };
 
         // Behaviour first: refuse to start before any thread exists.
-        for (desc, module) in wiring.instances.iter().zip(modules.iter_mut()) {
-            if module.behaviour().is_none() {
+        for (i, (desc, module)) in wiring.instances.iter().zip(modules.iter_mut()).enumerate() {
+            if is_here(instance_partition[i]) && module.behaviour().is_none() {
                 return Err(StartError::NoBehaviour {
                     instance: desc.name.clone(),
                     module_type: desc.module_type,
@@ -476,7 +526,12 @@ impl Runtime {
                             codec: "",
                             publish: true,
                         });
-                        outputs.push((format!("{}.{}", desc.name, port.info.field()), hub.clone()));
+                        if is_here(instance_partition[i]) {
+                            outputs.push((
+                                format!("{}.{}", desc.name, port.info.field()),
+                                hub.clone(),
+                            ));
+                        }
                         hubs.push(Some(hub));
                         queues.push(None);
                     }
@@ -532,6 +587,9 @@ impl Runtime {
         let mut ingresses: Vec<Ingress> = Vec::new();
         let mut subscriptions: Vec<Vec<(Arc<Hub>, u64)>> = vec![Vec::new(); wiring.instances.len()];
         let mut codec_subscriptions: Vec<Option<(Arc<Hub>, u64)>> = vec![None; wiring.codecs.len()];
+        // Streams the plan sends to another partition (a distributed run waits for their
+        // publishers to be matched).
+        let mut planned_remote: Vec<String> = Vec::new();
         for link in &wiring.links {
             let hub = match link.from {
                 End::Port(i, p) => port_hubs[i][p].clone(),
@@ -558,6 +616,16 @@ impl Runtime {
             // Across partitions, the receiving end subscribes to its partition's ingress
             // of the stream (one per stream and partition), fed by the transport.
             let (from_part, to_part) = (end_partition(link.from), end_partition(link.to));
+            if transport.is_some()
+                && from_part != to_part
+                && let Some(source) = streams.iter().find(|s| Arc::ptr_eq(&s.hub, &hub))
+            {
+                planned_remote.push(source.name.clone());
+            }
+            if !is_here(to_part) {
+                // Its receiving end runs elsewhere.
+                continue;
+            }
             let hub = match (&transport, from_part == to_part) {
                 (Some(transport), false) => {
                     let Some(source) = streams.iter().find(|s| Arc::ptr_eq(&s.hub, &hub)) else {
@@ -612,6 +680,9 @@ impl Runtime {
         // Bind every module's ports.
         let mut inputs = Vec::new();
         for (i, (desc, module)) in wiring.instances.iter().zip(modules.iter_mut()).enumerate() {
+            if !is_here(instance_partition[i]) {
+                continue;
+            }
             let mut failure = None;
             module.visit_ports(&mut |p, port| {
                 let result = match (&port_hubs[i].get(p), &port_queues[i].get(p)) {
@@ -647,13 +718,18 @@ impl Runtime {
             let trigger = module
                 .behaviour()
                 .map_or(Trigger::AnyInput, |node| node.trigger());
-            check_trigger(desc, &trigger, &port_queues[i])?;
+            if is_here(instance_partition[i]) {
+                check_trigger(desc, &trigger, &port_queues[i])?;
+            }
             triggers.push(trigger);
         }
 
         let mut codec_records = Vec::new();
         let mut codec_workers = Vec::new();
         for (c, codec) in wiring.codecs.iter().enumerate() {
+            if !is_here(codec_partition[c]) {
+                continue;
+            }
             let counters = Arc::new(CodecCounters::default());
             let role = match codec.kind {
                 CodecKind::Encode => CodecRole::Encode,
@@ -676,7 +752,7 @@ impl Runtime {
                 passthrough_of: None,
                 queue: Some(codec_queues[c].clone()),
             });
-            codec_workers.push(CodecWorker {
+            codec_workers.push((codec.label(), CodecWorker {
                 thread: 0,
                 role,
                 codec: engine,
@@ -687,13 +763,16 @@ impl Runtime {
                 signal: codec_signals[c].clone(),
                 counters,
                 shared: shared.clone(),
-            });
+            }));
         }
         // Encoders for taps: an `Out<Compressed<..>>` whose plan has no encoder of its
         // codec still offers its bytes (`<stream>/compressed`) to taps, encoding only
         // while one is attached.
         let mut tap_encoders = Vec::new();
         for (i, desc) in wiring.instances.iter().enumerate() {
+            if !is_here(instance_partition[i]) {
+                continue;
+            }
             for (p, port) in desc.ports.iter().enumerate() {
                 let (Some(codec), Some(Some(producer))) =
                     (port.info.transport().codec(), port_hubs[i].get(p))
@@ -785,7 +864,10 @@ impl Runtime {
         let mut sender_workers = Vec::new();
         if let Some(transport) = &transport {
             let mut keys: Vec<&str> = Vec::new();
-            for stream in streams.iter().filter(|s| s.publish) {
+            for stream in streams
+                .iter()
+                .filter(|s| s.publish && is_here(s.partition))
+            {
                 if keys.contains(&stream.name.as_str()) {
                     tracing::debug!(stream = %stream.name, "a second producer of the stream is not published");
                     continue;
@@ -812,6 +894,7 @@ impl Runtime {
                 let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
                 senders.push(SenderRecord {
                     partition: partition_names[stream.partition].clone(),
+                    planned_remote: planned_remote.contains(&stream.name),
                     publisher: publisher.clone(),
                     queue: queue.clone(),
                     failed: failed.clone(),
@@ -833,11 +916,13 @@ impl Runtime {
             instances: wiring
                 .instances
                 .iter()
-                .map(|d| {
+                .zip(&instance_partition)
+                .map(|(d, partition)| {
                     (
                         d.name.clone(),
                         d.module_type,
                         Arc::new(InstanceCounters::default()),
+                        is_here(*partition),
                     )
                 })
                 .collect(),
@@ -874,12 +959,12 @@ impl Runtime {
             });
             Ok(())
         };
-        for (mut worker, codec) in codec_workers.into_iter().zip(&wiring.codecs) {
+        for (label, mut worker) in codec_workers {
             worker.thread = threads.len();
             let exits = exit_tx.clone();
             spawn(
                 &mut threads,
-                format!("sw {}", codec.label()),
+                format!("sw {label}"),
                 false,
                 Box::new(move || worker.run(exits)),
             )?;
@@ -910,6 +995,7 @@ impl Runtime {
             records: records.clone(),
             streams,
             partitions: partition_names,
+            local,
             transport: transport.clone(),
             tap_depth: options.tap_depth,
         });
@@ -919,6 +1005,9 @@ impl Runtime {
             let Some(module) = modules[i].take() else {
                 continue;
             };
+            if !is_here(instance_partition[i]) {
+                continue;
+            }
             let worker = InstanceWorker {
                 thread: threads.len(),
                 name: desc.name.clone(),
@@ -1019,6 +1108,22 @@ impl RunHandle {
         }
     }
 
+    /// Whether the run has ended by itself, without blocking: `Some(Finished)` once every
+    /// module finished, `Some(Failed)` once one failed, `None` while it goes on. The
+    /// report is still [`wait`](RunHandle::wait)'s.
+    pub fn poll_end(&mut self) -> Option<EndReason> {
+        while let Ok(exit) = self.exits.try_recv() {
+            self.record_exit(exit);
+        }
+        if self.failure.is_some() {
+            Some(EndReason::Failed)
+        } else if self.threads.iter().all(|t| !t.is_instance || t.exited) {
+            Some(EndReason::Finished)
+        } else {
+            None
+        }
+    }
+
     /// Waits until the run ends (every module finished, a module failed, or `stop`
     /// was called), stops what still runs, joins with the deadline and reports.
     pub fn wait(self) -> RunReport {
@@ -1040,6 +1145,15 @@ impl RunHandle {
             }
             if limit.is_some_and(|l| Instant::now() >= l) {
                 reason = Some(EndReason::Stopped);
+                break;
+            }
+            // Exits already taken by `poll_end`.
+            if self.failure.is_some() {
+                reason = Some(EndReason::Failed);
+                break;
+            }
+            if self.threads.iter().all(|t| !t.is_instance || t.exited) {
+                reason = Some(EndReason::Finished);
                 break;
             }
             match self.exits.recv_timeout(Duration::from_millis(20)) {
@@ -1123,7 +1237,8 @@ impl RunHandle {
             instances: r
                 .instances
                 .iter()
-                .map(|(name, module_type, c)| {
+                .filter(|(_, _, _, here)| *here)
+                .map(|(name, module_type, c, _)| {
                     let began = c.step_began.load(Ordering::SeqCst);
                     InstanceStats {
                         name: name.clone(),
@@ -1278,6 +1393,17 @@ impl RunHandle {
         })
     }
 
+    /// The streams this process sends to another process of the plan whose publisher
+    /// has no subscriber yet (a distributed run starts its sources once this is empty).
+    pub fn unmatched_links(&self) -> Vec<String> {
+        self.records
+            .senders
+            .iter()
+            .filter(|s| s.planned_remote && !s.publisher.is_matched())
+            .map(|s| s.publisher.key().to_owned())
+            .collect()
+    }
+
     /// The names of the run's partitions (its planned processes), empty without
     /// partitions.
     pub fn partitions(&self) -> &[String] {
@@ -1293,6 +1419,8 @@ struct TapPoint {
     streams: Vec<StreamHub>,
     /// The partitions' names (planned processes), when partitions are on.
     partitions: Vec<String>,
+    /// The partition that runs here when the others run elsewhere: taps listen from it.
+    local: Option<usize>,
     /// The transport joining them.
     transport: Option<Arc<dyn Transport>>,
     tap_depth: usize,
@@ -1358,7 +1486,7 @@ impl TapPoint {
                         known: self.partitions.join(", "),
                     })?,
             ),
-            _ => None,
+            _ => self.local,
         };
         // What the tap can listen to without the transport: every producer (no
         // partition asked), or the hubs of the partition asked for, its ingresses included.

@@ -9,7 +9,7 @@ use streamwire_core::DropReason;
 pub use crate::queue::LatencySummary;
 
 /// Everything counted so far in a run.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct RunStats {
     /// Wall time since the run started.
@@ -32,7 +32,7 @@ pub struct RunStats {
 }
 
 /// Which way a [`WireStats`] row's frames go.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum WireDirection {
     /// A publisher: frames sent by this partition.
     #[default]
@@ -42,7 +42,7 @@ pub enum WireDirection {
 }
 
 /// One end of a stream's crossing between partitions.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct WireStats {
     /// The partition (the planned process) this end is in.
@@ -85,7 +85,7 @@ impl WireStats {
 }
 
 /// One module instance.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct InstanceStats {
     /// Full name.
@@ -107,7 +107,7 @@ pub struct InstanceStats {
 }
 
 /// One output.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct OutputStats {
     /// `instance.port`.
@@ -119,7 +119,7 @@ pub struct OutputStats {
 }
 
 /// Messages an input dropped, by reason.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct DropCounts {
     /// Queue full (keep-last eviction, or keep-all past its deadline).
@@ -178,7 +178,7 @@ impl fmt::Display for DropCounts {
 }
 
 /// One input.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct InputStats {
     /// `instance.port`.
@@ -194,7 +194,7 @@ pub struct InputStats {
 }
 
 /// One link of the plan.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct LinkStats {
     /// Where it starts (`camera.color_image`, `encode jpeg color_image`).
@@ -210,7 +210,7 @@ pub struct LinkStats {
 }
 
 /// Encode or decode, at run time.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum CodecRole {
     /// An encode node.
@@ -230,7 +230,7 @@ impl fmt::Display for CodecRole {
 }
 
 /// One codec node.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct CodecStats {
     /// Encode or decode.
@@ -271,7 +271,7 @@ impl CodecStats {
 }
 
 /// One tap.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct TapStats {
     /// The stream it listens to.
@@ -285,7 +285,7 @@ pub struct TapStats {
 }
 
 /// Why a run ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum EndReason {
     /// Every module finished (a finite source ended and its consumers drained).
@@ -307,7 +307,7 @@ impl fmt::Display for EndReason {
 }
 
 /// What a run left behind: why it ended, who did not stop in time, and every counter.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct RunReport {
     /// Why it ended.

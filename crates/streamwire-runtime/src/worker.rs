@@ -31,11 +31,17 @@ pub(crate) struct Shared {
     pub(crate) signals: Mutex<Vec<Arc<Signal>>>,
     /// Every hub, to wake producers blocked on full queues on stop.
     pub(crate) hubs: Mutex<Vec<Arc<Hub>>>,
+    /// Instances wait for it before their first step (a distributed run opens it once
+    /// every process is up and subscribed).
+    pub(crate) gate: Option<crate::StartGate>,
 }
 
 impl Shared {
     pub(crate) fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
+        if let Some(gate) = &self.gate {
+            gate.wake();
+        }
         if let Ok(signals) = self.signals.lock() {
             for signal in signals.iter() {
                 signal.notify();
@@ -229,7 +235,14 @@ impl InstanceWorker {
         };
         let cpu_origin = cpu_time::ThreadTime::try_now().ok();
         let _span = tracing::info_span!("module", module = %self.name).entered();
-        let mut outcome = self.call(Phase::Start, &context);
+        if let Some(gate) = &self.shared.gate {
+            gate.wait(&self.shared.stopping);
+        }
+        let mut outcome = if self.shared.is_stopping() {
+            Some(Outcome::Finished)
+        } else {
+            self.call(Phase::Start, &context)
+        };
         let mut next_tick = self.shared.clock.now();
         while outcome.is_none() {
             if self.shared.is_stopping() || context.finish_requested.load(Ordering::SeqCst) {

@@ -34,6 +34,8 @@ use streamwire_transport::{
 use zenoh::Wait;
 use zenoh::qos::{CongestionControl, Priority};
 
+pub mod cluster;
+
 /// How a [`ZenohTransport`] joins the network.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ZenohOptions {
@@ -43,6 +45,12 @@ pub struct ZenohOptions {
     pub listen: Vec<String>,
     /// Endpoints of peers to connect to (default none).
     pub connect: Vec<String>,
+    /// Learn the listen endpoints of the peers' other peers from the peers connected
+    /// (zenoh's gossip scouting, over those connections only; multicast stays off), and
+    /// connect to them directly. A distributed run's workers connect to the coordinator
+    /// alone and find each other this way (default off: a session talks only to the
+    /// endpoints it is given).
+    pub gossip: bool,
 }
 
 impl Default for ZenohOptions {
@@ -51,6 +59,7 @@ impl Default for ZenohOptions {
             run_id: "run".to_owned(),
             listen: vec!["tcp/127.0.0.1:0".to_owned()],
             connect: Vec::new(),
+            gossip: false,
         }
     }
 }
@@ -81,11 +90,12 @@ pub enum ZenohError {
 #[derive(Clone)]
 pub struct ZenohTransport {
     inner: Arc<Inner>,
+    /// `streamwire/<run id>`: the first chunks of every key.
+    prefix: Arc<str>,
 }
 
 struct Inner {
     session: zenoh::Session,
-    prefix: String,
     listening: Vec<String>,
     closed: AtomicBool,
 }
@@ -93,7 +103,7 @@ struct Inner {
 impl std::fmt::Debug for ZenohTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZenohTransport")
-            .field("prefix", &self.inner.prefix)
+            .field("prefix", &self.prefix)
             .field("zid", &self.inner.session.zid().to_string())
             .finish()
     }
@@ -112,13 +122,7 @@ impl ZenohTransport {
     /// connecting only on the endpoints given.
     pub fn open(options: &ZenohOptions) -> Result<ZenohTransport, ZenohError> {
         let run_id = &options.run_id;
-        if run_id.is_empty()
-            || !run_id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(ZenohError::BadRunId(run_id.clone()));
-        }
+        check_run_id(run_id)?;
         let listening = options
             .listen
             .iter()
@@ -128,7 +132,7 @@ impl ZenohTransport {
         let settings: [(&'static str, String); 7] = [
             ("mode", "\"peer\"".to_owned()),
             ("scouting/multicast/enabled", "false".to_owned()),
-            ("scouting/gossip/enabled", "false".to_owned()),
+            ("scouting/gossip/enabled", options.gossip.to_string()),
             ("listen/endpoints", json_list(&listening)),
             ("connect/endpoints", json_list(&options.connect)),
             // A peer that cannot be reached is retried, not fatal: workers start in any
@@ -155,16 +159,31 @@ impl ZenohTransport {
         Ok(ZenohTransport {
             inner: Arc::new(Inner {
                 session,
-                prefix: format!("streamwire/{run_id}"),
                 listening,
                 closed: AtomicBool::new(false),
             }),
+            prefix: Arc::from(format!("streamwire/{run_id}")),
         })
+    }
+
+    /// The same session, for run `run_id` (a worker learns its run's id from the
+    /// coordinator after its session is open).
+    pub fn with_run_id(&self, run_id: &str) -> Result<ZenohTransport, ZenohError> {
+        check_run_id(run_id)?;
+        Ok(ZenohTransport {
+            inner: self.inner.clone(),
+            prefix: Arc::from(format!("streamwire/{run_id}")),
+        })
+    }
+
+    /// `streamwire/<run id>`, the first chunks of this run's keys.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
     }
 
     /// The key expression of `stream` in this run.
     pub fn key_expr(&self, stream: &str) -> String {
-        format!("{}/{}", self.inner.prefix, stream.trim_start_matches('/'))
+        format!("{}/{}", self.prefix, stream.trim_start_matches('/'))
     }
 
     /// The endpoints this session listens on (with the ports chosen for `:0`), for
@@ -185,6 +204,17 @@ impl ZenohTransport {
             Ok(())
         }
     }
+}
+
+fn check_run_id(run_id: &str) -> Result<(), ZenohError> {
+    if run_id.is_empty()
+        || !run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(ZenohError::BadRunId(run_id.to_owned()));
+    }
+    Ok(())
 }
 
 /// `tcp/HOST:0` with a port the system picks now (zenoh's stable API does not say which

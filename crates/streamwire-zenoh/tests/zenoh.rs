@@ -20,6 +20,9 @@ use streamwire_transport::Transport;
 use streamwire_zenoh::{ZenohOptions, ZenohTransport};
 use zenoh::Wait;
 
+mod common;
+use common::{Camera, Recorder, blueprint, counter};
+
 const GUARD: Duration = Duration::from_secs(20);
 
 fn until(mut done: impl FnMut() -> bool) -> bool {
@@ -49,6 +52,7 @@ fn pair(run_id: &str) -> (ZenohTransport, ZenohTransport) {
         run_id: run_id.to_owned(),
         listen: Vec::new(),
         connect: vec![endpoint],
+        gossip: false,
     })
     .unwrap();
     (a, b)
@@ -118,104 +122,6 @@ fn frames_cross_between_sessions_and_matching_follows_subscribers() {
     assert_eq!(*matched_events.lock().unwrap(), vec![true, false]);
     a.close();
     b.close();
-}
-
-/// A camera of small raw frames, finishing after `count`.
-#[derive(Module)]
-#[module(crate = streamwire_core)]
-struct Camera {
-    #[port(keep_all)]
-    color_image: Out<Compressed<Image>>,
-    #[config]
-    count: u32,
-    #[state]
-    sent: u32,
-}
-
-impl Node for Camera {
-    fn trigger(&self) -> Trigger {
-        Trigger::Period(Duration::from_millis(if self.count == 0 {
-            3_600_000
-        } else {
-            5
-        }))
-    }
-
-    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
-        if self.count == 0 {
-            return Ok(());
-        }
-        if self.sent == self.count {
-            cx.finish();
-            return Ok(());
-        }
-        let data: Vec<u8> = (0..32 * 16 * 3).map(|i| (i % 251) as u8).collect();
-        let image = Image::from_packed(32, 16, ImageEncoding::Rgb8, data)?
-            .with_stamp(Timestamp::from_nanos(u64::from(self.sent) + 1));
-        self.color_image.publish(image)?;
-        self.sent += 1;
-        Ok(())
-    }
-}
-
-#[derive(Module)]
-#[module(crate = streamwire_core)]
-struct Viewer {
-    #[port(name = "color_image", keep_all)]
-    frames: In<Image>,
-}
-
-impl Node for Viewer {
-    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
-        while self.frames.recv()?.is_some() {
-            cx.counter("seen").increment();
-        }
-        Ok(())
-    }
-}
-
-#[derive(Module)]
-#[module(crate = streamwire_core)]
-struct Recorder {
-    #[port(name = "color_image/compressed", keep_all)]
-    jpeg: In<Compressed<Image>>,
-}
-
-impl Node for Recorder {
-    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
-        while let Some(jpeg) = self.jpeg.recv()? {
-            let _: &CompressedImage = &jpeg.message;
-            cx.counter("recorded").increment();
-        }
-        Ok(())
-    }
-}
-
-fn blueprint(count: u32) -> Blueprint {
-    let mut bp = Blueprint::new();
-    bp.add(
-        "camera",
-        Camera {
-            color_image: Out::new(),
-            count,
-            sent: 0,
-        },
-    );
-    let viewer = bp.add("viewer", Viewer { frames: In::new() });
-    let recorder = bp.add("recorder", Recorder { jpeg: In::new() });
-    bp.place(&viewer, Placement::process("ui"))
-        .place(&recorder, Placement::process("web"));
-    bp.autoconnect();
-    bp
-}
-
-fn counter(stats: &RunStats, instance: &str, name: &str) -> u64 {
-    stats
-        .instances
-        .iter()
-        .find(|i| i.name == instance)
-        .and_then(|i| i.counters.iter().find(|(k, _)| k == name))
-        .map_or(0, |(_, v)| *v)
 }
 
 /// A multi-process plan whose partitions talk over zenoh: encoded once, decoded once for
@@ -306,4 +212,173 @@ fn garbage_on_a_stream_key_is_counted_and_refused() {
     let report = handle.wait();
     assert_eq!(report.reason, EndReason::Stopped, "{report}");
     theirs.close();
+}
+
+/// Three sessions, as three workers would have: the first listens, the others connect to
+/// it and find each other by gossip (over those connections; multicast stays off).
+fn trio(run_id: &str) -> Vec<ZenohTransport> {
+    let first = ZenohTransport::open(&ZenohOptions {
+        run_id: run_id.to_owned(),
+        gossip: true,
+        ..ZenohOptions::default()
+    })
+    .unwrap();
+    let endpoint = first.locators()[0].clone();
+    let mut all = vec![first];
+    for _ in 0..2 {
+        all.push(
+            ZenohTransport::open(&ZenohOptions {
+                run_id: run_id.to_owned(),
+                connect: vec![endpoint.clone()],
+                gossip: true,
+                ..ZenohOptions::default()
+            })
+            .unwrap(),
+        );
+    }
+    all
+}
+
+/// Each process of the plan run by its own runtime on its own session (as the workers of
+/// a distributed run do), held at a start gate until the links are matched.
+fn start_apart(
+    bp: impl Fn() -> Blueprint,
+    sessions: &[ZenohTransport],
+    processes: &[&str],
+) -> (Vec<streamwire_runtime::RunHandle>, streamwire_runtime::StartGate) {
+    let gate = streamwire_runtime::StartGate::closed();
+    let handles = processes
+        .iter()
+        .zip(sessions)
+        .map(|(process, session)| {
+            Runtime::start(
+                bp().into_runnable().unwrap(),
+                RunOptions {
+                    transport: Some(Arc::new(session.clone())),
+                    local: Some((*process).to_owned()),
+                    start_gate: Some(gate.clone()),
+                    ..RunOptions::default()
+                },
+            )
+            .unwrap()
+        })
+        .collect();
+    (handles, gate)
+}
+
+/// The plan of `blueprint` in three runtimes, one per process: each runs only its own
+/// instances and codec nodes; nothing starts before every link is matched, so a keep-all
+/// stream loses no frame at start; the camera's process encodes once, the viewer's
+/// decodes once, the recorder's takes the bytes with no decode.
+#[test]
+fn each_process_in_its_own_runtime_delivers_every_frame() {
+    let sessions = trio("apart");
+    let frames = 20;
+    let (mut handles, gate) = start_apart(
+        || blueprint(frames),
+        &sessions,
+        &["localhost/main", "localhost/ui", "localhost/web"],
+    );
+    assert!(
+        until(|| handles.iter().all(|h| h.unmatched_links().is_empty())),
+        "links never matched: {:?}",
+        handles[0].unmatched_links()
+    );
+    assert_eq!(handles[0].stats().outputs[0].published, 0, "held at the gate");
+    gate.open();
+    let reports: Vec<_> = handles.drain(..).map(|h| h.wait_timeout(GUARD)).collect();
+    for report in &reports {
+        assert_eq!(report.reason, EndReason::Finished, "{report}");
+    }
+    let [main, ui, web] = &reports[..] else {
+        unreachable!()
+    };
+    // Each runtime lists only its own instances.
+    let names = |r: &streamwire_runtime::RunReport| -> Vec<String> {
+        r.stats.instances.iter().map(|i| i.name.clone()).collect()
+    };
+    assert_eq!(names(main), ["camera"]);
+    assert_eq!(names(ui), ["viewer"]);
+    assert_eq!(names(web), ["recorder"]);
+    assert_eq!(counter(&ui.stats, "viewer", "seen"), u64::from(frames), "{ui}");
+    assert_eq!(
+        counter(&web.stats, "recorder", "recorded"),
+        u64::from(frames),
+        "{web}"
+    );
+    let roles = |r: &streamwire_runtime::RunReport| -> Vec<(CodecRole, u64)> {
+        r.stats.codecs.iter().map(|c| (c.role, c.done)).collect()
+    };
+    assert_eq!(roles(main), [(CodecRole::Encode, u64::from(frames))], "{main}");
+    assert_eq!(roles(ui), [(CodecRole::Decode, u64::from(frames))], "{ui}");
+    assert_eq!(roles(web), [], "the byte consumer's process decodes nothing: {web}");
+    for s in &sessions {
+        s.close();
+    }
+}
+
+/// Only a camera and the byte consumer; the consumer's process leaves: its producer's
+/// encoder stops encoding (lazy encode across processes), and a tap from another process
+/// gets the camera's pixels across zenoh.
+#[test]
+fn encoding_stops_when_the_remote_byte_consumer_leaves_and_taps_cross() {
+    let sessions = trio("lazy");
+    let bp = || {
+        let mut bp = Blueprint::new();
+        bp.add(
+            "camera",
+            Camera {
+                color_image: Out::new(),
+                count: u32::MAX,
+                sent: 0,
+            },
+        );
+        let recorder = bp.add("recorder", Recorder { jpeg: In::new() });
+        bp.place(&recorder, Placement::process("web"));
+        bp.autoconnect();
+        bp
+    };
+    let (mut handles, gate) = start_apart(bp, &sessions[..2], &["localhost/main", "localhost/web"]);
+    assert!(until(|| handles[0].unmatched_links().is_empty()));
+    gate.open();
+    let encoded = |h: &streamwire_runtime::RunHandle| -> (u64, u64) {
+        let stats = h.stats();
+        let e = stats
+            .codecs
+            .iter()
+            .find(|c| c.role == CodecRole::Encode)
+            .unwrap();
+        (e.done, e.skipped)
+    };
+    assert!(until(|| encoded(&handles[0]).0 >= 5));
+    // A tap from the byte consumer's process on the camera's pixels: raw frames cross.
+    let tap = handles[1].tap::<Image>("color_image").unwrap();
+    let frame = tap.recv_timeout(GUARD).expect("a frame through the tap");
+    assert_eq!(frame.message.width(), 32);
+    drop(tap);
+    // The consumer leaves.
+    let web = handles.pop().unwrap();
+    web.stop();
+    let report = web.wait();
+    assert!(counter(&report.stats, "recorder", "recorded") >= 5, "{report}");
+    assert!(
+        until(|| !handles[0].unmatched_links().is_empty()),
+        "the publisher never saw its subscriber go"
+    );
+    let (done, skipped) = encoded(&handles[0]);
+    assert!(
+        until(|| encoded(&handles[0]).1 > skipped + 3),
+        "frames are still published, and skipped by the encoder"
+    );
+    let (done_after, _) = encoded(&handles[0]);
+    assert!(
+        done_after <= done + 1,
+        "encoding went on with nobody subscribed: {done} -> {done_after}"
+    );
+    let main = handles.pop().unwrap();
+    main.stop();
+    assert_eq!(main.wait().reason, EndReason::Stopped);
+    for s in &sessions {
+        s.close();
+    }
 }

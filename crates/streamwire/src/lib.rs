@@ -362,6 +362,11 @@ pub use streamwire_cli as cli;
 /// browsers over a rosbridge-compatible websocket, and a live viewer page.
 #[cfg(feature = "web")]
 pub use streamwire_web as web;
+/// Distributed runs on zenoh (feature `zenoh`, off by default: it brings the zenoh
+/// engine): the zenoh transport, and the coordinator and workers that run a plan's
+/// processes as processes (with `cli`, `Cli::distributed`).
+#[cfg(feature = "zenoh")]
+pub use streamwire_zenoh as zenoh;
 
 /// Everything a module author or blueprint writer needs, in one `use`.
 pub mod prelude {

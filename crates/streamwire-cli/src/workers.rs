@@ -1,0 +1,150 @@
+//! `run` as the coordinator of worker processes, and `worker`: the command-line side of
+//! [`streamwire_zenoh::cluster`].
+
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use streamwire_graph::{Blueprint, RunnablePlan};
+use streamwire_runtime::RunReport;
+use streamwire_zenoh::cluster::{
+    Coordinator, CoordinatorOptions, Launch, WorkerOptions, run_worker,
+};
+
+use crate::{WorkerArgs, exit_code, on_ctrl_c};
+
+/// What the coordinator passes on to its workers, and how it listens.
+pub(crate) struct Coordinate<'a> {
+    /// The blueprint as `run` was given it (a registered name or a file).
+    pub(crate) target: &'a str,
+    /// Every `-o` setting of `run` (`--replay` and `--fps` included), in order.
+    pub(crate) set: &'a [String],
+    pub(crate) verbose: u8,
+    pub(crate) host: Option<String>,
+    pub(crate) listen: Vec<String>,
+    pub(crate) run_id: Option<String>,
+    pub(crate) join_timeout: Duration,
+    pub(crate) duration: Option<Duration>,
+}
+
+/// `run` of a plan of several processes: start the workers, supervise, merge the reports.
+pub(crate) fn coordinate(
+    run: &Coordinate<'_>,
+    runnable: RunnablePlan,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<(ExitCode, RunReport)> {
+    let defaults = CoordinatorOptions::default();
+    let options = CoordinatorOptions {
+        run_id: run.run_id.clone().unwrap_or(defaults.run_id),
+        listen: if run.listen.is_empty() {
+            defaults.listen
+        } else {
+            run.listen.clone()
+        },
+        host: run.host.clone(),
+        join_timeout: run.join_timeout,
+        duration: run.duration,
+        ..defaults
+    };
+    let (plan, _modules) = runnable.into_parts();
+    if let Some(host) = &options.host
+        && !plan.processes().iter().any(|p| p.placement().host() == host)
+    {
+        let hosts: std::collections::BTreeSet<String> = plan
+            .processes()
+            .iter()
+            .map(|p| p.placement().host().to_owned())
+            .collect();
+        anyhow::bail!(
+            "--host {host}: the plan places nothing on host `{host}` (its hosts: {})",
+            hosts.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+    let run_id = options.run_id.clone();
+    let coordinator = Coordinator::start(&plan, options)?;
+    eprintln!(
+        "coordinator: run `{run_id}`, {} processes, listening on {}",
+        plan.processes().len(),
+        coordinator.endpoints().join(", ")
+    );
+    let exe = std::env::current_exe().context("cannot find this program to start workers")?;
+    let target = run.target.to_owned();
+    let set: Vec<String> = run.set.to_vec();
+    let verbose = run.verbose;
+    let command = move |launch: &Launch| {
+        let mut c = Command::new(&exe);
+        c.arg("worker")
+            .arg("--supervised")
+            .arg("--process")
+            .arg(&launch.process)
+            .arg("--run-id")
+            .arg(&launch.run_id)
+            .arg("--join-timeout")
+            .arg(launch.join_timeout.as_secs_f64().to_string());
+        for endpoint in &launch.connect {
+            c.arg("--connect").arg(endpoint);
+        }
+        for _ in 0..verbose {
+            c.arg("-v");
+        }
+        c.arg(&target);
+        for setting in &set {
+            c.arg("-o").arg(setting);
+        }
+        c
+    };
+    let ctrl_c = stop.clone();
+    on_ctrl_c(move || ctrl_c.store(true, Ordering::SeqCst));
+    // A plain status line once a second, from the workers' counters.
+    let mut previous: Option<streamwire_runtime::RunStats> = None;
+    let report = coordinator.run_observed(
+        &command,
+        stop,
+        &mut |event| eprintln!("coordinator: {event}"),
+        &mut |stats| {
+            if let Some(previous) = &previous {
+                eprintln!("{}", crate::status_line(previous, stats));
+            }
+            previous = Some(stats.clone());
+        },
+    )?;
+    println!("{report}");
+    Ok((exit_code(&report.report), report.report))
+}
+
+/// `worker`: run one process of the plan in the run of the coordinator at `--connect`.
+pub(crate) fn work(
+    blueprint: Blueprint,
+    args: WorkerArgs,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<ExitCode> {
+    let runnable = blueprint.into_runnable()?;
+    let defaults = WorkerOptions::default();
+    let options = WorkerOptions {
+        process: args.process.clone(),
+        run_id: args.run_id,
+        connect: args.connect,
+        listen: if args.listen.is_empty() {
+            defaults.listen.clone()
+        } else {
+            args.listen
+        },
+        join_timeout: args.join_timeout,
+        watch_stdin: args.supervised,
+        ..defaults
+    };
+    let ctrl_c = stop.clone();
+    on_ctrl_c(move || ctrl_c.store(true, Ordering::SeqCst));
+    let name = args.process;
+    let report = run_worker(runnable, &options, stop, &mut |event| {
+        eprintln!("[{name}] {event}");
+    })?;
+    if !args.supervised {
+        // Started by hand: its own report is its output (the coordinator prints the
+        // merged one).
+        println!("{report}");
+    }
+    Ok(exit_code(&report))
+}

@@ -1,0 +1,162 @@
+//! Modules and blueprints shared by the zenoh tests: a camera of small raw frames, a
+//! pixel viewer, a byte recorder, each keep-all (every frame must arrive), and their
+//! sensor-QoS (keep-last) twins.
+
+#![allow(dead_code, reason = "each test binary uses a part")]
+
+use std::time::Duration;
+
+use streamwire_core::{Compressed, Context, In, Node, NodeResult, Out, Timestamp, Trigger};
+use streamwire_graph::{Blueprint, Placement};
+use streamwire_macros::Module;
+use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
+use streamwire_runtime::RunStats;
+
+/// A camera of small raw frames, finishing after `count`.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+pub struct Camera {
+    #[port(keep_all)]
+    pub color_image: Out<Compressed<Image>>,
+    #[config]
+    pub count: u32,
+    #[state]
+    pub sent: u32,
+}
+
+impl Node for Camera {
+    fn trigger(&self) -> Trigger {
+        Trigger::Period(Duration::from_millis(if self.count == 0 {
+            3_600_000
+        } else {
+            5
+        }))
+    }
+
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        if self.count == 0 {
+            return Ok(());
+        }
+        if self.sent == self.count {
+            cx.finish();
+            return Ok(());
+        }
+        let data: Vec<u8> = (0..32 * 16 * 3).map(|i| (i % 251) as u8).collect();
+        let image = Image::from_packed(32, 16, ImageEncoding::Rgb8, data)?
+            .with_stamp(Timestamp::from_nanos(u64::from(self.sent) + 1));
+        self.color_image.publish(image)?;
+        self.sent += 1;
+        Ok(())
+    }
+}
+
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+pub struct Viewer {
+    #[port(name = "color_image", keep_all)]
+    pub frames: In<Image>,
+}
+
+impl Node for Viewer {
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        while self.frames.recv()?.is_some() {
+            cx.counter("seen").increment();
+        }
+        Ok(())
+    }
+}
+
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+pub struct Recorder {
+    #[port(name = "color_image/compressed", keep_all)]
+    pub jpeg: In<Compressed<Image>>,
+}
+
+impl Node for Recorder {
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        while let Some(jpeg) = self.jpeg.recv()? {
+            let _: &CompressedImage = &jpeg.message;
+            cx.counter("recorded").increment();
+        }
+        Ok(())
+    }
+}
+
+pub fn blueprint(count: u32) -> Blueprint {
+    let mut bp = Blueprint::new();
+    bp.add(
+        "camera",
+        Camera {
+            color_image: Out::new(),
+            count,
+            sent: 0,
+        },
+    );
+    let viewer = bp.add("viewer", Viewer { frames: In::new() });
+    let recorder = bp.add("recorder", Recorder { jpeg: In::new() });
+    bp.place(&viewer, Placement::process("ui"))
+        .place(&recorder, Placement::process("web"));
+    bp.autoconnect();
+    bp
+}
+
+pub fn counter(stats: &RunStats, instance: &str, name: &str) -> u64 {
+    stats
+        .instances
+        .iter()
+        .find(|i| i.name == instance)
+        .and_then(|i| i.counters.iter().find(|(k, _)| k == name))
+        .map_or(0, |(_, v)| *v)
+}
+
+
+/// A camera publishing `count` small frames as fast as every millisecond, with sensor QoS
+/// (best effort, keep the last one): what a slow consumer cannot take is dropped and
+/// counted.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+pub struct SensorCamera {
+    pub color_image: Out<Compressed<Image>>,
+    #[config]
+    pub count: u32,
+    #[state]
+    pub sent: u32,
+}
+
+impl Node for SensorCamera {
+    fn trigger(&self) -> Trigger {
+        Trigger::Period(Duration::from_millis(1))
+    }
+
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        if self.sent == self.count {
+            cx.finish();
+            return Ok(());
+        }
+        let data: Vec<u8> = (0..32 * 16 * 3).map(|i| (i % 251) as u8).collect();
+        let image = Image::from_packed(32, 16, ImageEncoding::Rgb8, data)?
+            .with_stamp(Timestamp::from_nanos(u64::from(self.sent) + 1));
+        self.color_image.publish(image)?;
+        self.sent += 1;
+        Ok(())
+    }
+}
+
+/// A viewer with sensor QoS that takes 3 ms per frame: slower than the sensor camera.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+pub struct SlowViewer {
+    #[port(name = "color_image")]
+    pub frames: In<Image>,
+}
+
+impl Node for SlowViewer {
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        while self.frames.recv()?.is_some() {
+            cx.counter("seen").increment();
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        Ok(())
+    }
+}
