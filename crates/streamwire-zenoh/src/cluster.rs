@@ -1173,5 +1173,28 @@ fn work(
             break;
         }
     }
+    // Keep the session until the run ends: frames this worker sent last (the end of a
+    // stream) may still be on their way, and closing the session would drop them.
+    let mut last_answer = Instant::now();
+    while last_answer.elapsed() < COORDINATOR_SILENCE
+        && !stop.load(Ordering::SeqCst)
+        && !stdin_closed.load(Ordering::SeqCst)
+    {
+        let state = ask::<_, StateReply>(
+            session,
+            &cluster("state"),
+            &StateRequest {
+                process: process.to_owned(),
+                ready: false,
+                stats: None,
+            },
+        )?;
+        match state {
+            Some((_, state)) if state.stop => break,
+            Some(_) => last_answer = Instant::now(),
+            None => {}
+        }
+        std::thread::sleep(POLL);
+    }
     Ok(report)
 }

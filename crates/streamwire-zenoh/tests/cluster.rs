@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use streamwire_core::{In, Out};
 use streamwire_graph::{Blueprint, Placement, Supervision};
-use streamwire_runtime::{CodecRole, DropReason, EndReason, RunReport, WireDirection};
+use streamwire_core::DropReason;
+use streamwire_runtime::{CodecRole, EndReason, RunReport, WireDirection};
 use streamwire_zenoh::cluster::{
     ClusterError, ClusterReport, Coordinator, CoordinatorOptions, Launch, WorkerOptions,
     run_worker,
@@ -402,7 +403,7 @@ fn a_different_plan_is_refused_and_a_missing_host_is_named() {
     assert_eq!(coordinator.local_processes(), ["localhost/cam"]);
     let endpoint = coordinator.endpoints().join(",");
     // The laptop's worker, started by hand with another setting.
-    let mut by_hand = Command::new(std::env::current_exe().unwrap())
+    let by_hand = Command::new(std::env::current_exe().unwrap())
         .env("SW_TEST_WORKER", "laptop/ui")
         .env("SW_TEST_SCENARIO", "two-hosts")
         .env("SW_TEST_VARIANT", "different")

@@ -11,10 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use streamwire_core::{Compressed, Context, In, Node, NodeResult, Out, Qos, Timestamp, Trigger};
+use streamwire_core::{In, Out, Qos};
 use streamwire_graph::{Blueprint, Placement};
-use streamwire_macros::Module;
-use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
+use streamwire_msgs::Image;
 use streamwire_runtime::{CodecRole, EndReason, RunOptions, RunStats, Runtime, WireDirection};
 use streamwire_transport::Transport;
 use streamwire_zenoh::{ZenohOptions, ZenohTransport};
@@ -286,7 +285,11 @@ fn each_process_in_its_own_runtime_delivers_every_frame() {
     );
     assert_eq!(handles[0].stats().outputs[0].published, 0, "held at the gate");
     gate.open();
-    let reports: Vec<_> = handles.drain(..).map(|h| h.wait_timeout(GUARD)).collect();
+    // Consumers first: a runtime closes its session when waited, and the producer's
+    // last frame (the end of the stream) must have crossed by then.
+    let main = handles.remove(0);
+    let mut reports: Vec<_> = handles.drain(..).map(|h| h.wait_timeout(GUARD)).collect();
+    reports.insert(0, main.wait_timeout(GUARD));
     for report in &reports {
         assert_eq!(report.reason, EndReason::Finished, "{report}");
     }

@@ -15,13 +15,13 @@ use streamwire_runtime::RunStats;
 /// A camera of small raw frames, finishing after `count`.
 #[derive(Module)]
 #[module(crate = streamwire_core)]
-pub struct Camera {
+pub(crate) struct Camera {
     #[port(keep_all)]
-    pub color_image: Out<Compressed<Image>>,
+    pub(crate) color_image: Out<Compressed<Image>>,
     #[config]
-    pub count: u32,
+    pub(crate) count: u32,
     #[state]
-    pub sent: u32,
+    pub(crate) sent: u32,
 }
 
 impl Node for Camera {
@@ -52,9 +52,9 @@ impl Node for Camera {
 
 #[derive(Module)]
 #[module(crate = streamwire_core)]
-pub struct Viewer {
+pub(crate) struct Viewer {
     #[port(name = "color_image", keep_all)]
-    pub frames: In<Image>,
+    pub(crate) frames: In<Image>,
 }
 
 impl Node for Viewer {
@@ -68,9 +68,9 @@ impl Node for Viewer {
 
 #[derive(Module)]
 #[module(crate = streamwire_core)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     #[port(name = "color_image/compressed", keep_all)]
-    pub jpeg: In<Compressed<Image>>,
+    pub(crate) jpeg: In<Compressed<Image>>,
 }
 
 impl Node for Recorder {
@@ -83,7 +83,7 @@ impl Node for Recorder {
     }
 }
 
-pub fn blueprint(count: u32) -> Blueprint {
+pub(crate) fn blueprint(count: u32) -> Blueprint {
     let mut bp = Blueprint::new();
     bp.add(
         "camera",
@@ -101,7 +101,7 @@ pub fn blueprint(count: u32) -> Blueprint {
     bp
 }
 
-pub fn counter(stats: &RunStats, instance: &str, name: &str) -> u64 {
+pub(crate) fn counter(stats: &RunStats, instance: &str, name: &str) -> u64 {
     stats
         .instances
         .iter()
@@ -116,12 +116,12 @@ pub fn counter(stats: &RunStats, instance: &str, name: &str) -> u64 {
 /// counted.
 #[derive(Module)]
 #[module(crate = streamwire_core)]
-pub struct SensorCamera {
-    pub color_image: Out<Compressed<Image>>,
+pub(crate) struct SensorCamera {
+    pub(crate) color_image: Out<Compressed<Image>>,
     #[config]
-    pub count: u32,
+    pub(crate) count: u32,
     #[state]
-    pub sent: u32,
+    pub(crate) sent: u32,
 }
 
 impl Node for SensorCamera {
@@ -146,9 +146,9 @@ impl Node for SensorCamera {
 /// A viewer with sensor QoS that takes 3 ms per frame: slower than the sensor camera.
 #[derive(Module)]
 #[module(crate = streamwire_core)]
-pub struct SlowViewer {
+pub(crate) struct SlowViewer {
     #[port(name = "color_image")]
-    pub frames: In<Image>,
+    pub(crate) frames: In<Image>,
 }
 
 impl Node for SlowViewer {
