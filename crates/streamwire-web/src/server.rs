@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -44,6 +44,10 @@ const FEED_LINGER: Duration = Duration::from_secs(2);
 const CONTROL_QUEUE: usize = 64;
 /// Browser commands waiting for the relay's next step.
 const COMMAND_QUEUE: usize = 64;
+/// Clients whose drops the run's report names one by one (see `Running::report_drops`).
+const REPORTED_CLIENTS: usize = 32;
+/// How long a client turned away (too many) gets to take its status and close.
+const TURN_AWAY_TIMEOUT: Duration = Duration::from_secs(1);
 /// The longest text of a status reply, and of an id echoed back.
 const MAX_REPLY_TEXT: usize = 512;
 const MAX_ID: usize = 128;
@@ -137,6 +141,10 @@ struct Shared {
     topics: Vec<Arc<Topic>>,
     feeds: Mutex<HashMap<String, Arc<Feed>>>,
     clients: Mutex<Vec<Arc<Client>>>,
+    /// Clients served now, counted from the upgrade (a [`Seat`] each).
+    seats_taken: AtomicUsize,
+    /// Drops of clients that left before the relay's step reported them, by report name.
+    departed_drops: Mutex<HashMap<String, u64>>,
     next_client: AtomicU64,
     stopping: AtomicBool,
     counters: Counters,
@@ -202,6 +210,11 @@ struct ClientTopic {
 struct Client {
     id: u64,
     name: String,
+    /// The name in the run's report (`dropped:<report_as>`): the name, in characters a
+    /// report line keeps together.
+    report_as: String,
+    /// Of `dropped`, what the run's report already has.
+    reported_drops: AtomicU64,
     wake: tokio::sync::Notify,
     /// Told when the writer ended (the client stalled or left), to end the reader too.
     gone: tokio::sync::Notify,
@@ -214,6 +227,12 @@ struct Client {
 }
 
 impl Client {
+    /// Drops not yet in the run's report, now counted as reported.
+    fn unreported_drops(&self) -> u64 {
+        let dropped = self.dropped.load(Ordering::Relaxed);
+        dropped.saturating_sub(self.reported_drops.swap(dropped, Ordering::Relaxed))
+    }
+
     fn reply(&self, value: serde_json::Value) {
         self.control.push(Message::Text(value.to_string().into()));
         self.wake.notify_one();
@@ -247,6 +266,8 @@ pub(crate) struct Running {
     runtime: Option<tokio::runtime::Runtime>,
     commands: Receiver<Twist>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Each client's drops in the run's report, by the client's name.
+    client_counters: HashMap<String, Counter>,
 }
 
 impl Running {
@@ -275,6 +296,8 @@ impl Running {
             topics,
             feeds: Mutex::new(HashMap::new()),
             clients: Mutex::new(Vec::new()),
+            seats_taken: AtomicUsize::new(0),
+            departed_drops: Mutex::new(HashMap::new()),
             next_client: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
             counters: Counters::of(cx),
@@ -306,6 +329,7 @@ impl Running {
             runtime: Some(runtime),
             commands,
             shutdown: Some(shutdown),
+            client_counters: HashMap::new(),
         })
     }
 
@@ -319,8 +343,39 @@ impl Running {
     }
 
     /// Stops serving: clients are closed, feeds end within their poll.
-    pub(crate) fn shutdown(mut self) {
+    pub(crate) fn shutdown(&mut self) {
         self.stop();
+    }
+
+    /// Adds each client's drops since the last call to its counter `dropped:<client>`
+    /// in the run's report (clients that left since included). Counters are made for
+    /// the first [`REPORTED_CLIENTS`] names that drop anything; later names share
+    /// `dropped:other_clients`, so the report stays bounded however many come and go.
+    pub(crate) fn report_drops(&mut self, cx: &Context<'_>) {
+        let mut drops: Vec<(String, u64)> = lock(&self.shared.clients)
+            .iter()
+            .map(|c| (c.report_as.clone(), c.unreported_drops()))
+            .collect();
+        drops.extend(lock(&self.shared.departed_drops).drain());
+        for (name, n) in drops {
+            if n == 0 {
+                continue;
+            }
+            let counter = match self.client_counters.get(&name) {
+                Some(counter) => counter,
+                None => {
+                    let key = if self.client_counters.len() < REPORTED_CLIENTS {
+                        name
+                    } else {
+                        "other_clients".to_owned()
+                    };
+                    self.client_counters
+                        .entry(key)
+                        .or_insert_with_key(|key| cx.counter(&format!("dropped:{key}")))
+                }
+            };
+            counter.add(n);
+        }
     }
 
     fn stop(&mut self) {
@@ -418,6 +473,13 @@ async fn root(
         };
         return (StatusCode::UNAUTHORIZED, why).into_response();
     }
+    let Some(seat) = Seat::claim(&shared) else {
+        shared.counters.refused.increment();
+        let max_clients = shared.config.max_clients;
+        return upgrade
+            .max_message_size(1024)
+            .on_upgrade(move |socket| turn_away(socket, max_clients));
+    };
     let limit = shared.config.max_message_bytes;
     let id = shared.next_client.fetch_add(1, Ordering::Relaxed);
     let name: String = query
@@ -429,7 +491,7 @@ async fn root(
     upgrade
         .max_message_size(limit)
         .max_frame_size(limit)
-        .on_upgrade(move |socket| serve_client(shared, socket, id, name))
+        .on_upgrade(move |socket| serve_client(shared, socket, id, name, seat))
 }
 
 /// `/stats`: per topic and per client counts.
@@ -472,6 +534,7 @@ async fn stats(State(shared): State<Arc<Shared>>) -> Response {
         "clients": clients,
         "totals": {
             "clients": c.clients.get(),
+            "refused_clients": c.refused.get(),
             "dropped": c.dropped.get(),
             "stalled_disconnects": c.stalled.get(),
             "bad_input": c.bad_input.get(),
@@ -487,10 +550,13 @@ async fn stats(State(shared): State<Arc<Shared>>) -> Response {
         .into_response()
 }
 
-async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: String) {
+async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: String, seat: Seat) {
+    let report_as = report_name(&name);
     let client = Arc::new(Client {
         id,
         name,
+        report_as,
+        reported_drops: AtomicU64::new(0),
         wake: tokio::sync::Notify::new(),
         gone: tokio::sync::Notify::new(),
         control: Slot::new(CONTROL_QUEUE),
@@ -556,6 +622,8 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
     client.closed.store(true, Ordering::SeqCst);
     client.wake.notify_one();
     let _ = tokio::time::timeout(shared.config.stall_timeout, writer).await;
+    // The place is free once the client is gone from the list (as /stats shows it).
+    drop(seat);
     forget_client(&shared, &client);
 }
 
@@ -566,6 +634,69 @@ fn forget_client(shared: &Shared, client: &Arc<Client>) {
         }
     }
     lock(&shared.clients).retain(|c| !Arc::ptr_eq(c, client));
+    let unreported = client.unreported_drops();
+    if unreported > 0 {
+        *lock(&shared.departed_drops)
+            .entry(client.report_as.clone())
+            .or_default() += unreported;
+    }
+}
+
+/// A client's name as one word of the run's report: letters, digits, `-`, `_` and `.`
+/// kept, anything else `_`, at most 32 characters.
+fn report_name(name: &str) -> String {
+    name.chars()
+        .take(32)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// One of the relay's `max_clients` places, held by a client from its upgrade until it
+/// is gone (dropped with the upgrade's callback if the upgrade fails).
+struct Seat(Arc<Shared>);
+
+impl Seat {
+    fn claim(shared: &Arc<Shared>) -> Option<Seat> {
+        let max = shared.config.max_clients;
+        shared
+            .seats_taken
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |taken| {
+                (taken < max).then_some(taken + 1)
+            })
+            .ok()
+            .map(|_| Seat(shared.clone()))
+    }
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.0.seats_taken.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Tells a client that the relay is full (a `status` error, then a close with code
+/// 1013, try again later) and ends its connection.
+async fn turn_away(mut socket: WebSocket, max_clients: usize) {
+    let why = format!("the relay serves at most {max_clients} clients at once; try again later");
+    let status = json!({"op": "status", "level": "error", "msg": why});
+    let _ = tokio::time::timeout(TURN_AWAY_TIMEOUT, async {
+        socket
+            .send(Message::Text(status.to_string().into()))
+            .await?;
+        socket
+            .send(Message::Close(Some(CloseFrame {
+                code: 1013,
+                reason: clip(&why, 120).into(),
+            })))
+            .await
+    })
+    .await;
 }
 
 async fn write_client(
@@ -939,6 +1070,14 @@ mod tests {
             ..envelope
         };
         assert!(shape(&envelope).is_err());
+    }
+
+    #[test]
+    fn a_client_is_one_word_of_the_report() {
+        assert_eq!(report_name("client 3"), "client_3");
+        assert_eq!(report_name("viewer-ab12.x_y"), "viewer-ab12.x_y");
+        assert_eq!(report_name("a=b é"), "a_b__");
+        assert_eq!(report_name(&"x".repeat(100)).len(), 32);
     }
 
     #[test]
