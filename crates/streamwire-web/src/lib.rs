@@ -53,6 +53,7 @@
 
 mod protocol;
 mod server;
+mod typedefs;
 pub mod wire;
 
 use std::net::{Ipv4Addr, SocketAddr};

@@ -30,6 +30,7 @@ use streamwire_msgs::{CompressedImage, DepthImage, Image, Odometry, PointCloud, 
 
 use crate::RelayConfig;
 use crate::protocol::{self, Encoding, Op, Refused};
+use crate::typedefs;
 use crate::wire;
 
 /// The viewer page: one file, no external downloads.
@@ -869,7 +870,7 @@ fn call_service(shared: &Shared, client: &Client, id: Option<String>, service: &
     let values = match service {
         "/rosapi/topics" | "rosapi/topics" => json!({"topics": topics, "types": types}),
         "/rosapi/topics_and_raw_types" | "rosapi/topics_and_raw_types" => {
-            let typedefs: Vec<&str> = types.iter().map(|_| "").collect();
+            let typedefs: Vec<String> = types.iter().map(|t| typedefs::full_text(t)).collect();
             json!({"topics": topics, "types": types, "typedefs_full_text": typedefs})
         }
         other => {

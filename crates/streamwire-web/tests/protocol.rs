@@ -174,6 +174,21 @@ async fn topics_come_from_the_plan() {
             .map(Vec::len),
         Some(topics.len())
     );
+    // Depth (zstd between processes) is given to clients as the 16UC1 image they receive.
+    let depth = topics
+        .iter()
+        .position(|t| *t == "/depth")
+        .expect("a depth topic");
+    assert_eq!(reply["values"]["types"][depth], "sensor_msgs/Image");
+    let typedef = reply["values"]["typedefs_full_text"][depth]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        typedef.starts_with("std_msgs/Header header\n")
+            && typedef.contains("string encoding\n")
+            && typedef.contains("\nMSG: builtin_interfaces/Time\n"),
+        "{typedef}"
+    );
 
     send(
         &mut ws,
