@@ -432,6 +432,11 @@ fn topics_of(streams: &[(String, &'static str)], only: Option<&[String]>) -> Vec
                 ("sensor_msgs/CompressedImage", CompressedImage::TYPE_NAME)
             }
             m if m == Image::TYPE_NAME => ("sensor_msgs/Image", m),
+            // Depth is tapped as it travels ("16UC1; zstd", a seventh of the pixels'
+            // size between processes) and decoded once by the feed.
+            m if m == DepthImage::TYPE_NAME && has_bytes => {
+                ("sensor_msgs/Image", CompressedImage::TYPE_NAME)
+            }
             m if m == DepthImage::TYPE_NAME => ("sensor_msgs/Image", m),
             m if m == CompressedImage::TYPE_NAME => ("sensor_msgs/CompressedImage", m),
             m if m == PointCloud::TYPE_NAME => ("sensor_msgs/PointCloud2", m),
@@ -957,6 +962,21 @@ fn shape(envelope: &Envelope) -> Result<wire::Value, String> {
     wire::any(message).map_err(|e| e.to_string())
 }
 
+/// A message of `topic` in its ROS shape: the bytes of a topic that clients are told is
+/// a `sensor_msgs/Image` (depth) must decode into one.
+fn shape_for(topic: &Topic, envelope: &Envelope) -> Result<wire::Value, String> {
+    if topic.ros_type == "sensor_msgs/Image"
+        && let Some(bytes) = envelope.message.downcast_ref::<CompressedImage>()
+        && !bytes.format().contains("zstd")
+    {
+        return Err(format!(
+            "`{}` bytes cannot be decoded for browsers",
+            bytes.format()
+        ));
+    }
+    shape(envelope)
+}
+
 fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
     let mut unwatched_since: Option<Instant> = None;
     loop {
@@ -984,7 +1004,7 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
             continue;
         };
         feed.messages.fetch_add(1, Ordering::Relaxed);
-        let value = match shape(&envelope) {
+        let value = match shape_for(&feed.topic, &envelope) {
             Ok(value) => value,
             Err(error) => {
                 shared.counters.unwritable.increment();
@@ -1071,6 +1091,20 @@ mod tests {
             ..envelope
         };
         assert!(shape(&envelope).is_err());
+        // Bytes of another codec on a depth topic are refused (counted), not sent as
+        // something else than the `sensor_msgs/Image` clients were told.
+        let depth_topic = Topic {
+            stream: "depth".to_owned(),
+            ros_type: "sensor_msgs/Image",
+            tap_as: CompressedImage::TYPE_NAME,
+        };
+        let png = CompressedImage::new("16UC1; png", vec![1u8, 2, 3], 4, 3).expect("valid");
+        let envelope = Envelope {
+            message: Arc::new(png),
+            ..envelope
+        };
+        let refused = shape_for(&depth_topic, &envelope).expect_err("not decodable");
+        assert!(refused.contains("16UC1; png"), "{refused}");
     }
 
     #[test]
