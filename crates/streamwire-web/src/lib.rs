@@ -22,8 +22,12 @@
 //! per topic (the newest frame wins, the stale one is dropped and counted for that
 //! client), its own writer that takes one frame per topic in turn (a big image stream
 //! cannot starve a small one), and a client that stops reading is disconnected after
-//! [`RelayConfig::stall_timeout`]. Counts go to the run's report as the instance's
-//! counters (`dropped`, `stalled_disconnects`, `bad_input`, ...).
+//! [`RelayConfig::stall_timeout`]. At most [`RelayConfig::max_clients`] are served at
+//! once. Counts go to the run's report as the instance's counters (`dropped`,
+//! `stalled_disconnects`, `bad_input`, `refused_clients`, ...), and each client's drops
+//! as `dropped:<client>` (the name it connected with, `?client=<name>`; the first 32
+//! clients that dropped anything by name, later ones together as
+//! `dropped:other_clients`).
 //!
 //! ```no_run
 //! use streamwire::prelude::*;
@@ -49,6 +53,7 @@
 
 mod protocol;
 mod server;
+mod typedefs;
 pub mod wire;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -80,6 +85,9 @@ pub struct RelayConfig {
     pub max_message_bytes: usize,
     /// How long a client may take to read a frame before it is disconnected (default 5 s).
     pub stall_timeout: Duration,
+    /// The most websocket clients served at once (default 32); one more is told so in a
+    /// `status` error and closed (code 1013, try again later).
+    pub max_clients: usize,
     /// The topic of the browser-fed velocity commands (default `cmd_vel`).
     pub cmd_vel_topic: String,
     /// Where the bound address is published once listening (not a setting).
@@ -95,6 +103,7 @@ impl Default for RelayConfig {
             token: None,
             max_message_bytes: 1 << 20,
             stall_timeout: Duration::from_secs(5),
+            max_clients: 32,
             cmd_vel_topic: "cmd_vel".to_owned(),
             address: RelayAddress::default(),
         }
@@ -205,18 +214,21 @@ impl Node for WebRelay {
         Ok(())
     }
 
-    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
-        if let Some(running) = &self.running {
-            for twist in running.commands() {
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        if let Some(running) = &mut self.running {
+            let commands: Vec<Twist> = running.commands().collect();
+            for twist in commands {
                 self.cmd_vel.publish(twist)?;
             }
+            running.report_drops(cx);
         }
         Ok(())
     }
 
-    fn stop(&mut self, _cx: &mut Context<'_>) -> NodeResult {
-        if let Some(running) = self.running.take() {
+    fn stop(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        if let Some(mut running) = self.running.take() {
             running.shutdown();
+            running.report_drops(cx);
         }
         Ok(())
     }

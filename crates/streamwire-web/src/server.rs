@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -30,6 +30,7 @@ use streamwire_msgs::{CompressedImage, DepthImage, Image, Odometry, PointCloud, 
 
 use crate::RelayConfig;
 use crate::protocol::{self, Encoding, Op, Refused};
+use crate::typedefs;
 use crate::wire;
 
 /// The viewer page: one file, no external downloads.
@@ -44,6 +45,10 @@ const FEED_LINGER: Duration = Duration::from_secs(2);
 const CONTROL_QUEUE: usize = 64;
 /// Browser commands waiting for the relay's next step.
 const COMMAND_QUEUE: usize = 64;
+/// Clients whose drops the run's report names one by one (see `Running::report_drops`).
+const REPORTED_CLIENTS: usize = 32;
+/// How long a client turned away (too many) gets to take its status and close.
+const TURN_AWAY_TIMEOUT: Duration = Duration::from_secs(1);
 /// The longest text of a status reply, and of an id echoed back.
 const MAX_REPLY_TEXT: usize = 512;
 const MAX_ID: usize = 128;
@@ -137,6 +142,10 @@ struct Shared {
     topics: Vec<Arc<Topic>>,
     feeds: Mutex<HashMap<String, Arc<Feed>>>,
     clients: Mutex<Vec<Arc<Client>>>,
+    /// Clients served now, counted from the upgrade (a [`Seat`] each).
+    seats_taken: AtomicUsize,
+    /// Drops of clients that left before the relay's step reported them, by report name.
+    departed_drops: Mutex<HashMap<String, u64>>,
     next_client: AtomicU64,
     stopping: AtomicBool,
     counters: Counters,
@@ -202,6 +211,11 @@ struct ClientTopic {
 struct Client {
     id: u64,
     name: String,
+    /// The name in the run's report (`dropped:<report_as>`): the name, in characters a
+    /// report line keeps together.
+    report_as: String,
+    /// Of `dropped`, what the run's report already has.
+    reported_drops: AtomicU64,
     wake: tokio::sync::Notify,
     /// Told when the writer ended (the client stalled or left), to end the reader too.
     gone: tokio::sync::Notify,
@@ -214,6 +228,12 @@ struct Client {
 }
 
 impl Client {
+    /// Drops not yet in the run's report, now counted as reported.
+    fn unreported_drops(&self) -> u64 {
+        let dropped = self.dropped.load(Ordering::Relaxed);
+        dropped.saturating_sub(self.reported_drops.swap(dropped, Ordering::Relaxed))
+    }
+
     fn reply(&self, value: serde_json::Value) {
         self.control.push(Message::Text(value.to_string().into()));
         self.wake.notify_one();
@@ -247,6 +267,8 @@ pub(crate) struct Running {
     runtime: Option<tokio::runtime::Runtime>,
     commands: Receiver<Twist>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Each client's drops in the run's report, by the client's name.
+    client_counters: HashMap<String, Counter>,
 }
 
 impl Running {
@@ -275,6 +297,8 @@ impl Running {
             topics,
             feeds: Mutex::new(HashMap::new()),
             clients: Mutex::new(Vec::new()),
+            seats_taken: AtomicUsize::new(0),
+            departed_drops: Mutex::new(HashMap::new()),
             next_client: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
             counters: Counters::of(cx),
@@ -306,6 +330,7 @@ impl Running {
             runtime: Some(runtime),
             commands,
             shutdown: Some(shutdown),
+            client_counters: HashMap::new(),
         })
     }
 
@@ -319,8 +344,39 @@ impl Running {
     }
 
     /// Stops serving: clients are closed, feeds end within their poll.
-    pub(crate) fn shutdown(mut self) {
+    pub(crate) fn shutdown(&mut self) {
         self.stop();
+    }
+
+    /// Adds each client's drops since the last call to its counter `dropped:<client>`
+    /// in the run's report (clients that left since included). Counters are made for
+    /// the first [`REPORTED_CLIENTS`] names that drop anything; later names share
+    /// `dropped:other_clients`, so the report stays bounded however many come and go.
+    pub(crate) fn report_drops(&mut self, cx: &Context<'_>) {
+        let mut drops: Vec<(String, u64)> = lock(&self.shared.clients)
+            .iter()
+            .map(|c| (c.report_as.clone(), c.unreported_drops()))
+            .collect();
+        drops.extend(lock(&self.shared.departed_drops).drain());
+        for (name, n) in drops {
+            if n == 0 {
+                continue;
+            }
+            let counter = match self.client_counters.get(&name) {
+                Some(counter) => counter,
+                None => {
+                    let key = if self.client_counters.len() < REPORTED_CLIENTS {
+                        name
+                    } else {
+                        "other_clients".to_owned()
+                    };
+                    self.client_counters
+                        .entry(key)
+                        .or_insert_with_key(|key| cx.counter(&format!("dropped:{key}")))
+                }
+            };
+            counter.add(n);
+        }
     }
 
     fn stop(&mut self) {
@@ -376,6 +432,11 @@ fn topics_of(streams: &[(String, &'static str)], only: Option<&[String]>) -> Vec
                 ("sensor_msgs/CompressedImage", CompressedImage::TYPE_NAME)
             }
             m if m == Image::TYPE_NAME => ("sensor_msgs/Image", m),
+            // Depth is tapped as it travels ("16UC1; zstd", a seventh of the pixels'
+            // size between processes) and decoded once by the feed.
+            m if m == DepthImage::TYPE_NAME && has_bytes => {
+                ("sensor_msgs/Image", CompressedImage::TYPE_NAME)
+            }
             m if m == DepthImage::TYPE_NAME => ("sensor_msgs/Image", m),
             m if m == CompressedImage::TYPE_NAME => ("sensor_msgs/CompressedImage", m),
             m if m == PointCloud::TYPE_NAME => ("sensor_msgs/PointCloud2", m),
@@ -418,6 +479,13 @@ async fn root(
         };
         return (StatusCode::UNAUTHORIZED, why).into_response();
     }
+    let Some(seat) = Seat::claim(&shared) else {
+        shared.counters.refused.increment();
+        let max_clients = shared.config.max_clients;
+        return upgrade
+            .max_message_size(1024)
+            .on_upgrade(move |socket| turn_away(socket, max_clients));
+    };
     let limit = shared.config.max_message_bytes;
     let id = shared.next_client.fetch_add(1, Ordering::Relaxed);
     let name: String = query
@@ -429,7 +497,7 @@ async fn root(
     upgrade
         .max_message_size(limit)
         .max_frame_size(limit)
-        .on_upgrade(move |socket| serve_client(shared, socket, id, name))
+        .on_upgrade(move |socket| serve_client(shared, socket, id, name, seat))
 }
 
 /// `/stats`: per topic and per client counts.
@@ -472,6 +540,7 @@ async fn stats(State(shared): State<Arc<Shared>>) -> Response {
         "clients": clients,
         "totals": {
             "clients": c.clients.get(),
+            "refused_clients": c.refused.get(),
             "dropped": c.dropped.get(),
             "stalled_disconnects": c.stalled.get(),
             "bad_input": c.bad_input.get(),
@@ -487,10 +556,13 @@ async fn stats(State(shared): State<Arc<Shared>>) -> Response {
         .into_response()
 }
 
-async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: String) {
+async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: String, seat: Seat) {
+    let report_as = report_name(&name);
     let client = Arc::new(Client {
         id,
         name,
+        report_as,
+        reported_drops: AtomicU64::new(0),
         wake: tokio::sync::Notify::new(),
         gone: tokio::sync::Notify::new(),
         control: Slot::new(CONTROL_QUEUE),
@@ -556,6 +628,8 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
     client.closed.store(true, Ordering::SeqCst);
     client.wake.notify_one();
     let _ = tokio::time::timeout(shared.config.stall_timeout, writer).await;
+    // The place is free once the client is gone from the list (as /stats shows it).
+    drop(seat);
     forget_client(&shared, &client);
 }
 
@@ -566,6 +640,69 @@ fn forget_client(shared: &Shared, client: &Arc<Client>) {
         }
     }
     lock(&shared.clients).retain(|c| !Arc::ptr_eq(c, client));
+    let unreported = client.unreported_drops();
+    if unreported > 0 {
+        *lock(&shared.departed_drops)
+            .entry(client.report_as.clone())
+            .or_default() += unreported;
+    }
+}
+
+/// A client's name as one word of the run's report: letters, digits, `-`, `_` and `.`
+/// kept, anything else `_`, at most 32 characters.
+fn report_name(name: &str) -> String {
+    name.chars()
+        .take(32)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// One of the relay's `max_clients` places, held by a client from its upgrade until it
+/// is gone (dropped with the upgrade's callback if the upgrade fails).
+struct Seat(Arc<Shared>);
+
+impl Seat {
+    fn claim(shared: &Arc<Shared>) -> Option<Seat> {
+        let max = shared.config.max_clients;
+        shared
+            .seats_taken
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |taken| {
+                (taken < max).then_some(taken + 1)
+            })
+            .ok()
+            .map(|_| Seat(shared.clone()))
+    }
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.0.seats_taken.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Tells a client that the relay is full (a `status` error, then a close with code
+/// 1013, try again later) and ends its connection.
+async fn turn_away(mut socket: WebSocket, max_clients: usize) {
+    let why = format!("the relay serves at most {max_clients} clients at once; try again later");
+    let status = json!({"op": "status", "level": "error", "msg": why});
+    let _ = tokio::time::timeout(TURN_AWAY_TIMEOUT, async {
+        socket
+            .send(Message::Text(status.to_string().into()))
+            .await?;
+        socket
+            .send(Message::Close(Some(CloseFrame {
+                code: 1013,
+                reason: clip(&why, 120).into(),
+            })))
+            .await
+    })
+    .await;
 }
 
 async fn write_client(
@@ -738,7 +875,7 @@ fn call_service(shared: &Shared, client: &Client, id: Option<String>, service: &
     let values = match service {
         "/rosapi/topics" | "rosapi/topics" => json!({"topics": topics, "types": types}),
         "/rosapi/topics_and_raw_types" | "rosapi/topics_and_raw_types" => {
-            let typedefs: Vec<&str> = types.iter().map(|_| "").collect();
+            let typedefs: Vec<String> = types.iter().map(|t| typedefs::full_text(t)).collect();
             json!({"topics": topics, "types": types, "typedefs_full_text": typedefs})
         }
         other => {
@@ -825,6 +962,21 @@ fn shape(envelope: &Envelope) -> Result<wire::Value, String> {
     wire::any(message).map_err(|e| e.to_string())
 }
 
+/// A message of `topic` in its ROS shape: the bytes of a topic that clients are told is
+/// a `sensor_msgs/Image` (depth) must decode into one.
+fn shape_for(topic: &Topic, envelope: &Envelope) -> Result<wire::Value, String> {
+    if topic.ros_type == "sensor_msgs/Image"
+        && let Some(bytes) = envelope.message.downcast_ref::<CompressedImage>()
+        && !bytes.format().contains("zstd")
+    {
+        return Err(format!(
+            "`{}` bytes cannot be decoded for browsers",
+            bytes.format()
+        ));
+    }
+    shape(envelope)
+}
+
 fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
     let mut unwatched_since: Option<Instant> = None;
     loop {
@@ -852,7 +1004,7 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
             continue;
         };
         feed.messages.fetch_add(1, Ordering::Relaxed);
-        let value = match shape(&envelope) {
+        let value = match shape_for(&feed.topic, &envelope) {
             Ok(value) => value,
             Err(error) => {
                 shared.counters.unwritable.increment();
@@ -939,6 +1091,28 @@ mod tests {
             ..envelope
         };
         assert!(shape(&envelope).is_err());
+        // Bytes of another codec on a depth topic are refused (counted), not sent as
+        // something else than the `sensor_msgs/Image` clients were told.
+        let depth_topic = Topic {
+            stream: "depth".to_owned(),
+            ros_type: "sensor_msgs/Image",
+            tap_as: CompressedImage::TYPE_NAME,
+        };
+        let png = CompressedImage::new("16UC1; png", vec![1u8, 2, 3], 4, 3).expect("valid");
+        let envelope = Envelope {
+            message: Arc::new(png),
+            ..envelope
+        };
+        let refused = shape_for(&depth_topic, &envelope).expect_err("not decodable");
+        assert!(refused.contains("16UC1; png"), "{refused}");
+    }
+
+    #[test]
+    fn a_client_is_one_word_of_the_report() {
+        assert_eq!(report_name("client 3"), "client_3");
+        assert_eq!(report_name("viewer-ab12.x_y"), "viewer-ab12.x_y");
+        assert_eq!(report_name("a=b é"), "a_b__");
+        assert_eq!(report_name(&"x".repeat(100)).len(), 32);
     }
 
     #[test]

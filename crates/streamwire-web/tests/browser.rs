@@ -12,19 +12,47 @@ use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use serde_json::Value;
 use streamwire_web::RelayConfig;
 
+/// The page's own state: what it counted and drew, and the table's text as shown.
 const PAGE_STATE: &str = r#"JSON.stringify({
     connected: swViewer.connected,
     images: swViewer.imagesShown,
     clouds: swViewer.cloudsShown,
     odometry: swViewer.odomShown,
+    depth: swViewer.depthShown,
     errors: swViewer.errors,
+    drawn: Object.fromEntries(Object.entries(swViewer.topics).map(([k, t]) => [k, t.drawn])),
     imageWidth: (document.querySelector('.panel img') || {}).naturalWidth || 0,
-    rates: Object.fromEntries([...document.querySelectorAll('#streams tbody tr')]
-        .map(r => [r.dataset.topic, parseFloat(r.querySelector('.rate').textContent) || 0])),
+    table: Object.fromEntries([...document.querySelectorAll('#streams tbody tr')]
+        .map(r => [r.dataset.topic, {
+            rate: r.querySelector('.rate').textContent,
+            latency: r.querySelector('.lat').textContent,
+        }])),
 })"#;
 
+/// Two pixels of the depth panel (its canvas holds the frame at full resolution): at
+/// (10, 10) the frame reads 1010 mm, at (60, 10) 6010 mm (`common::depth_mm`).
+const DEPTH_PIXELS: &str = r#"JSON.stringify((() => {
+    const canvas = document.querySelector('.panel[data-topic="/depth"] canvas');
+    if (!canvas) return null;
+    const g = canvas.getContext('2d');
+    return { width: canvas.width, near: [...g.getImageData(10, 10, 1, 1).data],
+             far: [...g.getImageData(60, 10, 1, 1).data] };
+})())"#;
+
+/// A number the table shows (`–` until the first second is over is not one).
+fn shown_number(state: &Value, topic: &str, column: &str) -> Option<f64> {
+    state["table"][topic][column]
+        .as_str()
+        .and_then(|text| text.parse::<f64>().ok())
+        .filter(|n| n.is_finite())
+}
+
+fn count(state: &Value, key: &str) -> u64 {
+    state[key].as_u64().unwrap_or(0)
+}
+
 #[test]
-fn the_viewer_shows_live_camera_odometry_and_cloud() -> anyhow::Result<()> {
+fn the_viewer_shows_live_camera_odometry_cloud_and_depth() -> anyhow::Result<()> {
     if !chromium_present() {
         return Ok(());
     }
@@ -37,16 +65,21 @@ fn the_viewer_shows_live_camera_odometry_and_cloud() -> anyhow::Result<()> {
     tab.navigate_to(&format!("http://{}/", run.addr))?;
     tab.wait_until_navigated()?;
 
+    // Live: distinct camera frames on screen, every panel drawn, and the table showing
+    // a rate (a number above zero, not `–` or NaN) for each stream the page draws.
+    const FRAMES: u64 = 10;
     let deadline = Instant::now() + Duration::from_secs(60);
     let state = loop {
         let state = eval(&tab, PAGE_STATE)?;
-        let rate = |topic: &str| state["rates"][topic].as_f64().unwrap_or(0.0);
-        let live = state["images"].as_u64().unwrap_or(0) >= 10
-            && state["clouds"].as_u64().unwrap_or(0) >= 2
-            && state["odometry"].as_u64().unwrap_or(0) >= 5
-            && rate("/color_image") > 0.0
-            && rate("/odom") > 0.0
-            && rate("/cloud") > 0.0;
+        let drawn = |topic: &str| state["drawn"][topic].as_u64().unwrap_or(0);
+        let rated = ["/color_image", "/odom", "/cloud", "/depth"]
+            .iter()
+            .all(|topic| shown_number(&state, topic, "rate").is_some_and(|r| r > 0.0));
+        let live = drawn("/color_image") >= FRAMES
+            && drawn("/cloud") >= 2
+            && drawn("/odom") >= 5
+            && drawn("/depth") >= 2
+            && rated;
         if live {
             break state;
         }
@@ -61,13 +94,35 @@ fn the_viewer_shows_live_camera_odometry_and_cloud() -> anyhow::Result<()> {
         state["imageWidth"], 320,
         "the JPEG frames are shown: {state}"
     );
+    assert!(count(&state, "images") >= FRAMES, "{state}");
+    assert!(
+        shown_number(&state, "/color_image", "latency").is_some_and(|ms| ms >= 0.0),
+        "a latency is shown: {state}"
+    );
     assert_eq!(state["errors"], serde_json::json!([]), "{state}");
 
+    // Depth in false colour: near is red, far is blue (the viewer's scale ends at 5 m).
+    let depth = eval(&tab, DEPTH_PIXELS)?;
+    assert_eq!(depth["width"], 64, "{depth}");
+    let channel = |which: &str, i: usize| depth[which][i].as_u64().unwrap_or(0);
+    assert!(
+        channel("near", 0) > channel("near", 2) && channel("near", 0) != channel("near", 1),
+        "near is red, not grey: {depth}"
+    );
+    assert!(
+        channel("far", 2) > channel("far", 0),
+        "far is blue: {depth}"
+    );
+
     // The frames keep coming (live, not one frame).
-    let before = state["images"].as_u64().unwrap_or(0);
+    let before = state["drawn"]["/color_image"].as_u64().unwrap_or(0);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while eval(&tab, PAGE_STATE)?["images"].as_u64().unwrap_or(0) < before + 5 {
-        anyhow::ensure!(Instant::now() < deadline, "frames stopped");
+    loop {
+        let now = eval(&tab, PAGE_STATE)?;
+        if now["drawn"]["/color_image"].as_u64().unwrap_or(0) >= before + 5 {
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "frames stopped: {now}");
         std::thread::sleep(Duration::from_millis(100));
     }
 

@@ -95,6 +95,17 @@ fn camera() -> SyntheticCamera {
     SyntheticCamera::new(320, 240, 20.0, None)
 }
 
+/// The relay's counter `name` in the run's report (0 while it has none).
+fn relay_counter(run: &TestRun, name: &str) -> u64 {
+    run.run
+        .stats()
+        .instances
+        .iter()
+        .find(|i| i.name == "web")
+        .and_then(|i| i.counters.iter().find(|(n, _)| n == name))
+        .map_or(0, |(_, v)| *v)
+}
+
 async fn status_error(ws: &mut Ws) -> String {
     let reply = next_reply(ws).await;
     assert_eq!(reply["op"], "status", "{reply}");
@@ -162,6 +173,21 @@ async fn topics_come_from_the_plan() {
             .as_array()
             .map(Vec::len),
         Some(topics.len())
+    );
+    // Depth (zstd between processes) is given to clients as the 16UC1 image they receive.
+    let depth = topics
+        .iter()
+        .position(|t| *t == "/depth")
+        .expect("a depth topic");
+    assert_eq!(reply["values"]["types"][depth], "sensor_msgs/Image");
+    let typedef = reply["values"]["typedefs_full_text"][depth]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        typedef.starts_with("std_msgs/Header header\n")
+            && typedef.contains("string encoding\n")
+            && typedef.contains("\nMSG: builtin_interfaces/Time\n"),
+        "{typedef}"
     );
 
     send(
@@ -671,8 +697,23 @@ async fn a_slow_client_drops_its_own_frames_only() {
         odom_received * 100 >= odom_sent.saturating_sub(2) * 90,
         "odometry beside the images: {odom_received} of {odom_sent}"
     );
+    // Each client's drops are in the run's report too, under its name (the relay's step
+    // adds them as they happen).
+    let slow_seen = slow_drops.last().copied().unwrap_or(0);
+    let deadline = std::time::Instant::now() + WAIT;
+    let reported = loop {
+        let reported = relay_counter(&run, "dropped:slow");
+        if reported >= slow_seen || std::time::Instant::now() > deadline {
+            break reported;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        reported >= slow_seen && reported > 0,
+        "the report's dropped:slow is {reported}, /stats said {slow_seen}"
+    );
     println!(
-        "fast client: {received} of {published} images, {odom_received} of {odom_sent} odometry; slow client's drops: {slow_drops:?}"
+        "fast client: {received} of {published} images, {odom_received} of {odom_sent} odometry; slow client's drops: {slow_drops:?}, in the report: {reported}"
     );
     drop(slow);
     drop(run);
@@ -707,5 +748,60 @@ async fn a_client_that_stops_reading_is_disconnected() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     drop(stalled);
+    drop(run);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_beyond_the_limit_are_told_and_closed() {
+    let config = RelayConfig {
+        max_clients: 2,
+        ..RelayConfig::default()
+    };
+    let run = start(config, camera());
+    let mut first = connect(&run, "?client=first").await;
+    send(
+        &mut first,
+        json!({"op": "call_service", "service": "/rosapi/topics", "id": "in"}),
+    )
+    .await;
+    assert_eq!(next_reply(&mut first).await["id"], "in");
+    let mut second = connect(&run, "?client=second").await;
+    send(&mut second, json!({"op": "subscribe", "topic": "/odom"})).await;
+    next_publish(&mut second, "/odom").await;
+
+    let mut third = connect(&run, "?client=third").await;
+    let told = status_error(&mut third).await;
+    assert!(told.contains("at most 2 clients"), "{told}");
+    let Frame::Closed(Some((code, reason))) = next(&mut third).await else {
+        panic!("the third client is closed with a reason")
+    };
+    assert_eq!(code, 1013, "try again later");
+    assert!(reason.contains("at most 2 clients"), "{reason}");
+    let s = stats(run.addr);
+    assert_eq!(s["totals"]["refused_clients"], 1, "{s}");
+    assert_eq!(s["clients"].as_array().map(Vec::len), Some(2), "{s}");
+
+    // The two served never noticed, and a place freed is a place taken.
+    next_publish(&mut second, "/odom").await;
+    send(
+        &mut first,
+        json!({"op": "call_service", "service": "/rosapi/topics", "id": "still"}),
+    )
+    .await;
+    assert_eq!(next_reply(&mut first).await["id"], "still");
+    first.close(None).await.expect("closes");
+    drop(first);
+    let deadline = std::time::Instant::now() + WAIT;
+    while stats(run.addr)["clients"].as_array().map(Vec::len) != Some(1) {
+        assert!(std::time::Instant::now() < deadline, "the first one left");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut fourth = connect(&run, "?client=fourth").await;
+    send(
+        &mut fourth,
+        json!({"op": "call_service", "service": "/rosapi/topics", "id": "in"}),
+    )
+    .await;
+    assert_eq!(next_reply(&mut fourth).await["id"], "in");
     drop(run);
 }
