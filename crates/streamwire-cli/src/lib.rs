@@ -564,10 +564,22 @@ impl Cli {
     }
 
     fn command(&self) -> clap::Command {
-        Args::command()
+        let command = Args::command()
             .name(self.name.clone())
             .bin_name(self.name.clone())
-            .about(self.about.clone())
+            .about(self.about.clone());
+        if self.distributed {
+            return command;
+        }
+        // Without workers every plan runs in this process: the worker command and the
+        // placement flags would only mislead.
+        command
+            .mut_subcommand("worker", |c| c.hide(true))
+            .mut_subcommand("run", |c| {
+                ["in_process", "host", "listen", "join_timeout", "run_id"]
+                    .into_iter()
+                    .fold(c, |c, arg| c.mut_arg(arg, |a| a.hide(true)))
+            })
     }
 
     /// `list`: the blueprints and the module tags, one line each.
