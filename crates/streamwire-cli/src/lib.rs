@@ -445,24 +445,26 @@ impl Cli {
                 let join_timeout = seconds("--join-timeout", placement.join_timeout)?;
                 let runnable = built.blueprint.into_runnable()?;
                 let processes = runnable.plan().processes().len();
-                let (code, run_report) = if self.distributed && processes > 1 && !placement.in_process {
-                    self.run_distributed(
-                        &blueprint,
-                        &set,
-                        args.verbose,
-                        runnable,
-                        &placement,
-                        join_timeout,
-                        duration,
-                        stop,
-                    )?
-                } else {
-                    run(runnable, duration, stop)?
-                };
+                let (code, run_report) =
+                    if self.distributed && processes > 1 && !placement.in_process {
+                        self.run_distributed(
+                            &blueprint,
+                            &set,
+                            args.verbose,
+                            runnable,
+                            &placement,
+                            join_timeout,
+                            duration,
+                            stop,
+                        )?
+                    } else {
+                        run(runnable, duration, stop)?
+                    };
                 if let Some(path) = report {
                     let json = serde_json::to_string_pretty(&run_report)?;
-                    std::fs::write(&path, json + "\n")
-                        .with_context(|| format!("cannot write the report to {}", path.display()))?;
+                    std::fs::write(&path, json + "\n").with_context(|| {
+                        format!("cannot write the report to {}", path.display())
+                    })?;
                 }
                 Ok(code)
             }
@@ -495,7 +497,10 @@ impl Cli {
     }
 
     #[cfg(feature = "zenoh")]
-    #[expect(clippy::too_many_arguments, reason = "the parts of one `run` command line")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of one `run` command line"
+    )]
     fn run_distributed(
         &self,
         target: &str,
@@ -524,7 +529,10 @@ impl Cli {
     }
 
     #[cfg(not(feature = "zenoh"))]
-    #[expect(clippy::too_many_arguments, reason = "the parts of one `run` command line")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of one `run` command line"
+    )]
     fn run_distributed(
         &self,
         _target: &str,
@@ -1043,7 +1051,10 @@ fn init_logging(verbose: u8) {
 }
 
 /// What `worker` was given.
-#[cfg_attr(not(feature = "zenoh"), expect(dead_code, reason = "read by the zenoh workers"))]
+#[cfg_attr(
+    not(feature = "zenoh"),
+    expect(dead_code, reason = "read by the zenoh workers")
+)]
 struct WorkerArgs {
     process: String,
     connect: Vec<String>,

@@ -50,7 +50,10 @@ pub(crate) fn coordinate(
     };
     let (plan, _modules) = runnable.into_parts();
     if let Some(host) = &options.host
-        && !plan.processes().iter().any(|p| p.placement().host() == host)
+        && !plan
+            .processes()
+            .iter()
+            .any(|p| p.placement().host() == host)
     {
         let hosts: std::collections::BTreeSet<String> = plan
             .processes()

@@ -752,18 +752,21 @@ impl Runtime {
                 passthrough_of: None,
                 queue: Some(codec_queues[c].clone()),
             });
-            codec_workers.push((codec.label(), CodecWorker {
-                thread: 0,
-                role,
-                codec: engine,
-                encoded_type: codec.codec.encoded().name(),
-                input: codec_queues[c].clone(),
-                output: codec_hubs[c].clone(),
-                subscription: codec_subscriptions[c].take(),
-                signal: codec_signals[c].clone(),
-                counters,
-                shared: shared.clone(),
-            }));
+            codec_workers.push((
+                codec.label(),
+                CodecWorker {
+                    thread: 0,
+                    role,
+                    codec: engine,
+                    encoded_type: codec.codec.encoded().name(),
+                    input: codec_queues[c].clone(),
+                    output: codec_hubs[c].clone(),
+                    subscription: codec_subscriptions[c].take(),
+                    signal: codec_signals[c].clone(),
+                    counters,
+                    shared: shared.clone(),
+                },
+            ));
         }
         // Encoders for taps: an `Out<Compressed<..>>` whose plan has no encoder of its
         // codec still offers its bytes (`<stream>/compressed`) to taps, encoding only
@@ -864,10 +867,7 @@ impl Runtime {
         let mut sender_workers = Vec::new();
         if let Some(transport) = &transport {
             let mut keys: Vec<&str> = Vec::new();
-            for stream in streams
-                .iter()
-                .filter(|s| s.publish && is_here(s.partition))
-            {
+            for stream in streams.iter().filter(|s| s.publish && is_here(s.partition)) {
                 if keys.contains(&stream.name.as_str()) {
                     tracing::debug!(stream = %stream.name, "a second producer of the stream is not published");
                     continue;

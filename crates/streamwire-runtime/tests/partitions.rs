@@ -382,6 +382,12 @@ fn link_sequence_gaps_are_wire_loss_not_queue_drops() {
                 .map(|d| d.done + d.dropped)
                 .sum::<u64>()
                 == 4
+            // and the viewer has taken what the decoder gave it (queued is neither).
+            && {
+                let viewer = input(s, "viewer.frames");
+                let decoded: u64 = codecs(s, CodecRole::Decode).iter().map(|d| d.done).sum();
+                viewer.delivered + viewer.dropped.queue_full == decoded
+            }
     });
     let inbound = wire(&stats, WireDirection::In, "ui", key);
     assert_eq!(inbound.lost, 3, "{stats}");

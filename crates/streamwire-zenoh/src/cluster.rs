@@ -326,7 +326,9 @@ struct Board {
 }
 
 fn lock(board: &Mutex<Board>) -> MutexGuard<'_, Board> {
-    board.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    board
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 struct ChildRecord {
@@ -386,12 +388,7 @@ impl Coordinator {
         let processes: Vec<(String, String)> = plan
             .processes()
             .iter()
-            .map(|p| {
-                (
-                    p.placement().to_string(),
-                    p.placement().host().to_owned(),
-                )
-            })
+            .map(|p| (p.placement().to_string(), p.placement().host().to_owned()))
             .collect();
         let board = Arc::new(Mutex::new(Board {
             plan_hash: plan_hash(plan),
@@ -485,9 +482,7 @@ impl Coordinator {
                     let Some(request) = payload_json::<ReportRequest>(&query) else {
                         return;
                     };
-                    lock(&board)
-                        .reports
-                        .insert(request.process, request.report);
+                    lock(&board).reports.insert(request.process, request.report);
                     reply_json(&query, &true);
                 })
                 .wait()
@@ -617,10 +612,11 @@ impl Coordinator {
                 .values_mut()
                 .all(|c| matches!(c.child.try_wait(), Ok(Some(_)) | Err(_)));
             let b = lock(&self.board);
-            let remote_done = summaries
-                .values()
-                .filter(|w| !w.local)
-                .all(|w| b.reports.contains_key(&w.process) || !b.joined.contains_key(&w.process) || b.gone.contains(&w.process));
+            let remote_done = summaries.values().filter(|w| !w.local).all(|w| {
+                b.reports.contains_key(&w.process)
+                    || !b.joined.contains_key(&w.process)
+                    || b.gone.contains(&w.process)
+            });
             drop(b);
             if (all_exited && remote_done) || Instant::now() >= deadline {
                 break;
@@ -665,6 +661,10 @@ impl Coordinator {
     }
 
     /// The run until it ends: its reason and failure.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the run's inputs and the two tables it keeps, all owned by `run_observed`"
+    )]
     fn supervise(
         &self,
         local: &[String],

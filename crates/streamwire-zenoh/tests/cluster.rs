@@ -17,13 +17,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use streamwire_core::DropReason;
 use streamwire_core::{In, Out};
 use streamwire_graph::{Blueprint, Placement, Supervision};
-use streamwire_core::DropReason;
 use streamwire_runtime::{CodecRole, EndReason, RunReport, WireDirection};
 use streamwire_zenoh::cluster::{
-    ClusterError, ClusterReport, Coordinator, CoordinatorOptions, Launch, WorkerOptions,
-    run_worker,
+    ClusterError, ClusterReport, Coordinator, CoordinatorOptions, Launch, WorkerOptions, run_worker,
 };
 
 mod common;
@@ -217,7 +216,10 @@ fn every_frame_crosses_three_workers() {
     assert_eq!(cluster.workers.len(), 3, "{cluster}");
     assert!(cluster.workers.iter().all(|w| w.reported), "{cluster}");
     assert_eq!(counter(&report.stats, "viewer", "seen"), u64::from(FRAMES));
-    assert_eq!(counter(&report.stats, "recorder", "recorded"), u64::from(FRAMES));
+    assert_eq!(
+        counter(&report.stats, "recorder", "recorded"),
+        u64::from(FRAMES)
+    );
     let codecs: Vec<(CodecRole, &str, u64)> = report
         .stats
         .codecs
@@ -238,7 +240,10 @@ fn every_frame_crosses_three_workers() {
         .iter()
         .find(|w| w.direction == WireDirection::Out && w.key == "color_image/compressed")
         .unwrap();
-    assert_eq!(sent.unmatched, 0, "nothing sent before every subscriber: {cluster}");
+    assert_eq!(
+        sent.unmatched, 0,
+        "nothing sent before every subscriber: {cluster}"
+    );
     let events = events.lock().unwrap();
     for process in ["localhost/cam", "localhost/ui", "localhost/web"] {
         for pid in pids(&events, process) {
@@ -347,7 +352,10 @@ fn a_killed_worker_is_named_and_restarted() {
     wait_for(&|e| e.iter().any(|e| e.starts_with("every worker is ready")));
     std::thread::sleep(Duration::from_millis(300));
     let first = pids(&events.lock().unwrap(), "localhost/ui")[0];
-    let killed = Command::new("kill").args(["-9", &first.to_string()]).status().unwrap();
+    let killed = Command::new("kill")
+        .args(["-9", &first.to_string()])
+        .status()
+        .unwrap();
     assert!(killed.success());
     wait_for(&|e| pids(e, "localhost/ui").len() == 2);
     let said = events.lock().unwrap().clone();
@@ -420,7 +428,8 @@ fn a_different_plan_is_refused_and_a_missing_host_is_named() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     let hash = streamwire_zenoh::cluster::plan_hash(&plan);
-    let theirs = streamwire_zenoh::cluster::plan_hash(&scenario("two-hosts", "different").build().unwrap());
+    let theirs =
+        streamwire_zenoh::cluster::plan_hash(&scenario("two-hosts", "different").build().unwrap());
     assert_ne!(hash, theirs);
     assert!(
         stderr.contains("worker `laptop/ui` refused by the coordinator of run `hosts`")
@@ -448,7 +457,10 @@ fn a_different_plan_is_refused_and_a_missing_host_is_named() {
         "{missing}"
     );
     for pid in pids(&events, "localhost/cam") {
-        assert!(!alive(pid), "worker localhost/cam (pid {pid}) outlived its run");
+        assert!(
+            !alive(pid),
+            "worker localhost/cam (pid {pid}) outlived its run"
+        );
     }
 }
 
@@ -474,7 +486,10 @@ fn main() {
             a_different_plan_is_refused_and_a_missing_host_is_named,
         ),
     ];
-    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     if std::env::args().any(|a| a == "--list") {
         for (name, _) in tests {
             println!("{name}: test");
@@ -491,7 +506,10 @@ fn main() {
         eprintln!("test {name} ...");
         let began = Instant::now();
         match std::panic::catch_unwind(test) {
-            Ok(()) => eprintln!("test {name} ... ok ({:.1} s)", began.elapsed().as_secs_f64()),
+            Ok(()) => eprintln!(
+                "test {name} ... ok ({:.1} s)",
+                began.elapsed().as_secs_f64()
+            ),
             Err(_) => {
                 eprintln!("test {name} ... FAILED");
                 failed.push(name);

@@ -244,7 +244,10 @@ fn start_apart(
     bp: impl Fn() -> Blueprint,
     sessions: &[ZenohTransport],
     processes: &[&str],
-) -> (Vec<streamwire_runtime::RunHandle>, streamwire_runtime::StartGate) {
+) -> (
+    Vec<streamwire_runtime::RunHandle>,
+    streamwire_runtime::StartGate,
+) {
     let gate = streamwire_runtime::StartGate::closed();
     let handles = processes
         .iter()
@@ -283,7 +286,11 @@ fn each_process_in_its_own_runtime_delivers_every_frame() {
         "links never matched: {:?}",
         handles[0].unmatched_links()
     );
-    assert_eq!(handles[0].stats().outputs[0].published, 0, "held at the gate");
+    assert_eq!(
+        handles[0].stats().outputs[0].published,
+        0,
+        "held at the gate"
+    );
     gate.open();
     // Consumers first: a runtime closes its session when waited, and the producer's
     // last frame (the end of the stream) must have crossed by then.
@@ -303,7 +310,11 @@ fn each_process_in_its_own_runtime_delivers_every_frame() {
     assert_eq!(names(main), ["camera"]);
     assert_eq!(names(ui), ["viewer"]);
     assert_eq!(names(web), ["recorder"]);
-    assert_eq!(counter(&ui.stats, "viewer", "seen"), u64::from(frames), "{ui}");
+    assert_eq!(
+        counter(&ui.stats, "viewer", "seen"),
+        u64::from(frames),
+        "{ui}"
+    );
     assert_eq!(
         counter(&web.stats, "recorder", "recorded"),
         u64::from(frames),
@@ -312,9 +323,17 @@ fn each_process_in_its_own_runtime_delivers_every_frame() {
     let roles = |r: &streamwire_runtime::RunReport| -> Vec<(CodecRole, u64)> {
         r.stats.codecs.iter().map(|c| (c.role, c.done)).collect()
     };
-    assert_eq!(roles(main), [(CodecRole::Encode, u64::from(frames))], "{main}");
+    assert_eq!(
+        roles(main),
+        [(CodecRole::Encode, u64::from(frames))],
+        "{main}"
+    );
     assert_eq!(roles(ui), [(CodecRole::Decode, u64::from(frames))], "{ui}");
-    assert_eq!(roles(web), [], "the byte consumer's process decodes nothing: {web}");
+    assert_eq!(
+        roles(web),
+        [],
+        "the byte consumer's process decodes nothing: {web}"
+    );
     for s in &sessions {
         s.close();
     }
@@ -363,7 +382,10 @@ fn encoding_stops_when_the_remote_byte_consumer_leaves_and_taps_cross() {
     let web = handles.pop().unwrap();
     web.stop();
     let report = web.wait();
-    assert!(counter(&report.stats, "recorder", "recorded") >= 5, "{report}");
+    assert!(
+        counter(&report.stats, "recorder", "recorded") >= 5,
+        "{report}"
+    );
     assert!(
         until(|| !handles[0].unmatched_links().is_empty()),
         "the publisher never saw its subscriber go"

@@ -110,7 +110,6 @@ pub(crate) fn counter(stats: &RunStats, instance: &str, name: &str) -> u64 {
         .map_or(0, |(_, v)| *v)
 }
 
-
 /// A camera publishing `count` small frames as fast as every millisecond, with sensor QoS
 /// (best effort, keep the last one): what a slow consumer cannot take is dropped and
 /// counted.
