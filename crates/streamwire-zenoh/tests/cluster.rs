@@ -189,6 +189,16 @@ fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// The report's row of the image bytes' crossing, sending or receiving.
+fn wire(report: &RunReport, direction: WireDirection) -> &streamwire_runtime::WireStats {
+    report
+        .stats
+        .wire
+        .iter()
+        .find(|w| w.direction == direction && w.key == "color_image/compressed")
+        .unwrap_or_else(|| panic!("no {direction:?} row: {report}"))
+}
+
 fn input<'r>(report: &'r RunReport, port: &str) -> &'r streamwire_runtime::InputStats {
     report
         .stats
@@ -234,12 +244,7 @@ fn every_frame_crosses_three_workers() {
         ],
         "{cluster}"
     );
-    let sent = report
-        .stats
-        .wire
-        .iter()
-        .find(|w| w.direction == WireDirection::Out && w.key == "color_image/compressed")
-        .unwrap();
+    let sent = wire(report, WireDirection::Out);
     assert_eq!(
         sent.unmatched, 0,
         "nothing sent before every subscriber: {cluster}"
@@ -280,18 +285,8 @@ fn under_sensor_qos_every_frame_is_delivered_or_counted() {
         .iter()
         .find(|c| c.role == CodecRole::Encode)
         .unwrap();
-    let sent = report
-        .stats
-        .wire
-        .iter()
-        .find(|w| w.direction == WireDirection::Out && w.key == "color_image/compressed")
-        .unwrap();
-    let received = report
-        .stats
-        .wire
-        .iter()
-        .find(|w| w.direction == WireDirection::In && w.key == "color_image/compressed")
-        .unwrap();
+    let sent = wire(report, WireDirection::Out);
+    let received = wire(report, WireDirection::In);
     let decode = report
         .stats
         .codecs

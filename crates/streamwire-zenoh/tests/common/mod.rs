@@ -41,13 +41,17 @@ impl Node for Camera {
             cx.finish();
             return Ok(());
         }
-        let data: Vec<u8> = (0..32 * 16 * 3).map(|i| (i % 251) as u8).collect();
-        let image = Image::from_packed(32, 16, ImageEncoding::Rgb8, data)?
-            .with_stamp(Timestamp::from_nanos(u64::from(self.sent) + 1));
-        self.color_image.publish(image)?;
+        self.color_image.publish(frame(self.sent)?)?;
         self.sent += 1;
         Ok(())
     }
+}
+
+/// Frame `n` of the test cameras: 32 x 16 RGB, stamped `n + 1` ns.
+fn frame(n: u32) -> Result<Image, streamwire_msgs::LayoutError> {
+    let data: Vec<u8> = (0..32 * 16 * 3).map(|i| (i % 251) as u8).collect();
+    Ok(Image::from_packed(32, 16, ImageEncoding::Rgb8, data)?
+        .with_stamp(Timestamp::from_nanos(u64::from(n) + 1)))
 }
 
 #[derive(Module)]
@@ -133,10 +137,7 @@ impl Node for SensorCamera {
             cx.finish();
             return Ok(());
         }
-        let data: Vec<u8> = (0..32 * 16 * 3).map(|i| (i % 251) as u8).collect();
-        let image = Image::from_packed(32, 16, ImageEncoding::Rgb8, data)?
-            .with_stamp(Timestamp::from_nanos(u64::from(self.sent) + 1));
-        self.color_image.publish(image)?;
+        self.color_image.publish(frame(self.sent)?)?;
         self.sent += 1;
         Ok(())
     }
