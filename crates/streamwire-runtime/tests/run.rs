@@ -17,7 +17,9 @@ use streamwire_core::{Context, In, Node, NodeResult, Out, Timestamp, Trigger};
 use streamwire_graph::{Blueprint, Placement};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image};
-use streamwire_runtime::{EndReason, RunHandle, RunOptions, RunStats, Runtime, StartError};
+use streamwire_runtime::{
+    EndReason, RunHandle, RunOptions, RunStats, Runtime, StartError, WireDirection,
+};
 
 fn start(blueprint: Blueprint) -> RunHandle {
     Runtime::start(blueprint.into_runnable().unwrap(), RunOptions::default()).unwrap()
@@ -128,14 +130,28 @@ fn encode_once_for_three_pixel_consumers_and_one_byte_consumer() {
         .find(|i| i.name == "recorder")
         .and_then(|i| i.counters.iter().find(|(k, _)| k == "recorded"))
         .map_or(0, |(_, v)| *v);
+    // The bytes leave the camera's partition through one keep-last sender, which may shed a
+    // frame under load (counted in the wire table) before either other partition sees it.
+    let sent = encode.done
+        - report
+            .stats
+            .wire
+            .iter()
+            .find(|w| {
+                w.direction == WireDirection::Out
+                    && w.partition.ends_with("main")
+                    && w.key == "color_image/compressed"
+            })
+            .map_or(0, |w| w.sender_dropped);
     let recorder_in = input(&report.stats, "recorder.jpeg");
     assert_eq!(recorded, recorder_in.delivered);
     assert_eq!(
         recorder_in.delivered + recorder_in.dropped.queue_full,
-        encode.done
+        sent,
+        "{report}"
     );
     // One decoder for both `ui` consumers: it decoded what it got once.
-    assert_eq!(decode.done + decode.dropped, encode.done, "{report}");
+    assert_eq!(decode.done + decode.dropped, sent, "{report}");
     for port in ["ui_a.frames", "ui_b.frames"] {
         let i = input(&report.stats, port);
         assert_eq!(
