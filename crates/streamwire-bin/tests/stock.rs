@@ -207,3 +207,73 @@ fn demo_split_runs_as_workers() {
         }
     }
 }
+
+/// `run demo --replay DIR --fps N`: the folder's frames, each published once (no loop),
+/// through the demo's workers, ending with the report.
+#[test]
+fn run_demo_replays_a_folder() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let frames = dir.path().join("frames");
+    std::fs::create_dir(&frames).unwrap_or_else(|e| panic!("{e}"));
+    let (width, height) = (160u32, 120u32);
+    for n in 0..10u8 {
+        let pixels: Vec<u8> = (0..width * height)
+            .flat_map(|i| [(i % width) as u8, n.wrapping_mul(20), 128])
+            .collect();
+        let image = streamwire::engines::jpeg::PixelsRef::new(
+            width,
+            height,
+            width as usize * 3,
+            streamwire::engines::jpeg::PixelFormat::Rgb8,
+            &pixels,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let jpeg = streamwire::engines::jpeg::encode(&image, &Default::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(frames.join(format!("{n:04}.jpg")), &jpeg.data)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let report_path = dir.path().join("report.json");
+    let (frames_arg, report_arg) = (
+        frames.display().to_string(),
+        report_path.display().to_string(),
+    );
+    let out = streamwire(&[
+        "run",
+        "demo",
+        "--replay",
+        &frames_arg,
+        "--fps",
+        "20",
+        "-o",
+        "replay.looping=false",
+        "-o",
+        "web.port=0",
+        "--duration",
+        "3",
+        "--report",
+        &report_arg,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.starts_with("run stopped after"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap_or_default())
+            .unwrap_or_default();
+    let published = report["stats"]["outputs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|o| o["port"] == "camera.color_image")
+        .and_then(|o| o["published"].as_u64());
+    assert_eq!(published, Some(10), "{stdout}");
+    let detector = report["stats"]["inputs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|i| i["port"] == "detector.frames")
+        .and_then(|i| i["delivered"].as_u64())
+        .unwrap_or(0);
+    assert!((1..=10).contains(&detector), "{detector}: {stdout}");
+}

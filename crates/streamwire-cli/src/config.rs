@@ -237,24 +237,6 @@ pub fn from_env(
     Ok(out)
 }
 
-/// The line of `path` (keys nested by indentation) in a YAML text, 1-based: each key is
-/// looked for below the previous one. Good enough for provenance of a hand-written file;
-/// `None` when a key is not written as `key:` on its own line (flow style).
-pub fn find_line(text: &str, path: &[&str]) -> Option<usize> {
-    let mut from = 0;
-    let mut found = None;
-    let lines: Vec<&str> = text.lines().collect();
-    for key in path {
-        let position = lines.iter().enumerate().skip(from).find(|(_, l)| {
-            let t = l.trim_start().trim_start_matches("- ");
-            t.starts_with(&format!("{key}:")) || t.starts_with(&format!("\"{key}\":"))
-        })?;
-        from = position.0 + 1;
-        found = Some(position.0 + 1);
-    }
-    found
-}
-
 /// The key the user probably meant, among `valid`.
 pub fn suggest<'a>(key: &str, valid: impl IntoIterator<Item = &'a str>) -> String {
     did_you_mean(key, valid)

@@ -46,7 +46,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use streamwire_core::{ModuleConfig, registered_modules};
-use streamwire_graph::{Blueprint, BlueprintFile, Compression, FileFormat, Plan, Report};
+use streamwire_graph::{
+    Blueprint, BlueprintFile, Compression, FileFormat, KeyLines, Plan, Report,
+};
 use streamwire_runtime::{EndReason, RunOptions, RunReport, Runtime};
 
 pub use config::{ConfigError, Setting, Source};
@@ -833,9 +835,10 @@ fn from_file(
     path: &str,
     layers: &[Setting],
 ) -> anyhow::Result<Built> {
+    let lines = KeyLines::of(text).unwrap_or_default();
     let at = |keys: &[&str]| Source::File {
         path: path.to_owned(),
-        line: config::find_line(text, keys),
+        line: lines.line(keys),
     };
     // The file's own values, as the lowest layer.
     let mut effective: Vec<Setting> = Vec::new();

@@ -167,31 +167,173 @@ impl<'de> Deserialize<'de> for Instances {
     }
 }
 
-/// The instance whose entry (under `instances:`) holds line `line` (1-based) of a YAML
-/// text: entries are the keys indented one level below `instances:`.
-fn instance_at_line(text: &str, line: usize) -> Option<String> {
-    let mut in_instances = false;
-    let mut current = None;
-    for (number, raw) in text.lines().enumerate() {
-        let indent = raw.len() - raw.trim_start().len();
-        let trimmed = raw.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
+/// Where each key of a blueprint file is written, by key path (`["instances", "camera",
+/// "fps"]`), as YAML's parser saw it (block and flow style alike; JSON is read as the YAML
+/// it also is). Provenance of a file's values (`file:line`) and the instance named in a
+/// parse error come from here.
+///
+/// ```
+/// use streamwire_graph::KeyLines;
+///
+/// let text = "jpeg_quality: 60\ninstances:\n  camera: { type: Camera, fps: 15 }\n";
+/// let lines = KeyLines::of(text).unwrap();
+/// assert_eq!(lines.line(&["jpeg_quality"]), Some(1));
+/// assert_eq!(lines.line(&["instances", "camera", "fps"]), Some(3));
+/// assert_eq!(lines.instance_at(3, 30), Some("camera"));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyLines {
+    /// Key path, line and column (1-based), in document order.
+    keys: Vec<(Vec<String>, u64, u64)>,
+}
+
+impl KeyLines {
+    /// The keys of `text`; `None` when it is not well-formed YAML (or JSON).
+    pub fn of(text: &str) -> Option<KeyLines> {
+        let tree: KeyTree = serde_saphyr::from_str(text).ok()?;
+        let mut lines = KeyLines::default();
+        tree.collect(&mut Vec::new(), &mut lines.keys);
+        Some(lines)
+    }
+
+    /// The line of the key at `path`, 1-based.
+    pub fn line(&self, path: &[&str]) -> Option<usize> {
+        self.keys
+            .iter()
+            .find(|(p, _, _)| p.iter().map(String::as_str).eq(path.iter().copied()))
+            .and_then(|(_, line, _)| usize::try_from(*line).ok())
+    }
+
+    /// The instance (an entry of `instances:`) whose text holds `line`, `column` (1-based).
+    pub fn instance_at(&self, line: u64, column: u64) -> Option<&str> {
+        let at = (line, column);
+        let instances = self
+            .keys
+            .iter()
+            .position(|(p, _, _)| p.len() == 1 && p[0] == "instances")?;
+        let mut found = None;
+        for (path, l, c) in &self.keys[instances + 1..] {
+            if (*l, *c) > at {
+                break;
+            }
+            if path.len() == 1 {
+                // The next top-level key comes before the point: it is not in an entry.
+                return None;
+            }
+            if path.len() == 2 {
+                found = Some(path[1].as_str());
+            }
         }
-        if indent == 0 {
-            in_instances = trimmed.starts_with("instances:");
-            current = None;
-        } else if in_instances
-            && indent <= 2
-            && let Some((key, _)) = trimmed.split_once(':')
-        {
-            current = Some(key.trim().to_owned());
-        }
-        if number + 1 == line {
-            return if in_instances { current } else { None };
+        found
+    }
+}
+
+/// A YAML document reduced to its keys and their places.
+enum KeyTree {
+    Map(Vec<(serde_saphyr::Spanned<String>, KeyTree)>),
+    Seq(Vec<KeyTree>),
+    Leaf,
+}
+
+impl KeyTree {
+    fn collect(&self, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, u64, u64)>) {
+        match self {
+            KeyTree::Map(entries) => {
+                for (key, value) in entries {
+                    path.push(key.value.clone());
+                    out.push((
+                        path.clone(),
+                        key.referenced.line(),
+                        key.referenced.column(),
+                    ));
+                    value.collect(path, out);
+                    path.pop();
+                }
+            }
+            KeyTree::Seq(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(format!("[{i}]"));
+                    item.collect(path, out);
+                    path.pop();
+                }
+            }
+            KeyTree::Leaf => {}
         }
     }
-    None
+}
+
+impl<'de> Deserialize<'de> for KeyTree {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = KeyTree;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any YAML value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KeyTree, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(key) = map.next_key::<serde_saphyr::Spanned<String>>()? {
+                    entries.push((key, map.next_value::<KeyTree>()?));
+                }
+                Ok(KeyTree::Map(entries))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<KeyTree, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<KeyTree>()? {
+                    items.push(item);
+                }
+                Ok(KeyTree::Seq(items))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<KeyTree, D::Error> {
+                KeyTree::deserialize(d)
+            }
+            fn visit_newtype_struct<D: Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<KeyTree, D::Error> {
+                KeyTree::deserialize(d)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_i128<E>(self, _: i128) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_u128<E>(self, _: u128) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_bytes<E>(self, _: &[u8]) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_unit<E>(self) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_none<E>(self) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// `message`, with the instance whose entry holds `line`, `column` named first.
+fn in_instance(text: &str, line: u64, column: u64, message: String) -> String {
+    match KeyLines::of(text).as_ref().and_then(|k| k.instance_at(line, column)) {
+        Some(name) => format!("in instance `{name}`: {message}"),
+        None => message,
+    }
 }
 
 /// Why a blueprint file could not be read.
@@ -252,16 +394,15 @@ impl BlueprintFile {
     pub fn parse(text: &str, format: FileFormat, path: &Path) -> Result<BlueprintFile, FileError> {
         let result = match format {
             FileFormat::Yaml => serde_saphyr::from_str(text).map_err(|e| {
-                let entry = e
-                    .location()
-                    .and_then(|l| usize::try_from(l.line()).ok())
-                    .and_then(|line| instance_at_line(text, line));
-                match entry {
-                    Some(name) => format!("in instance `{name}`: {e}"),
+                match e.location().filter(|l| l.line() > 0) {
+                    Some(l) => in_instance(text, l.line(), l.column(), e.to_string()),
                     None => e.to_string(),
                 }
             }),
-            FileFormat::Json => serde_json::from_str(text).map_err(|e| e.to_string()),
+            FileFormat::Json => serde_json::from_str(text).map_err(|e| {
+                let (line, column) = (e.line() as u64, e.column() as u64);
+                in_instance(text, line, column, e.to_string())
+            }),
         };
         result.map_err(|message| FileError::Parse {
             path: path.to_owned(),

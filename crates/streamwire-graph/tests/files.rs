@@ -118,6 +118,40 @@ fn bad_field_lists_the_fields() {
 }
 
 #[test]
+fn json_errors_name_the_entry_too() {
+    let json = parse(YAML, FileFormat::Yaml).unwrap().to_json().unwrap();
+    let text = json.replace("\"FileViewer\"", "\"FileViewr\"");
+    insta::assert_snapshot!("json_unknown_tag", parse(&text, FileFormat::Json).unwrap_err());
+    let text = json.replace("\"fps\"", "\"fsp\"");
+    insta::assert_snapshot!("json_bad_field", parse(&text, FileFormat::Json).unwrap_err());
+}
+
+#[test]
+fn key_lines_follow_the_parser_in_block_and_flow_style() {
+    let text = "\
+# a comment that mentions fps: 99
+instances:
+  camera: { type: FileCamera, fps: 15, name: front }
+  viewer:
+    type: FileViewer
+    scale: 0.5
+streams:
+  color_image: jpeg_quality=60
+";
+    let lines = streamwire::KeyLines::of(text).unwrap();
+    assert_eq!(lines.line(&["instances", "camera", "fps"]), Some(3));
+    assert_eq!(lines.line(&["instances", "viewer", "scale"]), Some(6));
+    assert_eq!(lines.line(&["streams", "color_image"]), Some(8));
+    assert_eq!(lines.line(&["instances", "camera", "scale"]), None);
+    // A key's place, not a text match: the comment's `fps:` is no key.
+    assert_eq!(lines.line(&["fps"]), None);
+    assert_eq!(lines.instance_at(3, 20), Some("camera"));
+    assert_eq!(lines.instance_at(6, 5), Some("viewer"));
+    assert_eq!(lines.instance_at(8, 3), None);
+    assert_eq!(streamwire::KeyLines::of("instances: [unclosed"), None);
+}
+
+#[test]
 fn syntax_error_names_the_line() {
     let text = YAML.replace("  viewer: laptop/ui", "  viewer: [laptop/ui");
     insta::assert_snapshot!("syntax_error", parse(&text, FileFormat::Yaml).unwrap_err());

@@ -11,11 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use streamwire_core::{In, Out, Qos};
+use streamwire_codec::jpeg::{self, EncodeOptions, PixelFormat, PixelsRef};
+use streamwire_core::{Header, In, Out, Qos, Timestamp};
 use streamwire_graph::{Blueprint, Placement};
-use streamwire_msgs::Image;
+use streamwire_msgs::{CompressedImage, Image};
 use streamwire_runtime::{CodecRole, EndReason, RunOptions, RunStats, Runtime, WireDirection};
-use streamwire_transport::Transport;
+use streamwire_testdata::alloc::{CountingAlloc, process_counts_during};
+use streamwire_transport::{FORMAT_VERSION, Transport, WireFrame};
 use streamwire_zenoh::{ZenohOptions, ZenohTransport};
 use zenoh::Wait;
 
@@ -23,6 +25,10 @@ mod common;
 use common::{Camera, Recorder, blueprint, counter};
 
 const GUARD: Duration = Duration::from_secs(20);
+
+/// Hostile payloads must be refused before anything of their declared size is allocated.
+#[global_allocator]
+static ALLOCATOR: CountingAlloc = CountingAlloc;
 
 fn until(mut done: impl FnMut() -> bool) -> bool {
     let began = Instant::now();
@@ -204,6 +210,110 @@ fn garbage_on_a_stream_key_is_counted_and_refused() {
     // Two receiving partitions (ui and web) each refuse both.
     assert!(
         until(|| refused(&handle.stats()) == 4),
+        "{}",
+        handle.stats()
+    );
+    handle.stop();
+    let report = handle.wait();
+    assert_eq!(report.reason, EndReason::Stopped, "{report}");
+    theirs.close();
+}
+
+/// A JPEG `CompressedImage` as a wire frame from a foreign publisher.
+fn jpeg_frame(data: Vec<u8>, width: u32, height: u32, link_seq: u64) -> Bytes {
+    let image = CompressedImage::new("rgb8; jpeg compressed bgr8", data, width, height).unwrap();
+    let header = Header {
+        seq: link_seq,
+        publish_time: Timestamp::from_nanos(1),
+    };
+    WireFrame::encode(&image, header, link_seq, "jpeg").unwrap()
+}
+
+/// Truncated, wrong-version and oversized frames put on a stream's key by another session
+/// are counted by kind in every receiving partition; a well-formed frame whose JPEG claims
+/// 60000 x 60000 (10.8 GB of pixels) fails its decode without anything near that size
+/// being allocated; a good frame after them all is delivered.
+#[test]
+fn hostile_payloads_over_zenoh_are_counted_and_absurd_sizes_never_allocated() {
+    let (ours, theirs) = pair("hostile");
+    let key = ours.key_expr("color_image/compressed");
+    let options = RunOptions {
+        transport: Some(Arc::new(ours)),
+        ..RunOptions::default()
+    };
+    let handle = Runtime::start(blueprint(0).into_runnable().unwrap(), options).unwrap();
+    let foreign = theirs.session().declare_publisher(key).wait().unwrap();
+    assert!(until(|| foreign
+        .matching_status()
+        .wait()
+        .unwrap()
+        .matching()));
+
+    let pixels = vec![90u8; 32 * 16 * 3];
+    let small = jpeg::encode(
+        &PixelsRef::new(32, 16, 32 * 3, PixelFormat::Rgb8, &pixels).unwrap(),
+        &EncodeOptions::default(),
+    )
+    .unwrap()
+    .data;
+    let mut huge = small.clone();
+    let sof = huge.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+    huge[sof + 5..sof + 9].copy_from_slice(&[0xEA, 0x60, 0xEA, 0x60]);
+    let good = jpeg_frame(small.clone(), 32, 16, 0);
+    let mut wrong_version = good.to_vec();
+    wrong_version[4..6].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    let mut oversized = good.to_vec();
+    oversized[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+    let hostile = [
+        good.slice(..good.len() / 2),
+        Bytes::from(wrong_version),
+        Bytes::from(oversized),
+        jpeg_frame(huge, 60000, 60000, 1),
+    ];
+    let refused = |stats: &RunStats, kind: &str| -> Vec<u64> {
+        stats
+            .wire
+            .iter()
+            .filter(|w| w.direction == WireDirection::In && w.key == "color_image/compressed")
+            .map(|w| w.rejected(kind))
+            .collect()
+    };
+    let failed_decodes = |stats: &RunStats| -> u64 {
+        stats
+            .codecs
+            .iter()
+            .filter(|c| c.role == CodecRole::Decode)
+            .map(|c| c.failed)
+            .sum()
+    };
+    let (seen, counts) = process_counts_during(|| {
+        for frame in hostile {
+            foreign.put(frame.to_vec()).wait().unwrap();
+        }
+        until(|| failed_decodes(&handle.stats()) == 1)
+    });
+    assert!(seen, "the absurd frame's decode never failed: {}", handle.stats());
+    assert!(
+        counts.largest < 32 << 20,
+        "{} bytes in one allocation while refusing",
+        counts.largest
+    );
+    foreign
+        .put(jpeg_frame(small, 32, 16, 2).to_vec())
+        .wait()
+        .unwrap();
+    assert!(
+        until(|| counter(&handle.stats(), "viewer", "seen") == 1),
+        "{}",
+        handle.stats()
+    );
+    let stats = handle.stats();
+    // Both receiving partitions (ui decodes, web records the bytes) refused the same.
+    assert_eq!(refused(&stats, "truncated"), [2, 2], "{stats}");
+    assert_eq!(refused(&stats, "incompatible"), [1, 1], "{stats}");
+    // The byte consumer takes the claim as bytes (it decodes nothing): both frames.
+    assert!(
+        until(|| counter(&handle.stats(), "recorder", "recorded") == 2),
         "{}",
         handle.stats()
     );

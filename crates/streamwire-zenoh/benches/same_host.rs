@@ -1,0 +1,308 @@
+//! Raw against compressed 720p frames between two processes on one host, through the zenoh
+//! transport (TCP on loopback, no shared memory): what a same-host link costs per frame,
+//! in CPU on each side and in latency, to choose the `auto` default for such links.
+//!
+//! ```text
+//! cargo bench -p streamwire-zenoh --bench same_host [-- FRAMES_PER_BLOCK PAIRS]
+//! ```
+//!
+//! The parent publishes blocks of frames at 20 fps, raw and JPEG (q75, the codec's
+//! defaults) blocks interleaved in the order raw, jpeg, jpeg, raw, ... so that a drift of
+//! the machine's speed falls on both; the child (this binary again) receives them as the
+//! runtime does (parse the wire frame, read the message; decode the JPEG into a reused
+//! buffer). Each process reads its own CPU time at every block boundary, so zenoh's threads
+//! are counted. Frames: the real camera sequence of `../shared/data` when present, else a
+//! synthetic pattern (said in the output; it compresses differently).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use cpu_time::ProcessTime;
+use streamwire_codec::jpeg::{self, EncodeOptions, JpegDecoder, PixelFormat, PixelsRef};
+use streamwire_core::{AnyMessage, Durability, Header, History, Message, Qos, Reliability, Timestamp};
+use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
+use streamwire_transport::{Transport, WireFrame};
+use streamwire_zenoh::{ZenohOptions, ZenohTransport};
+
+type Failure = Box<dyn std::error::Error>;
+
+const CHILD_ENV: &str = "SW_SAME_HOST_CHILD";
+const PERIOD: Duration = Duration::from_millis(50);
+const KEY: &str = "frames";
+const QOS: Qos = Qos {
+    reliability: Reliability::Reliable,
+    durability: Durability::Volatile,
+    history: History::KeepAll,
+};
+
+fn main() -> Result<(), Failure> {
+    if let Ok(endpoint) = std::env::var(CHILD_ENV) {
+        return child(&endpoint);
+    }
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
+    let per_block: u64 = args.next().map_or(Ok(20), |a| a.parse())?;
+    let pairs: u64 = args.next().map_or(Ok(6), |a| a.parse())?;
+    parent(per_block, pairs)
+}
+
+/// Block `b` is raw or JPEG: raw, jpeg, jpeg, raw, raw, jpeg, ...
+fn is_jpeg(block: u64) -> bool {
+    matches!(block % 4, 1 | 2)
+}
+
+fn frames() -> Result<(Vec<Bytes>, &'static str), Failure> {
+    let dir = streamwire_testdata::dir();
+    if dir.join("cockatoo_720p").is_dir() {
+        let decoder = JpegDecoder::default();
+        let mut out = Vec::new();
+        for i in 0..20 {
+            let file = std::fs::read(dir.join(streamwire_testdata::cockatoo_frame(i)))?;
+            out.push(Bytes::from(decoder.decode(&file, PixelFormat::Rgb8)?.data));
+        }
+        return Ok((out, "the real camera sequence (20 frames of ../shared/data/cockatoo_720p)"));
+    }
+    let mut state = 0x9e37_79b9_u32;
+    let frames = (0..20u32)
+        .map(|n| {
+            let pixels: Vec<u8> = (0..1280 * 720 * 3)
+                .map(|i: u32| {
+                    state ^= state << 13;
+                    state ^= state >> 17;
+                    state ^= state << 5;
+                    ((i / 3 % 1280 + n * 7) as u8).wrapping_add((state & 15) as u8)
+                })
+                .collect();
+            Bytes::from(pixels)
+        })
+        .collect();
+    Ok((frames, "a synthetic pattern (no ../shared/data here)"))
+}
+
+fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
+    let (frames, source) = frames()?;
+    let transport = ZenohTransport::open(&ZenohOptions {
+        run_id: "same-host-bench".to_owned(),
+        ..ZenohOptions::default()
+    })?;
+    let endpoint = transport
+        .locators()
+        .into_iter()
+        .find(|l| l.starts_with("tcp/127.0.0.1:"))
+        .ok_or("the session listens on no loopback endpoint")?;
+    let mut child = Command::new(std::env::current_exe()?)
+        .env(CHILD_ENV, &endpoint)
+        .env("SW_SAME_HOST_PER_BLOCK", per_block.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let publisher = transport.publisher(KEY, QOS)?;
+    let began = Instant::now();
+    while !publisher.is_matched() {
+        if began.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            return Err("the child never subscribed".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The subscription is declared before the match fires; give the child's reader a moment.
+    std::thread::sleep(Duration::from_millis(200));
+
+    let options = EncodeOptions::default();
+    let blocks = pairs * 2;
+    let mut sent_cpu = Vec::new();
+    let mut wire_bytes = Vec::new();
+    let mut next = Instant::now();
+    for block in 0..blocks {
+        let cpu = ProcessTime::now();
+        let mut bytes = 0usize;
+        for i in 0..per_block {
+            let seq = block * per_block + i;
+            let pixels = &frames[(seq % frames.len() as u64) as usize];
+            let header = Header {
+                seq,
+                publish_time: Timestamp::now(),
+            };
+            // Encoding is the sender's work in the JPEG blocks, as the encode node's.
+            let (message, codec): (Box<dyn AnyMessage>, &str) = if is_jpeg(block) {
+                let image = PixelsRef::new(1280, 720, 1280 * 3, PixelFormat::Rgb8, pixels)?;
+                let encoded = jpeg::encode(&image, &options)?;
+                let message =
+                    CompressedImage::new("rgb8; jpeg compressed bgr8", encoded.data, 1280, 720)?;
+                (Box::new(message), "jpeg")
+            } else {
+                let message = Image::from_packed(1280, 720, ImageEncoding::Rgb8, pixels.clone())?;
+                (Box::new(message), "")
+            };
+            let mut build = |link_seq: u64| {
+                WireFrame::encode(&*message, header, link_seq, codec).inspect(|f| bytes += f.len())
+            };
+            publisher.put(&mut build)?;
+            next += PERIOD;
+            if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        sent_cpu.push(cpu.elapsed());
+        wire_bytes.push(bytes);
+    }
+    publisher.put(&mut WireFrame::end_of_stream)?;
+
+    let stdout = child.stdout.take().ok_or("no child stdout")?;
+    let mut received = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if let [block, frames, cpu_ms, p50_ms, max_ms] = fields[..] {
+            received.push((
+                block.parse::<u64>()?,
+                frames.parse::<u64>()?,
+                cpu_ms.parse::<f64>()?,
+                p50_ms.parse::<f64>()?,
+                max_ms.parse::<f64>()?,
+            ));
+        }
+    }
+    drop(child.stdin.take());
+    child.wait()?;
+    transport.close();
+
+    println!("same-host link, two processes, zenoh over TCP on loopback (no shared memory)");
+    println!("frames: {source}; {per_block} per block at 20 fps, {blocks} blocks interleaved");
+    println!();
+    println!(
+        "{:<5} {:>8} {:>10} {:>16} {:>16} {:>16} {:>12} {:>12}",
+        "mode",
+        "frames",
+        "received",
+        "sender CPU/frame",
+        "receiver CPU/fr",
+        "both CPU/frame",
+        "latency p50",
+        "latency max"
+    );
+    let mut medians = Vec::new();
+    for jpeg in [false, true] {
+        let mut sender = Vec::new();
+        let mut receiver = Vec::new();
+        let mut both = Vec::new();
+        let mut p50 = Vec::new();
+        let mut max: f64 = 0.0;
+        let mut got = 0;
+        let mut bytes = 0;
+        for (block, frames, cpu_ms, block_p50, block_max) in &received {
+            let b = *block as usize;
+            if is_jpeg(*block) != jpeg || b >= sent_cpu.len() {
+                continue;
+            }
+            let s = sent_cpu[b].as_secs_f64() * 1e3 / per_block as f64;
+            let r = cpu_ms / per_block as f64;
+            sender.push(s);
+            receiver.push(r);
+            both.push(s + r);
+            p50.push(*block_p50);
+            max = max.max(*block_max);
+            got += frames;
+            bytes += wire_bytes[b];
+        }
+        let mode = if jpeg { "jpeg" } else { "raw" };
+        let m = (median(&mut sender), median(&mut receiver), median(&mut both));
+        println!(
+            "{mode:<5} {:>8} {got:>10} {:>13.2} ms {:>13.2} ms {:>13.2} ms {:>9.2} ms {:>9.2} ms",
+            pairs * per_block,
+            m.0,
+            m.1,
+            m.2,
+            median(&mut p50),
+            max
+        );
+        medians.push((m.2, median(&mut p50), bytes as f64 / (pairs * per_block) as f64));
+    }
+    if let [raw, jpeg] = medians[..] {
+        println!();
+        println!(
+            "jpeg / raw: CPU per frame (both processes) {:.2}x, latency p50 {:.2}x, wire bytes {:.3}x ({:.0} KB against {:.0} KB)",
+            jpeg.0 / raw.0,
+            jpeg.1 / raw.1,
+            jpeg.2 / raw.2,
+            jpeg.2 / 1e3,
+            raw.2 / 1e3
+        );
+    }
+    println!("(CPU: medians over blocks of each process's CPU time per frame; latency: stamp before encode to message read, or JPEG decoded)");
+    Ok(())
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn child(endpoint: &str) -> Result<(), Failure> {
+    let per_block: u64 = std::env::var("SW_SAME_HOST_PER_BLOCK")?.parse()?;
+    let transport = ZenohTransport::open(&ZenohOptions {
+        run_id: "same-host-bench".to_owned(),
+        listen: Vec::new(),
+        connect: vec![endpoint.to_owned()],
+        gossip: false,
+    })?;
+    let (tx, rx) = mpsc::channel::<Bytes>();
+    let tx = std::sync::Mutex::new(tx);
+    let _subscription = transport.subscribe(
+        KEY,
+        QOS,
+        Arc::new(move |frame| {
+            if let Ok(tx) = tx.lock() {
+                let _ = tx.send(frame);
+            }
+        }),
+    )?;
+    let accepted = [
+        (Image::TYPE_NAME, Image::SCHEMA_VERSION),
+        (CompressedImage::TYPE_NAME, CompressedImage::SCHEMA_VERSION),
+    ];
+    let decoder = JpegDecoder::default();
+    let mut pixels = Vec::new();
+    let mut out = std::io::stdout().lock();
+    let mut block = 0u64;
+    let mut cpu = ProcessTime::now();
+    let mut latencies: Vec<f64> = Vec::new();
+    let mut report = |block: u64, cpu: &ProcessTime, latencies: &mut Vec<f64>| {
+        let max = latencies.iter().copied().fold(0.0, f64::max);
+        let count = latencies.len();
+        let _ = writeln!(
+            out,
+            "{block} {count} {:.3} {:.3} {max:.3}",
+            cpu.elapsed().as_secs_f64() * 1e3,
+            median(latencies)
+        );
+        latencies.clear();
+    };
+    while let Ok(bytes) = rx.recv_timeout(Duration::from_secs(30)) {
+        let frame = WireFrame::parse(bytes)?;
+        if frame.end_of_stream {
+            break;
+        }
+        let header = frame.head.header();
+        let this = header.seq / per_block;
+        if this != block {
+            report(block, &cpu, &mut latencies);
+            block = this;
+            cpu = ProcessTime::now();
+        }
+        let message = frame.decode_message(&accepted)?;
+        if let Some(jpeg) = message.downcast_ref::<CompressedImage>() {
+            decoder.decode_into(jpeg.data(), PixelFormat::Rgb8, &mut pixels)?;
+        } else if message.downcast_ref::<Image>().is_none() {
+            return Err("an unexpected message".into());
+        }
+        let latency = Timestamp::now().saturating_since(header.publish_time);
+        latencies.push(latency.as_secs_f64() * 1e3);
+    }
+    report(block, &cpu, &mut latencies);
+    transport.close();
+    Ok(())
+}
