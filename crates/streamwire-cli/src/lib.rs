@@ -46,9 +46,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use streamwire_core::{ModuleConfig, registered_modules};
-use streamwire_graph::{
-    Blueprint, BlueprintFile, Compression, FileFormat, KeyLines, Plan, Report,
-};
+use streamwire_graph::{Blueprint, BlueprintFile, Compression, FileFormat, KeyLines, Plan, Report};
 use streamwire_runtime::{EndReason, RunOptions, RunReport, Runtime};
 
 pub use config::{ConfigError, Setting, Source};
@@ -412,12 +410,15 @@ impl Cli {
                     .and_then(|b| b.blueprint.build().map_err(anyhow::Error::from))
                 {
                     Ok(plan) => {
+                        let count = |n: usize, one: &str, many: &str| {
+                            format!("{n} {}", if n == 1 { one } else { many })
+                        };
                         writeln!(
                             out,
-                            "ok: {} instances, {} codec nodes, {} links",
-                            plan.instances().count(),
-                            plan.codec_nodes().count(),
-                            plan.links().count()
+                            "ok: {}, {}, {}",
+                            count(plan.instances().count(), "instance", "instances"),
+                            count(plan.codec_nodes().count(), "codec node", "codec nodes"),
+                            count(plan.links().count(), "link", "links")
                         )?;
                         Ok(ExitCode::SUCCESS)
                     }

@@ -241,11 +241,7 @@ impl KeyTree {
             KeyTree::Map(entries) => {
                 for (key, value) in entries {
                     path.push(key.value.clone());
-                    out.push((
-                        path.clone(),
-                        key.referenced.line(),
-                        key.referenced.column(),
-                    ));
+                    out.push((path.clone(), key.referenced.line(), key.referenced.column()));
                     value.collect(path, out);
                     path.pop();
                 }
@@ -287,10 +283,7 @@ impl<'de> Deserialize<'de> for KeyTree {
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<KeyTree, D::Error> {
                 KeyTree::deserialize(d)
             }
-            fn visit_newtype_struct<D: Deserializer<'de>>(
-                self,
-                d: D,
-            ) -> Result<KeyTree, D::Error> {
+            fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<KeyTree, D::Error> {
                 KeyTree::deserialize(d)
             }
             fn visit_bool<E>(self, _: bool) -> Result<KeyTree, E> {
@@ -330,7 +323,10 @@ impl<'de> Deserialize<'de> for KeyTree {
 
 /// `message`, with the instance whose entry holds `line`, `column` named first.
 fn in_instance(text: &str, line: u64, column: u64, message: String) -> String {
-    match KeyLines::of(text).as_ref().and_then(|k| k.instance_at(line, column)) {
+    match KeyLines::of(text)
+        .as_ref()
+        .and_then(|k| k.instance_at(line, column))
+    {
         Some(name) => format!("in instance `{name}`: {message}"),
         None => message,
     }

@@ -121,9 +121,15 @@ fn bad_field_lists_the_fields() {
 fn json_errors_name_the_entry_too() {
     let json = parse(YAML, FileFormat::Yaml).unwrap().to_json().unwrap();
     let text = json.replace("\"FileViewer\"", "\"FileViewr\"");
-    insta::assert_snapshot!("json_unknown_tag", parse(&text, FileFormat::Json).unwrap_err());
+    insta::assert_snapshot!(
+        "json_unknown_tag",
+        parse(&text, FileFormat::Json).unwrap_err()
+    );
     let text = json.replace("\"fps\"", "\"fsp\"");
-    insta::assert_snapshot!("json_bad_field", parse(&text, FileFormat::Json).unwrap_err());
+    insta::assert_snapshot!(
+        "json_bad_field",
+        parse(&text, FileFormat::Json).unwrap_err()
+    );
 }
 
 #[test]

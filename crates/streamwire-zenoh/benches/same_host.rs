@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use cpu_time::ProcessTime;
 use streamwire_codec::jpeg::{self, EncodeOptions, JpegDecoder, PixelFormat, PixelsRef};
-use streamwire_core::{AnyMessage, Durability, Header, History, Message, Qos, Reliability, Timestamp};
+use streamwire_core::{
+    AnyMessage, Durability, Header, History, Message, Qos, Reliability, Timestamp,
+};
 use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
 use streamwire_transport::{Transport, WireFrame};
 use streamwire_zenoh::{ZenohOptions, ZenohTransport};
@@ -63,7 +65,10 @@ fn frames() -> Result<(Vec<Bytes>, &'static str), Failure> {
             let file = std::fs::read(dir.join(streamwire_testdata::cockatoo_frame(i)))?;
             out.push(Bytes::from(decoder.decode(&file, PixelFormat::Rgb8)?.data));
         }
-        return Ok((out, "the real camera sequence (20 frames of ../shared/data/cockatoo_720p)"));
+        return Ok((
+            out,
+            "the real camera sequence (20 frames of ../shared/data/cockatoo_720p)",
+        ));
     }
     let mut state = 0x9e37_79b9_u32;
     let frames = (0..20u32)
@@ -209,7 +214,11 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
             bytes += wire_bytes[b];
         }
         let mode = if jpeg { "jpeg" } else { "raw" };
-        let m = (median(&mut sender), median(&mut receiver), median(&mut both));
+        let m = (
+            median(&mut sender),
+            median(&mut receiver),
+            median(&mut both),
+        );
         println!(
             "{mode:<5} {:>8} {got:>10} {:>13.2} ms {:>13.2} ms {:>13.2} ms {:>9.2} ms {:>9.2} ms",
             pairs * per_block,
@@ -219,7 +228,11 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
             median(&mut p50),
             max
         );
-        medians.push((m.2, median(&mut p50), bytes as f64 / (pairs * per_block) as f64));
+        medians.push((
+            m.2,
+            median(&mut p50),
+            bytes as f64 / (pairs * per_block) as f64,
+        ));
     }
     if let [raw, jpeg] = medians[..] {
         println!();
@@ -232,7 +245,9 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
             raw.2 / 1e3
         );
     }
-    println!("(CPU: medians over blocks of each process's CPU time per frame; latency: stamp before encode to message read, or JPEG decoded)");
+    println!(
+        "(CPU: medians over blocks of each process's CPU time per frame; latency: stamp before encode to message read, or JPEG decoded)"
+    );
     Ok(())
 }
 

@@ -18,21 +18,54 @@
 //! messages that must not wait behind a batch of image fragments), sensor streams priority
 //! `Data`.
 //!
+//! **Durability**: a `transient_local` stream's publisher keeps its last frames (its
+//! keep-last depth, or [`TRANSIENT_KEEP_ALL_FRAMES`] for keep-all), built even while
+//! nobody subscribes, and answers a queryable on `streamwire/<run id>/@history/<stream>/**`;
+//! a `transient_local` subscriber asks it once on joining and gets those frames first, then
+//! the live ones (a frame both remembered and live is delivered once). The same
+//! mechanism as zenoh-ext's advanced publisher cache, on zenoh's stable API.
+//!
 //! **Network hygiene**: multicast and gossip scouting are off; a session listens and
 //! connects only on the endpoints it is given, by default `tcp/127.0.0.1:0` (loopback, an
 //! ephemeral port).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
 
 use bytes::Bytes;
-use streamwire_core::{History, Qos, Reliability};
+use streamwire_core::{Durability, History, Qos, Reliability};
 use streamwire_transport::{
     FrameError, FrameSink, MatchingListener, Publisher, PublisherCounters, Subscription,
-    SubscriptionCounters, Transport, TransportError,
+    SubscriptionCounters, Transport, TransportError, WireFrame,
 };
 use zenoh::Wait;
 use zenoh::qos::{CongestionControl, Priority};
+use zenoh::query::{ConsolidationMode, QueryTarget};
+
+/// Frames a `transient_local` keep-all publisher keeps for late joiners (a keep-last one
+/// keeps its depth): a bound, because "all" of a camera would be unbounded memory.
+pub const TRANSIENT_KEEP_ALL_FRAMES: usize = 16;
+
+/// How long a joining `transient_local` subscriber waits for the remembered frames; its
+/// live frames wait behind them meanwhile.
+const HISTORY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The number of frames a publisher of `qos` remembers, if any.
+fn history_depth(qos: Qos) -> Option<usize> {
+    (qos.durability == Durability::TransientLocal).then(|| match qos.history {
+        History::KeepLast(n) => usize::try_from(n).unwrap_or(usize::MAX).max(1),
+        History::KeepAll => TRANSIENT_KEEP_ALL_FRAMES,
+    })
+}
+
+/// The link sequence of a frame, if it is one.
+fn link_seq(frame: &Bytes) -> Option<u64> {
+    WireFrame::parse(frame.clone())
+        .ok()
+        .map(|f| f.head.link_seq)
+}
 
 pub mod cluster;
 
@@ -186,6 +219,17 @@ impl ZenohTransport {
         format!("{}/{}", self.prefix, stream.trim_start_matches('/'))
     }
 
+    /// Where a `transient_local` stream's remembered frames are asked for:
+    /// `streamwire/<run id>/@history/<stream>` (a verbatim chunk, so no wildcard
+    /// subscription on the run's streams hears it).
+    pub fn history_key(&self, stream: &str) -> String {
+        format!(
+            "{}/@history/{}",
+            self.prefix,
+            stream.trim_start_matches('/')
+        )
+    }
+
     /// The endpoints this session listens on (with the ports chosen for `:0`), for
     /// others to connect to.
     pub fn locators(&self) -> Vec<String> {
@@ -281,10 +325,40 @@ impl Transport for ZenohTransport {
         // The listener reports changes; the status now is asked once.
         let now = publisher.matching_status().wait().map_err(engine)?;
         shared.set_matched(now.matching());
+        let (history, queryable) = match history_depth(qos) {
+            Some(depth) => {
+                let cache = Arc::new(RecentFrames {
+                    depth,
+                    frames: Mutex::new(VecDeque::new()),
+                });
+                let base = self.history_key(key);
+                let answers = cache.clone();
+                let reply_base = base.clone();
+                let queryable = self
+                    .inner
+                    .session
+                    .declare_queryable(format!("{base}/**"))
+                    .callback(move |query| {
+                        for (seq, frame) in answers.snapshot() {
+                            if let Err(error) =
+                                query.reply(format!("{reply_base}/{seq}"), frame).wait()
+                            {
+                                tracing::debug!("history reply on {reply_base}: {error}");
+                            }
+                        }
+                    })
+                    .wait()
+                    .map_err(engine)?;
+                (Some(cache), Some(queryable))
+            }
+            None => (None, None),
+        };
         Ok(Arc::new(ZenohPublisher {
             key: key.to_owned(),
             publisher,
             _listener: listener,
+            history,
+            _queryable: queryable,
             shared,
             next_seq: AtomicU64::new(0),
             frames: AtomicU64::new(0),
@@ -297,13 +371,24 @@ impl Transport for ZenohTransport {
     fn subscribe(
         &self,
         key: &str,
-        _qos: Qos,
+        qos: Qos,
         sink: FrameSink,
     ) -> Result<Box<dyn Subscription>, TransportError> {
         self.check_open()?;
         let counters = Arc::new(SubscriberCounters::default());
+        let transient = qos.durability == Durability::TransientLocal;
+        // A joining transient-local subscriber holds its live frames back until the
+        // remembered ones are in; everyone else delivers at once.
+        let gate = Arc::new(Mutex::new(if transient {
+            Gate::Fetching(Vec::new())
+        } else {
+            Gate::Open
+        }));
+        let alive = Arc::new(AtomicBool::new(true));
         let subscriber = {
             let counters = counters.clone();
+            let gate = gate.clone();
+            let sink = sink.clone();
             self.inner
                 .session
                 .declare_subscriber(self.key_expr(key))
@@ -322,15 +407,37 @@ impl Transport for ZenohTransport {
                         std::borrow::Cow::Borrowed(slice) => Bytes::copy_from_slice(slice),
                         std::borrow::Cow::Owned(vec) => Bytes::from(vec),
                     };
-                    sink(bytes);
+                    let mut gate = gate.lock().unwrap_or_else(PoisonError::into_inner);
+                    match &mut *gate {
+                        Gate::Fetching(held) => held.push(bytes),
+                        Gate::Open => {
+                            drop(gate);
+                            sink(bytes);
+                        }
+                    }
                 })
                 .wait()
                 .map_err(engine)?
         };
+        if transient {
+            let fetch = HistoryFetch {
+                transport: self.clone(),
+                selector: format!("{}/**", self.history_key(key)),
+                gate,
+                sink,
+                counters: counters.clone(),
+                alive: alive.clone(),
+            };
+            std::thread::Builder::new()
+                .name("sw-zenoh-history".to_owned())
+                .spawn(move || fetch.run())
+                .map_err(|e| TransportError::Engine(format!("history thread: {e}")))?;
+        }
         Ok(Box::new(ZenohSubscription {
             key: key.to_owned(),
             _subscriber: subscriber,
             counters,
+            alive,
         }))
     }
 
@@ -359,10 +466,105 @@ impl PublisherShared {
     }
 }
 
+/// A transient-local publisher's last frames, by link sequence.
+struct RecentFrames {
+    depth: usize,
+    frames: Mutex<VecDeque<(u64, Bytes)>>,
+}
+
+impl RecentFrames {
+    fn remember(&self, seq: u64, frame: Bytes) {
+        let mut frames = self.frames.lock().unwrap_or_else(PoisonError::into_inner);
+        if frames.len() == self.depth {
+            frames.pop_front();
+        }
+        frames.push_back((seq, frame));
+    }
+
+    fn snapshot(&self) -> Vec<(u64, Bytes)> {
+        let frames = self.frames.lock().unwrap_or_else(PoisonError::into_inner);
+        frames.iter().cloned().collect()
+    }
+}
+
+/// A subscription's live frames: held while its history is fetched, then passed on.
+enum Gate {
+    Fetching(Vec<Bytes>),
+    Open,
+}
+
+/// A joining transient-local subscriber's one query for the remembered frames.
+struct HistoryFetch {
+    transport: ZenohTransport,
+    selector: String,
+    gate: Arc<Mutex<Gate>>,
+    sink: FrameSink,
+    counters: Arc<SubscriberCounters>,
+    alive: Arc<AtomicBool>,
+}
+
+impl HistoryFetch {
+    fn run(self) {
+        let mut remembered: Vec<(Option<u64>, Bytes)> = Vec::new();
+        let replies = self
+            .transport
+            .inner
+            .session
+            .get(&self.selector)
+            .target(QueryTarget::All)
+            .consolidation(ConsolidationMode::None)
+            .timeout(HISTORY_TIMEOUT)
+            .wait();
+        match replies {
+            Ok(replies) => {
+                while let Ok(reply) = replies.recv() {
+                    if let Ok(sample) = reply.result() {
+                        let bytes = Bytes::from(sample.payload().to_bytes().into_owned());
+                        remembered.push((link_seq(&bytes), bytes));
+                    }
+                }
+            }
+            Err(error) => tracing::warn!("asking {} for its history: {error}", self.selector),
+        }
+        remembered.sort_by_key(|(seq, _)| *seq);
+        let mut gate = self.gate.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = match std::mem::replace(&mut *gate, Gate::Open) {
+            Gate::Fetching(held) => held,
+            Gate::Open => Vec::new(),
+        };
+        // No sink is called once the subscription is gone or the transport closed.
+        if !self.alive.load(Ordering::SeqCst) || self.transport.inner.closed.load(Ordering::SeqCst)
+        {
+            return;
+        }
+        // What arrived live since the subscription began is newer than, or the same as,
+        // what was remembered: the remembered frames go first, each once.
+        let first_live = held.iter().find_map(link_seq);
+        for (seq, frame) in remembered {
+            if let (Some(seq), Some(live)) = (seq, first_live)
+                && seq >= live
+            {
+                continue;
+            }
+            self.counters.frames.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .wire_bytes
+                .fetch_add(frame.len() as u64, Ordering::Relaxed);
+            (self.sink)(frame);
+        }
+        for frame in held {
+            (self.sink)(frame);
+        }
+    }
+}
+
 struct ZenohPublisher {
     key: String,
     publisher: zenoh::pubsub::Publisher<'static>,
     _listener: zenoh::matching::MatchingListener<()>,
+    /// A transient-local stream's last frames, and the queryable that hands them out.
+    history: Option<Arc<RecentFrames>>,
+    _queryable: Option<zenoh::query::Queryable<()>>,
     shared: Arc<PublisherShared>,
     next_seq: AtomicU64,
     frames: AtomicU64,
@@ -381,12 +583,22 @@ impl Publisher for ZenohPublisher {
         build: &mut dyn FnMut(u64) -> Result<Bytes, FrameError>,
     ) -> Result<(), TransportError> {
         self.transport.check_open()?;
-        if !self.shared.matched.load(Ordering::SeqCst) {
+        let matched = self.shared.matched.load(Ordering::SeqCst);
+        if !matched && self.history.is_none() {
             self.unmatched.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let frame = build(seq)?;
+        if let Some(history) = &self.history {
+            // Remembered for late joiners even when nobody listens now (then counted as
+            // unmatched: built, not sent).
+            history.remember(seq, frame.clone());
+            if !matched {
+                self.unmatched.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+        }
         let len = frame.len() as u64;
         self.publisher.put(frame).wait().map_err(engine)?;
         self.frames.fetch_add(1, Ordering::Relaxed);
@@ -423,6 +635,14 @@ struct ZenohSubscription {
     key: String,
     _subscriber: zenoh::pubsub::Subscriber<()>,
     counters: Arc<SubscriberCounters>,
+    /// False once dropped: a history fetch still under way delivers nothing.
+    alive: Arc<AtomicBool>,
+}
+
+impl Drop for ZenohSubscription {
+    fn drop(&mut self) {
+        self.alive.store(false, Ordering::SeqCst);
+    }
 }
 
 impl Subscription for ZenohSubscription {

@@ -292,7 +292,11 @@ fn hostile_payloads_over_zenoh_are_counted_and_absurd_sizes_never_allocated() {
         }
         until(|| failed_decodes(&handle.stats()) == 1)
     });
-    assert!(seen, "the absurd frame's decode never failed: {}", handle.stats());
+    assert!(
+        seen,
+        "the absurd frame's decode never failed: {}",
+        handle.stats()
+    );
     assert!(
         counts.largest < 32 << 20,
         "{} bytes in one allocation while refusing",
@@ -516,4 +520,108 @@ fn encoding_stops_when_the_remote_byte_consumer_leaves_and_taps_cross() {
     for s in &sessions {
         s.close();
     }
+}
+
+/// A map-like stream: five frames, then nothing (it stays up).
+#[derive(streamwire_macros::Module)]
+#[module(crate = streamwire_core)]
+struct MapSource {
+    #[port(name = "map", transient_local, depth = 2)]
+    map: Out<Image>,
+    #[state]
+    sent: u32,
+}
+
+impl streamwire_core::Node for MapSource {
+    fn trigger(&self) -> streamwire_core::Trigger {
+        streamwire_core::Trigger::Period(Duration::from_millis(5))
+    }
+
+    fn step(&mut self, _cx: &mut streamwire_core::Context<'_>) -> streamwire_core::NodeResult {
+        if self.sent < 5 {
+            self.map.publish(common::frame(self.sent)?)?;
+            self.sent += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Counts the map frames it gets and sums their stamps (which frames they were).
+#[derive(streamwire_macros::Module)]
+#[module(crate = streamwire_core)]
+struct MapViewer {
+    #[port(name = "map", transient_local, keep_all)]
+    map: In<Image>,
+}
+
+impl streamwire_core::Node for MapViewer {
+    fn step(&mut self, cx: &mut streamwire_core::Context<'_>) -> streamwire_core::NodeResult {
+        while let Some(frame) = self.map.recv()? {
+            cx.counter("seen").increment();
+            cx.counter("stamps").add(frame.message.stamp().as_nanos());
+        }
+        Ok(())
+    }
+}
+
+/// A transient-local stream over zenoh: the producer's process publishes its five frames
+/// with nobody listening; a consumer process that joins afterwards gets the last two (its
+/// depth), once each, and nothing is counted as lost.
+#[test]
+fn a_late_joiner_of_a_transient_local_stream_gets_the_last_frames() {
+    let (first, second) = pair("transient");
+    let blueprint = || {
+        let mut bp = Blueprint::new();
+        bp.add(
+            "source",
+            MapSource {
+                map: Out::new(),
+                sent: 0,
+            },
+        );
+        let viewer = bp.add("viewer", MapViewer { map: In::new() });
+        bp.place(&viewer, Placement::process("ui"));
+        bp.autoconnect();
+        bp
+    };
+    let producer = Runtime::start(
+        blueprint().into_runnable().unwrap(),
+        RunOptions {
+            transport: Some(Arc::new(first)),
+            local: Some("localhost/main".to_owned()),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(until(|| producer.stats().outputs[0].published == 5));
+    let consumer = Runtime::start(
+        blueprint().into_runnable().unwrap(),
+        RunOptions {
+            transport: Some(Arc::new(second)),
+            local: Some("localhost/ui".to_owned()),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        until(|| counter(&consumer.stats(), "viewer", "seen") == 2),
+        "{}",
+        consumer.stats()
+    );
+    // Nothing more arrives (no duplicate of a remembered frame).
+    std::thread::sleep(Duration::from_millis(300));
+    let stats = consumer.stats();
+    assert_eq!(counter(&stats, "viewer", "seen"), 2, "{stats}");
+    // Frames 3 and 4 of the producer: stamps 4 and 5 ns.
+    assert_eq!(counter(&stats, "viewer", "stamps"), 9, "{stats}");
+    let inbound = stats
+        .wire
+        .iter()
+        .find(|w| w.direction == WireDirection::In && w.key == "map")
+        .unwrap();
+    assert_eq!((inbound.frames, inbound.lost), (2, 0), "{stats}");
+    consumer.stop();
+    consumer.wait();
+    producer.stop();
+    producer.wait();
 }

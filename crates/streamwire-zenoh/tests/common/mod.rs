@@ -48,7 +48,7 @@ impl Node for Camera {
 }
 
 /// Frame `n` of the test cameras: 32 x 16 RGB, stamped `n + 1` ns.
-fn frame(n: u32) -> Result<Image, streamwire_msgs::LayoutError> {
+pub(crate) fn frame(n: u32) -> Result<Image, streamwire_msgs::LayoutError> {
     let data: Vec<u8> = (0..32 * 16 * 3).map(|i| (i % 251) as u8).collect();
     Ok(Image::from_packed(32, 16, ImageEncoding::Rgb8, data)?
         .with_stamp(Timestamp::from_nanos(u64::from(n) + 1)))
