@@ -369,7 +369,10 @@ impl Cli {
             }
         };
         let args = <Args as clap::FromArgMatches>::from_arg_matches(&matches)?;
-        init_logging(args.verbose);
+        // A worker plans what its coordinator planned and already warned about: its
+        // planner's warnings would repeat them once per worker.
+        let quiet_planner = matches!(args.command, Command::Worker { .. });
+        init_logging(args.verbose, quiet_planner);
         let env: Vec<(String, String)> = env.into_iter().collect();
         let out = &mut std::io::stdout();
         match args.command {
@@ -1037,15 +1040,20 @@ fn to_mermaid(plan: &Plan) -> String {
     out
 }
 
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, quiet_planner: bool) {
     let level = match verbose {
         0 => "warn",
         1 => "info",
         2 => "debug",
         _ => "trace",
     };
+    let directives = if quiet_planner {
+        format!("{level},streamwire_graph::planner=error")
+    } else {
+        level.to_owned()
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directives));
     // A second CLI in one process (tests) keeps the first subscriber.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

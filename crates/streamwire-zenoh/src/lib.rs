@@ -314,14 +314,17 @@ impl Transport for ZenohTransport {
             matched: AtomicBool::new(false),
             listeners: RwLock::new(Vec::new()),
         });
-        let listener = {
+        {
+            // In the background: it lives as long as the publisher and goes with it (a
+            // listener handle dropped after the session closed made zenoh log an error).
             let shared = shared.clone();
             publisher
                 .matching_listener()
                 .callback(move |status| shared.set_matched(status.matching()))
+                .background()
                 .wait()
-                .map_err(engine)?
-        };
+                .map_err(engine)?;
+        }
         // The listener reports changes; the status now is asked once.
         let now = publisher.matching_status().wait().map_err(engine)?;
         shared.set_matched(now.matching());
@@ -356,7 +359,6 @@ impl Transport for ZenohTransport {
         Ok(Arc::new(ZenohPublisher {
             key: key.to_owned(),
             publisher,
-            _listener: listener,
             history,
             _queryable: queryable,
             shared,
@@ -561,7 +563,6 @@ impl HistoryFetch {
 struct ZenohPublisher {
     key: String,
     publisher: zenoh::pubsub::Publisher<'static>,
-    _listener: zenoh::matching::MatchingListener<()>,
     /// A transient-local stream's last frames, and the queryable that hands them out.
     history: Option<Arc<RecentFrames>>,
     _queryable: Option<zenoh::query::Queryable<()>>,
