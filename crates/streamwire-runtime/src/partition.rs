@@ -186,6 +186,7 @@ impl Ingress {
             })
         };
         let subscription = transport.subscribe(key, qos, sink)?;
+        transport.announce(key, partition);
         Ok(Ingress {
             partition: partition.to_owned(),
             key: key.to_owned(),
@@ -219,9 +220,9 @@ impl Ingress {
 /// What `stats()` reads of a sender.
 pub(crate) struct SenderRecord {
     pub(crate) partition: String,
-    /// The plan has a consumer of the stream in another partition (a distributed run
-    /// waits for this publisher to be matched before its sources start).
-    pub(crate) planned_remote: bool,
+    /// The other partitions the plan sends the stream to (a distributed run waits until
+    /// the publisher reaches every one before its sources start).
+    pub(crate) remote_partitions: Vec<String>,
     pub(crate) publisher: Arc<dyn Publisher>,
     pub(crate) queue: Arc<InputQueue>,
     pub(crate) failed: Arc<AtomicU64>,

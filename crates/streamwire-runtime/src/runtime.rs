@@ -589,7 +589,7 @@ impl Runtime {
         let mut codec_subscriptions: Vec<Option<(Arc<Hub>, u64)>> = vec![None; wiring.codecs.len()];
         // Streams the plan sends to another partition (a distributed run waits for their
         // publishers to be matched).
-        let mut planned_remote: Vec<String> = Vec::new();
+        let mut planned_remote: Vec<(String, String)> = Vec::new();
         for link in &wiring.links {
             let hub = match link.from {
                 End::Port(i, p) => port_hubs[i][p].clone(),
@@ -620,7 +620,10 @@ impl Runtime {
                 && from_part != to_part
                 && let Some(source) = streams.iter().find(|s| Arc::ptr_eq(&s.hub, &hub))
             {
-                planned_remote.push(source.name.clone());
+                let entry = (source.name.clone(), partition_names[to_part].clone());
+                if !planned_remote.contains(&entry) {
+                    planned_remote.push(entry);
+                }
             }
             if !is_here(to_part) {
                 // Its receiving end runs elsewhere.
@@ -894,7 +897,11 @@ impl Runtime {
                 let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
                 senders.push(SenderRecord {
                     partition: partition_names[stream.partition].clone(),
-                    planned_remote: planned_remote.contains(&stream.name),
+                    remote_partitions: planned_remote
+                        .iter()
+                        .filter(|(name, _)| *name == stream.name)
+                        .map(|(_, partition)| partition.clone())
+                        .collect(),
                     publisher: publisher.clone(),
                     queue: queue.clone(),
                     failed: failed.clone(),
@@ -1393,13 +1400,16 @@ impl RunHandle {
         })
     }
 
-    /// The streams this process sends to another process of the plan whose publisher
-    /// has no subscriber yet (a distributed run starts its sources once this is empty).
+    /// The streams this process sends to other processes of the plan whose publisher does
+    /// not reach every one of them yet (a distributed run starts its sources once this is
+    /// empty).
     pub fn unmatched_links(&self) -> Vec<String> {
         self.records
             .senders
             .iter()
-            .filter(|s| s.planned_remote && !s.publisher.is_matched())
+            .filter(|s| {
+                !s.remote_partitions.is_empty() && !s.publisher.reaches(&s.remote_partitions)
+            })
             .map(|s| s.publisher.key().to_owned())
             .collect()
     }

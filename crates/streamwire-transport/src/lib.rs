@@ -112,6 +112,14 @@ pub trait Transport: Send + Sync + 'static {
     /// Orderly close: undeclares every publisher and subscription; later puts fail with
     /// [`TransportError::Closed`] and no sink is called after this returns.
     fn close(&self);
+
+    /// Says that `partition` receives `key`; called after [`subscribe`](Transport::subscribe).
+    /// A transport whose subscriptions reach publishers asynchronously uses it so that a
+    /// publisher can tell which partitions it reaches ([`Publisher::reaches`]). The default
+    /// does nothing.
+    fn announce(&self, key: &str, partition: &str) {
+        let _ = (key, partition);
+    }
 }
 
 /// The sending end of one key. Numbers its frames (the *link sequence*, separate from the
@@ -131,6 +139,15 @@ pub trait Publisher: Send + Sync {
 
     /// True while at least one subscriber is declared on the key.
     fn is_matched(&self) -> bool;
+
+    /// True when every partition of `partitions` subscribes to the key, as far as this
+    /// publisher can tell (a start barrier waits for it). The default is
+    /// [`is_matched`](Publisher::is_matched): enough for a transport whose subscriptions are
+    /// in place when `subscribe` returns, as the loopback's are.
+    fn reaches(&self, partitions: &[String]) -> bool {
+        let _ = partitions;
+        self.is_matched()
+    }
 
     /// Calls `listener` on every change of [`is_matched`](Publisher::is_matched).
     fn on_matching(&self, listener: MatchingListener);

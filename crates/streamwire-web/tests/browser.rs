@@ -75,7 +75,10 @@ fn the_viewer_shows_live_camera_odometry_cloud_and_depth() -> anyhow::Result<()>
         let rated = ["/color_image", "/odom", "/cloud", "/depth"]
             .iter()
             .all(|topic| shown_number(&state, topic, "rate").is_some_and(|r| r > 0.0));
+        // The `img` reports no width while its next frame loads: a frame on screen is
+        // one whose width is the camera's.
         let live = drawn("/color_image") >= FRAMES
+            && state["imageWidth"] == 320
             && drawn("/cloud") >= 2
             && drawn("/odom") >= 5
             && drawn("/depth") >= 2

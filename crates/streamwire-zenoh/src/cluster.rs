@@ -954,6 +954,10 @@ impl Transport for KeepOpen {
         self.0.subscribe(key, qos, sink)
     }
 
+    fn announce(&self, key: &str, partition: &str) {
+        self.0.announce(key, partition);
+    }
+
     fn close(&self) {}
 }
 

@@ -131,6 +131,9 @@ struct Inner {
     session: zenoh::Session,
     listening: Vec<String>,
     closed: AtomicBool,
+    /// One liveliness token per (stream, partition) this session receives: how a
+    /// publisher elsewhere tells which partitions it reaches.
+    announced: Mutex<Vec<zenoh::liveliness::LivelinessToken>>,
 }
 
 impl std::fmt::Debug for ZenohTransport {
@@ -194,6 +197,7 @@ impl ZenohTransport {
                 session,
                 listening,
                 closed: AtomicBool::new(false),
+                announced: Mutex::new(Vec::new()),
             }),
             prefix: Arc::from(format!("streamwire/{run_id}")),
         })
@@ -227,6 +231,18 @@ impl ZenohTransport {
             "{}/@history/{}",
             self.prefix,
             stream.trim_start_matches('/')
+        )
+    }
+
+    /// The liveliness key by which `partition` says it receives `stream`:
+    /// `streamwire/<run id>/@sub/<stream>/@/<host>/<process>` (`@` ends the stream's
+    /// chunks, which may hold `/`).
+    fn announcement_key(&self, stream: &str, partition: &str) -> String {
+        format!(
+            "{}/@sub/{}/@/{}",
+            self.prefix,
+            stream.trim_start_matches('/'),
+            partition
         )
     }
 
@@ -443,7 +459,32 @@ impl Transport for ZenohTransport {
         }))
     }
 
+    fn announce(&self, key: &str, partition: &str) {
+        // Declared after the subscriber, on the same session: a publisher that sees the
+        // token has been told of the subscriber first.
+        match self
+            .inner
+            .session
+            .liveliness()
+            .declare_token(self.announcement_key(key, partition))
+            .wait()
+        {
+            Ok(token) => self
+                .inner
+                .announced
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(token),
+            Err(error) => tracing::warn!("announcing {partition} on {key}: {error}"),
+        }
+    }
+
     fn close(&self) {
+        self.inner
+            .announced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         if !self.inner.closed.swap(true, Ordering::SeqCst)
             && let Err(error) = self.inner.session.close().wait()
         {
@@ -609,6 +650,39 @@ impl Publisher for ZenohPublisher {
 
     fn is_matched(&self) -> bool {
         self.shared.matched.load(Ordering::SeqCst)
+    }
+
+    fn reaches(&self, partitions: &[String]) -> bool {
+        if !self.is_matched() {
+            return false;
+        }
+        // Matching says "someone"; the partitions' liveliness tokens say who.
+        let wanted: Vec<String> = partitions
+            .iter()
+            .map(|p| self.transport.announcement_key(&self.key, p))
+            .collect();
+        let Ok(replies) = self
+            .transport
+            .inner
+            .session
+            .liveliness()
+            .get(format!(
+                "{}/@sub/{}/@/**",
+                self.transport.prefix,
+                self.key.trim_start_matches('/')
+            ))
+            .timeout(Duration::from_secs(1))
+            .wait()
+        else {
+            return false;
+        };
+        let mut seen = Vec::new();
+        while let Ok(reply) = replies.recv() {
+            if let Ok(sample) = reply.result() {
+                seen.push(sample.key_expr().as_str().to_owned());
+            }
+        }
+        wanted.iter().all(|w| seen.contains(w))
     }
 
     fn on_matching(&self, listener: MatchingListener) {
