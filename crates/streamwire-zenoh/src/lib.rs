@@ -397,11 +397,8 @@ impl Transport for ZenohTransport {
         let transient = qos.durability == Durability::TransientLocal;
         // A joining transient-local subscriber holds its live frames back until the
         // remembered ones are in; everyone else delivers at once.
-        let gate = Arc::new(Mutex::new(if transient {
-            Gate::Fetching(Vec::new())
-        } else {
-            Gate::Open
-        }));
+        // (Only theirs: a volatile subscription's callback takes no lock per frame.)
+        let gate = transient.then(|| Arc::new(Mutex::new(Gate::Fetching(Vec::new()))));
         let alive = Arc::new(AtomicBool::new(true));
         let subscriber = {
             let counters = counters.clone();
@@ -425,19 +422,19 @@ impl Transport for ZenohTransport {
                         std::borrow::Cow::Borrowed(slice) => Bytes::copy_from_slice(slice),
                         std::borrow::Cow::Owned(vec) => Bytes::from(vec),
                     };
-                    let mut gate = gate.lock().unwrap_or_else(PoisonError::into_inner);
-                    match &mut *gate {
-                        Gate::Fetching(held) => held.push(bytes),
-                        Gate::Open => {
-                            drop(gate);
-                            sink(bytes);
+                    if let Some(gate) = &gate {
+                        let mut gate = gate.lock().unwrap_or_else(PoisonError::into_inner);
+                        if let Gate::Fetching(held) = &mut *gate {
+                            held.push(bytes);
+                            return;
                         }
                     }
+                    sink(bytes);
                 })
                 .wait()
                 .map_err(engine)?
         };
-        if transient {
+        if let Some(gate) = gate {
             let fetch = HistoryFetch {
                 transport: self.clone(),
                 selector: format!("{}/**", self.history_key(key)),

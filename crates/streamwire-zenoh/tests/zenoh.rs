@@ -330,20 +330,28 @@ fn start_apart(
     let handles = processes
         .iter()
         .zip(sessions)
-        .map(|(process, session)| {
-            Runtime::start(
-                bp().into_runnable().unwrap(),
-                RunOptions {
-                    transport: Some(Arc::new(session.clone())),
-                    local: Some((*process).to_owned()),
-                    start_gate: Some(gate.clone()),
-                    ..RunOptions::default()
-                },
-            )
-            .unwrap()
-        })
+        .map(|(process, session)| start_process(bp(), session, process, Some(gate.clone())))
         .collect();
     (handles, gate)
+}
+
+/// One process of `blueprint`'s plan, run by its own runtime on `session`.
+fn start_process(
+    blueprint: Blueprint,
+    session: &ZenohTransport,
+    process: &str,
+    start_gate: Option<streamwire_runtime::StartGate>,
+) -> streamwire_runtime::RunHandle {
+    Runtime::start(
+        blueprint.into_runnable().unwrap(),
+        RunOptions {
+            transport: Some(Arc::new(session.clone())),
+            local: Some(process.to_owned()),
+            start_gate,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap()
 }
 
 /// The plan of `blueprint` in three runtimes, one per process: each runs only its own
@@ -486,6 +494,30 @@ fn encoding_stops_when_the_remote_byte_consumer_leaves_and_taps_cross() {
     }
 }
 
+/// A publisher reaches a partition once that partition's subscription is announced, and
+/// matching alone (someone subscribes) does not make it reach every planned partition.
+#[test]
+fn a_publisher_reaches_exactly_the_partitions_that_announced_themselves() {
+    let (producer, consumer) = pair("reaches");
+    let publisher = producer.publisher("color_image", Qos::default()).unwrap();
+    let _subscription = consumer
+        .subscribe("color_image", Qos::default(), Arc::new(|_| {}))
+        .unwrap();
+    let ui = vec!["localhost/ui".to_owned()];
+    let both = vec!["localhost/ui".to_owned(), "localhost/web".to_owned()];
+    // Subscribed but not announced: matched, yet no partition is known to be reached.
+    assert!(until(|| publisher.is_matched()));
+    assert!(!publisher.reaches(&ui));
+    consumer.announce("color_image", "localhost/ui");
+    assert!(until(|| publisher.reaches(&ui)));
+    assert!(!publisher.reaches(&both), "web never subscribed");
+    // Another stream's announcement is not this one's.
+    consumer.announce("color_image/compressed", "localhost/web");
+    assert!(!publisher.reaches(&both));
+    consumer.close();
+    producer.close();
+}
+
 /// A map-like stream: five frames, then nothing (it stays up).
 #[derive(streamwire_macros::Module)]
 #[module(crate = streamwire_core)]
@@ -548,25 +580,9 @@ fn a_late_joiner_of_a_transient_local_stream_gets_the_last_frames() {
         bp.autoconnect();
         bp
     };
-    let producer = Runtime::start(
-        blueprint().into_runnable().unwrap(),
-        RunOptions {
-            transport: Some(Arc::new(first)),
-            local: Some("localhost/main".to_owned()),
-            ..RunOptions::default()
-        },
-    )
-    .unwrap();
+    let producer = start_process(blueprint(), &first, "localhost/main", None);
     assert!(until(|| producer.stats().outputs[0].published == 5));
-    let consumer = Runtime::start(
-        blueprint().into_runnable().unwrap(),
-        RunOptions {
-            transport: Some(Arc::new(second)),
-            local: Some("localhost/ui".to_owned()),
-            ..RunOptions::default()
-        },
-    )
-    .unwrap();
+    let consumer = start_process(blueprint(), &second, "localhost/ui", None);
     assert!(
         until(|| counter(&consumer.stats(), "viewer", "seen") == 2),
         "{}",
