@@ -146,7 +146,7 @@ fn raw_to_pixels() {
         },
     );
     let viewer = bp.add("viewer", viewer());
-    bp.place(&viewer, Placement::process("ui"));
+    bp.place(&viewer, Placement::process("ui").on_host("laptop"));
     bp.autoconnect();
     let plan = build(&bp);
     // A plain `Out<Image>` stays raw even across processes: only a stream setting compresses it.
@@ -172,11 +172,11 @@ fn compressed_to_pixels_in_process() {
 }
 
 #[test]
-fn compressed_to_pixels_across_processes() {
+fn compressed_to_pixels_across_hosts() {
     let mut bp = Blueprint::new();
     bp.add("cam", camera());
     let viewer = bp.add("viewer", viewer());
-    bp.place(&viewer, Placement::process("ui"));
+    bp.place(&viewer, Placement::process("ui").on_host("laptop"));
     bp.autoconnect();
     let plan = build(&bp);
     assert_eq!(
@@ -233,7 +233,7 @@ fn raw_to_bytes() {
     insta::assert_snapshot!(plan);
 }
 
-/// Three pixel consumers and one byte consumer in two processes other than the camera's:
+/// Three pixel consumers and one byte consumer in two processes on two other hosts:
 /// one encode, one decode per receiving process.
 fn fan_out() -> Blueprint {
     let mut bp = Blueprint::new();
@@ -241,12 +241,12 @@ fn fan_out() -> Blueprint {
     bp.place(&cam, Placement::process("camera"));
     for name in ["detector", "tracker"] {
         let v = bp.add(name, viewer());
-        bp.place(&v, Placement::process("perception"));
+        bp.place(&v, Placement::process("perception").on_host("base_station"));
     }
     let display = bp.add("display", viewer());
     let web = bp.add("web", WebRelay { jpeg: In::new() });
-    bp.place(&display, Placement::process("ui"));
-    bp.place(&web, Placement::process("ui"));
+    bp.place(&display, Placement::process("ui").on_host("laptop"));
+    bp.place(&web, Placement::process("ui").on_host("laptop"));
     bp.autoconnect();
     bp
 }
@@ -286,7 +286,7 @@ fn two_consumers_wanting_two_codecs() {
     bp.add("cam", camera());
     let web = bp.add("web", WebRelay { jpeg: In::new() });
     let archive = bp.add("archive", Archiver { exact: In::new() });
-    bp.place(&web, Placement::process("ui"));
+    bp.place(&web, Placement::process("ui").on_host("laptop"));
     bp.place(
         &archive,
         Placement::process("recorder").on_host("base_station"),
@@ -314,8 +314,8 @@ fn lossless_input_keeps_its_link_raw() {
     bp.add("cam", camera());
     let calibrator = bp.add("calibrator", Calibrator { frames: In::new() });
     let display = bp.add("display", viewer());
-    bp.place(&calibrator, Placement::process("ui"));
-    bp.place(&display, Placement::process("ui"));
+    bp.place(&calibrator, Placement::process("ui").on_host("laptop"));
+    bp.place(&display, Placement::process("ui").on_host("laptop"));
     bp.autoconnect();
     let plan = build(&bp);
     assert_eq!(fed_by(&plan, "calibrator", "frames"), "raw");
@@ -413,18 +413,34 @@ fn global_on_compresses_in_process_links_and_per_stream_off_beats_it() {
 }
 
 #[test]
-fn auto_table_can_keep_same_host_links_raw() {
+fn auto_keeps_same_host_links_raw_and_compresses_cross_host_ones() {
     let mut bp = Blueprint::new();
     bp.add("cam", camera());
     let near = bp.add("near", viewer());
     let far = bp.add("far", viewer());
     bp.place(&near, Placement::process("ui"));
     bp.place(&far, Placement::process("ui").on_host("base_station"));
-    bp.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Raw));
     bp.autoconnect();
     let plan = build(&bp);
     assert_eq!(fed_by(&plan, "near", "frames"), "raw");
     assert_eq!(fed_by(&plan, "far", "frames"), "decoded jpeg");
+    insta::assert_snapshot!(plan);
+}
+
+#[test]
+fn auto_table_can_compress_same_host_links() {
+    let mut bp = Blueprint::new();
+    bp.add("cam", camera());
+    let near = bp.add("near", viewer());
+    let far = bp.add("far", viewer());
+    bp.place(&near, Placement::process("ui"));
+    bp.place(&far, Placement::process("ui").on_host("base_station"));
+    bp.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Compressed));
+    bp.autoconnect();
+    let plan = build(&bp);
+    assert_eq!(fed_by(&plan, "near", "frames"), "decoded jpeg");
+    assert_eq!(fed_by(&plan, "far", "frames"), "decoded jpeg");
+    assert_eq!(count(&plan, CodecKind::Encode), 1, "one encode for both");
     insta::assert_snapshot!(plan);
 }
 
@@ -563,7 +579,7 @@ fn error_names() {
     bp.remap(v.frames, "color image");
     bp.remap_stream("viewr", "color_image", "x");
     bp.remap_stream("viewer", "colour_image", "x");
-    bp.place_named("nobody", Placement::process("ui"));
+    bp.place_named("nobody", Placement::process("ui").on_host("laptop"));
     bp.autoconnect();
     insta::assert_snapshot!(build_error(&bp));
 }
@@ -597,7 +613,7 @@ fn error_lossless_input_and_forced_compression() {
     let mut bp = Blueprint::new();
     bp.add("cam", camera());
     let calibrator = bp.add("calibrator", Calibrator { frames: In::new() });
-    bp.place(&calibrator, Placement::process("ui"));
+    bp.place(&calibrator, Placement::process("ui").on_host("laptop"));
     bp.stream(
         "color_image",
         StreamSettings::new().compression(Compression::On),
@@ -611,7 +627,7 @@ fn error_lossy_pixels_as_error() {
     let mut bp = Blueprint::new();
     bp.add("cam", camera());
     let v = bp.add("viewer", viewer());
-    bp.place(&v, Placement::process("ui"));
+    bp.place(&v, Placement::process("ui").on_host("laptop"));
     bp.lossy_pixels(Report::Error);
     bp.autoconnect();
     insta::assert_snapshot!(build_error(&bp));
@@ -627,7 +643,7 @@ fn error_codec_settings() {
         },
     );
     let v = bp.add("viewer", viewer());
-    bp.place(&v, Placement::process("ui"));
+    bp.place(&v, Placement::process("ui").on_host("laptop"));
     bp.add("depth_cam", DepthCamera { depth: Out::new() });
     let m = bp.add(
         "mapper",
@@ -636,7 +652,7 @@ fn error_codec_settings() {
             odometry: In::new(),
         },
     );
-    bp.place(&m, Placement::process("ui"));
+    bp.place(&m, Placement::process("ui").on_host("laptop"));
     bp.add("lidar", Lidar { points: Out::new() });
     // Compress a plain output without naming a codec.
     bp.stream(
@@ -688,7 +704,7 @@ fn error_encoded_name_taken() {
     bp.add("cam", camera());
     bp.add("impostor", Impostor { jpeg: Out::new() });
     let v = bp.add("viewer", viewer());
-    bp.place(&v, Placement::process("ui"));
+    bp.place(&v, Placement::process("ui").on_host("laptop"));
     bp.autoconnect();
     insta::assert_snapshot!(build_error(&bp));
 }
@@ -753,7 +769,10 @@ fn qos_in_plans_defaults_by_kind_and_port_overrides() {
         },
     );
     let recorder = bp.add("recorder", Recorder { frames: In::new() });
-    bp.place(&recorder, Placement::process("recorder"));
+    bp.place(
+        &recorder,
+        Placement::process("recorder").on_host("base_station"),
+    );
     bp.add("depth_cam", DepthCamera { depth: Out::new() });
     bp.add(
         "mapper",
@@ -886,7 +905,7 @@ fn error_bad_parameter_does_not_hide_a_lossless_conflict() {
     let mut bp = Blueprint::new();
     bp.add("cam", camera());
     let calibrator = bp.add("calibrator", Calibrator { frames: In::new() });
-    bp.place(&calibrator, Placement::process("ui"));
+    bp.place(&calibrator, Placement::process("ui").on_host("laptop"));
     bp.stream(
         "color_image",
         StreamSettings::new()
@@ -950,7 +969,7 @@ fn per_process_view_of_the_fan_out() {
         .collect();
     assert_eq!(
         names,
-        ["localhost/camera", "localhost/perception", "localhost/ui"]
+        ["base_station/perception", "laptop/ui", "localhost/camera"]
     );
     // What leaves the camera process is the encoded stream, once per receiving process
     // and once for the byte consumer.
@@ -958,7 +977,9 @@ fn per_process_view_of_the_fan_out() {
     assert_eq!(camera.outgoing_links().count(), 3);
     assert!(camera.outgoing_links().all(|l| l.payload.is_encoded()));
     assert_eq!(camera.incoming_links().count(), 0);
-    let ui = plan.process(&Placement::process("ui")).unwrap();
+    let ui = plan
+        .process(&Placement::process("ui").on_host("laptop"))
+        .unwrap();
     assert_eq!(
         ui.instances().map(|i| i.name.as_str()).collect::<Vec<_>>(),
         ["display", "web"]
@@ -973,7 +994,7 @@ fn plan_summary_as_json() {
     let mut bp = Blueprint::new();
     bp.add("cam", camera());
     let viewer = bp.add("viewer", viewer());
-    bp.place(&viewer, Placement::process("ui"));
+    bp.place(&viewer, Placement::process("ui").on_host("laptop"));
     bp.stream(
         "color_image",
         StreamSettings::new().param("jpeg_quality", 90),

@@ -31,11 +31,11 @@ static NEXT_BLUEPRINT_ID: AtomicU64 = AtomicU64::new(1);
 /// let mut blueprint = Blueprint::new();
 /// blueprint.add("front_cam", Camera { color_image: Out::new() });
 /// let viewer = blueprint.add("viewer", Viewer { frames: In::new() });
-/// blueprint.place(&viewer, Placement::process("ui"));
+/// blueprint.place(&viewer, Placement::process("ui").on_host("laptop"));
 /// blueprint.autoconnect();
 ///
 /// let plan = blueprint.build()?;
-/// // The viewer is in another process: one JPEG encode, one decode.
+/// // The viewer is on another host: one JPEG encode, one decode.
 /// assert_eq!(plan.codec_nodes().count(), 2);
 /// # Ok::<(), streamwire::BuildError>(())
 /// ```
@@ -479,7 +479,7 @@ impl Blueprint {
     /// let mut blueprint = Blueprint::new();
     /// blueprint.add("cam", Camera { color_image: Out::new() });
     /// let viewer = blueprint.add("viewer", Viewer { frames: In::new() });
-    /// blueprint.place(&viewer, Placement::process("ui"));
+    /// blueprint.place(&viewer, Placement::process("ui").on_host("laptop"));
     /// blueprint.autoconnect().codec_default("jpeg_quality", 60);
     /// let plan = blueprint.build()?;
     /// assert!(plan.to_string().contains("jpeg_quality=60"));
@@ -490,7 +490,26 @@ impl Blueprint {
         self
     }
 
-    /// The locality table of `auto` compression.
+    /// The locality table of `auto` compression (default: [`AutoTable::default`], raw in
+    /// one host, compressed between hosts).
+    ///
+    /// ```
+    /// # use streamwire::prelude::*;
+    /// # #[derive(Module)]
+    /// # struct Camera { color_image: Out<Compressed<Image>> }
+    /// # #[derive(Module)]
+    /// # struct Viewer { #[port(name = "color_image")] frames: In<Image> }
+    /// let mut blueprint = Blueprint::new();
+    /// blueprint.add("cam", Camera { color_image: Out::new() });
+    /// let viewer = blueprint.add("viewer", Viewer { frames: In::new() });
+    /// blueprint.place(&viewer, Placement::process("ui"));
+    /// assert_eq!(blueprint.autoconnect().build()?.codec_nodes().count(), 0);
+    /// // Compress between the processes of one host too (where memory bandwidth is
+    /// // scarcer than CPU, say).
+    /// blueprint.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Compressed));
+    /// assert_eq!(blueprint.build()?.codec_nodes().count(), 2);
+    /// # Ok::<(), streamwire::BuildError>(())
+    /// ```
     pub fn auto_table(&mut self, table: AutoTable) -> &mut Self {
         self.settings.auto_table = table;
         self

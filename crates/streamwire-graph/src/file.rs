@@ -2,6 +2,8 @@
 //!
 //! ```yaml
 //! compression: auto          # auto | on | off
+//! auto_table: { same_host: compress }  # what auto does per locality (default raw
+//!                            # in-process and same-host, compress cross-host)
 //! jpeg_quality: 75           # blueprint-wide codec defaults, beaten per stream
 //! supervision: restart:3     # a worker that dies: stop (default) | restart | restart:N
 //! instances:                 # name -> module (its tag under `type`, then its #[config])
@@ -30,7 +32,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use streamwire_core::ModuleConfig;
 
 use crate::blueprint::Blueprint;
-use crate::settings::{Compression, Placement, Report, StreamSettings, Supervision};
+use crate::settings::{AutoTable, Compression, Placement, Report, StreamSettings, Supervision};
 
 /// The contents of a blueprint file.
 #[derive(Serialize, Deserialize, Default)]
@@ -42,6 +44,10 @@ pub struct BlueprintFile {
     /// Global compression (default `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<Compression>,
+    /// What `auto` does per locality: a table (`{ same_host: compress }`, keys left out
+    /// keep their defaults) or text (`same-host compress`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_table: Option<AutoTable>,
     /// Blueprint-wide JPEG quality (1-100) for every JPEG stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jpeg_quality: Option<u8>,
@@ -437,6 +443,9 @@ impl BlueprintFile {
         }
         if let Some(c) = self.compression {
             blueprint.compression(c);
+        }
+        if let Some(table) = self.auto_table {
+            blueprint.auto_table(table);
         }
         if let Some(q) = self.jpeg_quality {
             blueprint.codec_default("jpeg_quality", q);

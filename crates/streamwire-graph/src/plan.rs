@@ -855,7 +855,7 @@ mod tests {
         frames: In<Image>,
     }
 
-    /// Camera in `main`, viewer in `ui`: an encoder and a decoder.
+    /// Camera in `main`, viewer in `laptop/ui` (cross-host): an encoder and a decoder.
     fn plan() -> Plan {
         let mut bp = Blueprint::new();
         bp.add(
@@ -865,7 +865,7 @@ mod tests {
             },
         );
         let viewer = bp.add("viewer", Viewer { frames: In::new() });
-        bp.place(&viewer, Placement::process("ui"));
+        bp.place(&viewer, Placement::process("ui").on_host("laptop"));
         let plan = bp.autoconnect().build().unwrap();
         assert_eq!(plan.verify(), Ok(()));
         plan
@@ -892,7 +892,10 @@ mod tests {
         };
         let decoder = plan.codec_node(decoder).unwrap();
         assert_eq!(decoder.kind, CodecKind::Decode);
-        assert_eq!(decoder.placement, Placement::process("ui"));
+        assert_eq!(
+            decoder.placement,
+            Placement::process("ui").on_host("laptop")
+        );
         assert_eq!(plan.link(feed.id).map(|l| l.to), Some(viewer_frames()));
         assert_eq!(
             plan.feed_of("viewer", "frames").map(|l| l.id),

@@ -99,6 +99,44 @@ fn global_codec_default_is_beaten_per_stream() {
 }
 
 #[test]
+fn a_file_sets_the_auto_table_as_a_table_or_as_text() {
+    // The viewer on this host: raw by default, compressed when the file says so.
+    let same_host = YAML.replace("viewer: laptop/ui", "viewer: ui");
+    let feed = |text: &str| {
+        let plan = parse(text, FileFormat::Yaml)
+            .unwrap()
+            .into_blueprint()
+            .build()
+            .unwrap();
+        let feed = plan.feed_of("viewer", "frames").unwrap();
+        (feed.payload.is_encoded(), plan.codec_nodes().count())
+    };
+    // The viewer's feed is pixels either way: from the camera, or from a decoder.
+    assert_eq!(feed(&same_host), (false, 0));
+    for table in [
+        "auto_table: { same_host: compress }\n",
+        "auto_table: same-host compress\n",
+    ] {
+        let text = format!("{table}{same_host}");
+        assert_eq!(feed(&text), (false, 2), "{table}");
+        let file = parse(&text, FileFormat::Yaml).unwrap();
+        let yaml = file.to_yaml().unwrap();
+        assert!(
+            yaml.contains("auto_table:") && yaml.contains("same_host: compress"),
+            "{yaml}"
+        );
+    }
+    assert!(
+        parse(
+            &format!("auto_table: {{ same_host: zip }}\n{same_host}"),
+            FileFormat::Yaml
+        )
+        .unwrap_err()
+        .contains("zip")
+    );
+}
+
+#[test]
 fn unknown_tag_names_the_entry_and_the_choices() {
     let text = YAML.replace("type: FileViewer", "type: FileViewr");
     insta::assert_snapshot!("unknown_tag", parse(&text, FileFormat::Yaml).unwrap_err());

@@ -170,7 +170,7 @@ fn serde_forms_are_the_text_forms_or_tables() {
     );
     assert_eq!(
         serde_json::to_string(&AutoTable::default()).unwrap(),
-        r#"{"in_process":"raw","same_host":"compress","cross_host":"compress"}"#
+        r#"{"in_process":"raw","same_host":"raw","cross_host":"compress"}"#
     );
     let settings = StreamSettings::new()
         .compression(Compression::On)
@@ -183,15 +183,15 @@ fn serde_forms_are_the_text_forms_or_tables() {
     assert_eq!(serde_json::to_string(&StreamSettings::new()).unwrap(), "{}");
 
     // Tables may leave keys out and write numbers as numbers; text works too.
-    let table: AutoTable = serde_json::from_str(r#"{"same_host":"raw"}"#).unwrap();
+    let table: AutoTable = serde_json::from_str(r#"{"same_host":"compress"}"#).unwrap();
     assert_eq!(
         table,
-        AutoTable::default().with(Locality::SameHost, WireFormat::Raw)
+        AutoTable::default().with(Locality::SameHost, WireFormat::Compressed)
     );
-    let table: AutoTable = serde_json::from_str(r#""same-host=raw""#).unwrap();
+    let table: AutoTable = serde_json::from_str(r#""same-host=compress""#).unwrap();
     assert_eq!(
         table,
-        AutoTable::default().with(Locality::SameHost, WireFormat::Raw)
+        AutoTable::default().with(Locality::SameHost, WireFormat::Compressed)
     );
     let read: StreamSettings =
         serde_json::from_str(r#"{"codec":"jpeg","params":{"jpeg_quality":90}}"#).unwrap();

@@ -151,6 +151,13 @@ pub struct DemoConfig {
     pub layout: Layout,
     /// Global compression: `auto`, `on`, `off`.
     pub compression: Compression,
+    /// What `auto` does per locality (`auto_table.same_host`, ...: `raw` or `compress`).
+    /// The demo compresses same-host links too, where the framework's default keeps them
+    /// raw (cheaper between two processes of one host; RFC.md, open question 1): the demo
+    /// is there to show the wire at work, one encode in the camera's process and one
+    /// decode in each process that wants pixels. `-o auto_table.same_host=raw` runs it
+    /// with the framework's default.
+    pub auto_table: AutoTable,
     /// What to do about inputs that get lossy pixels: `ignore`, `warn`, `error`.
     pub lossy_pixels: Report,
     /// The simulated world's seed.
@@ -178,6 +185,7 @@ impl Default for DemoConfig {
         DemoConfig {
             layout: Layout::Robot,
             compression: Compression::Auto,
+            auto_table: AutoTable::default().with(Locality::SameHost, WireFormat::Compressed),
             lossy_pixels: Report::Warn,
             seed: 1,
             camera: CameraConfig::default(),
@@ -416,6 +424,7 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
         bp.stream("color_image", color);
     }
     bp.compression(config.compression)
+        .auto_table(config.auto_table)
         .lossy_pixels(config.lossy_pixels)
         .autoconnect();
     Ok(bp)

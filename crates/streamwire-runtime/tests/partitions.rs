@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::{ByteSink, Camera, GUARD, MjpegCamera, Viewer, input, jpeg_frames, wait_until};
 use streamwire_core::{Compressed, Context, Header, Node, NodeResult, Out, Timestamp, Trigger};
-use streamwire_graph::{Blueprint, Placement};
+use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, WireFormat};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image};
 use streamwire_runtime::{
@@ -80,6 +80,8 @@ fn encode_once_decode_once_per_receiving_partition() {
         .place(&a2, Placement::process("a"))
         .place(&b1, Placement::process("b"))
         .place(&sink, Placement::process("c"));
+    // The compressed wire between processes of one host is what this test exercises.
+    bp_raw.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Compressed));
     bp_raw.autoconnect();
     let plan = bp_raw.build().unwrap();
     assert_eq!(plan.processes().len(), 4, "{plan}");
@@ -274,6 +276,8 @@ fn idle_camera_plan() -> Blueprint {
     );
     let viewer = bp.add("viewer", Viewer::new());
     bp.place(&viewer, Placement::process("ui"));
+    // The compressed wire between processes of one host is what this test exercises.
+    bp.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Compressed));
     bp.autoconnect();
     bp
 }
@@ -413,6 +417,8 @@ fn shared_partitions_put_nothing_on_the_wire() {
     bp.add("camera", Camera::new(5, Duration::from_millis(2)));
     let viewer = bp.add("viewer", Viewer::new());
     bp.place(&viewer, Placement::process("ui"));
+    // The compressed wire between processes of one host is what this test exercises.
+    bp.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Compressed));
     bp.autoconnect();
     let options = RunOptions {
         partitions: Partitions::Shared,

@@ -14,7 +14,7 @@ use common::{
     ByteSink, Camera, GUARD, MjpegCamera, Recorder, Viewer, input, jpeg_frames, wait_until,
 };
 use streamwire_core::{Context, In, Node, NodeResult, Out, Timestamp, Trigger};
-use streamwire_graph::{Blueprint, Placement};
+use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, WireFormat};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image};
 use streamwire_runtime::{
@@ -110,6 +110,8 @@ fn encode_once_for_three_pixel_consumers_and_one_byte_consumer() {
     bp.place(&a, Placement::process("ui"));
     bp.place(&b, Placement::process("ui"));
     bp.place(&recorder, Placement::process("web"));
+    // The compressed wire between processes of one host is what this test exercises.
+    bp.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Compressed));
     bp.autoconnect();
     let plan = bp.build().unwrap();
     assert_eq!(plan.codec_nodes().count(), 2, "{plan}");
@@ -314,6 +316,8 @@ fn a_corrupt_frame_is_counted_and_skipped_and_the_stream_goes_on() {
     let mut local = Viewer::new();
     local.frames = In::new();
     bp.add("local", local);
+    // The compressed wire between processes of one host is what this test exercises.
+    bp.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Compressed));
     bp.autoconnect();
     let report = start(bp).wait_timeout(GUARD);
     assert_eq!(report.reason, EndReason::Finished, "{report}");

@@ -143,7 +143,8 @@
 //!     let camera = blueprint.add("camera", Camera::default());
 //!     let detector = blueprint.add("detector", Detector { threshold: 0.5, ..Default::default() });
 //!     let web = blueprint.add("web", WebRelay::default());
-//!     blueprint.place(&detector, Placement::process("perception"));
+//!     // The detector runs on the base station's GPU, the relay on an operator's laptop.
+//!     blueprint.place(&detector, Placement::process("perception").on_host("base_station"));
 //!     blueprint.place(&web, Placement::process("ui").on_host("laptop"));
 //!
 //!     // The detector is wired explicitly (typed: an `In<PointCloud>` here would not
@@ -163,13 +164,13 @@
 //! parameter, and each link with its reason:
 //!
 //! ```text
-//! plan: 3 instances in 3 processes on 2 hosts; 2 codec nodes; 4 links
-//! settings: compression auto (in-process raw, same-host compress, cross-host compress); lossy pixels warn; unfed optional inputs ignore; incompatible qos error
+//! plan: 3 instances in 3 processes on 3 hosts; 2 codec nodes; 4 links
+//! settings: compression auto (in-process raw, same-host raw, cross-host compress); lossy pixels warn; unfed optional inputs ignore; incompatible qos error
 //!
 //! placement
-//!   laptop/ui             web (WebRelay)
-//!   localhost/main        camera (Camera)
-//!   localhost/perception  detector (Detector)
+//!   base_station/perception  detector (Detector)
+//!   laptop/ui                web (WebRelay)
+//!   localhost/main           camera (Camera)
 //!
 //! qos
 //!   camera.color_image   out  best_effort, volatile, keep_last(1)  #[port] reliability, depth; sensor defaults otherwise
@@ -181,11 +182,11 @@
 //!   compression auto (global setting), codec jpeg
 //!   encode color_image -> color_image/compressed at localhost/main: jpeg (Jpeg; lossy)
 //!     params chroma_downsampling=average, drop_alpha=false, jpeg_quality=75, max_width=none, subsampling=4:2:0 (defaults)
-//!   decode color_image/compressed -> color_image at localhost/perception: jpeg (Jpeg; lossy)
-//!   camera.color_image              -> [encode color_image/compressed]  Image                   in-process  to the encoder, in the producer's process
-//!   [encode color_image/compressed] -> [decode @ localhost/perception]  CompressedImage (jpeg)  same-host   compressed: auto compresses same-host links
-//!   [decode @ localhost/perception] -> detector.frames                  Image                   in-process  decoded once for localhost/perception (connected explicitly)
-//!   [encode color_image/compressed] -> web.jpeg                         CompressedImage (jpeg)  cross-host  the input asked for bytes: `In<Compressed<Image>>`
+//!   decode color_image/compressed -> color_image at base_station/perception: jpeg (Jpeg; lossy)
+//!   camera.color_image                 -> [encode color_image/compressed]     Image                   in-process  to the encoder, in the producer's process
+//!   [encode color_image/compressed]    -> [decode @ base_station/perception]  CompressedImage (jpeg)  cross-host  compressed: auto compresses cross-host links
+//!   [decode @ base_station/perception] -> detector.frames                     Image                   in-process  decoded once for base_station/perception (connected explicitly)
+//!   [encode color_image/compressed]    -> web.jpeg                            CompressedImage (jpeg)  cross-host  the input asked for bytes: `In<Compressed<Image>>`
 //!
 //! stream detections (Detections) from detector.detections: Out<Detections>
 //!   compression off (plain output), codec none
@@ -196,7 +197,7 @@
 //! ```
 //!
 //! The camera's frames are encoded once in `localhost/main`; the relay on `laptop/ui`
-//! receives the bytes as they are; a decoder in `localhost/perception` gives the detector
+//! receives the bytes as they are; a decoder in `base_station/perception` gives the detector
 //! pixels, and the plan notes that they are lossy (make that an error with
 //! `blueprint.lossy_pixels(Report::Error)`, or mark the input `#[port(lossless)]`).
 //! [`Plan::to_dot`] draws the same graph for Graphviz.

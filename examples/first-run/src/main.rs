@@ -190,9 +190,14 @@ fn main() -> anyhow::Result<()> {
             brightness: In::new(),
         },
     );
-    // Another planned process: the camera's frames are JPEG-encoded once for it and
-    // decoded once in it. (This runtime runs every planned process inside this one.)
-    blueprint.place(&fuse, Placement::process("perception"));
+    // A planned process on another host (a base station): the camera's frames are
+    // JPEG-encoded once for it and decoded once in it. On the camera's own host they
+    // would travel raw, cheaper there than a codec (RFC.md, open question 1). (This
+    // runtime runs every planned process inside this one.)
+    blueprint.place(
+        &fuse,
+        Placement::process("perception").on_host("base_station"),
+    );
     blueprint.autoconnect();
     println!(
         "{}",

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use streamwire_core::{Compressed, Context, In, Node, NodeResult, Out, Timestamp, Trigger};
-use streamwire_graph::{Blueprint, Placement};
+use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, WireFormat};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
 use streamwire_runtime::RunStats;
@@ -101,6 +101,8 @@ pub(crate) fn blueprint(count: u32) -> Blueprint {
     let recorder = bp.add("recorder", Recorder { jpeg: In::new() });
     bp.place(&viewer, Placement::process("ui"))
         .place(&recorder, Placement::process("web"));
+    // The compressed wire between processes of one host is what this test exercises.
+    bp.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Compressed));
     bp.autoconnect();
     bp
 }
