@@ -153,6 +153,14 @@ enum Command {
         /// Started by a coordinator: stop when standard input closes, report to it only.
         #[arg(long, hide = true)]
         supervised: bool,
+        /// A zenoh configuration file (JSON5) for this worker's session: TLS or mTLS
+        /// endpoints, user/password authentication, access control.
+        #[arg(long, value_name = "FILE")]
+        zenoh_config: Option<PathBuf>,
+        /// Do not offer shared memory to the workers of this host (their large frames
+        /// are then copied through TCP; the coordinator warns about it).
+        #[arg(long)]
+        no_shared_memory: bool,
     },
     /// Print a blueprint's plan.
     Graph {
@@ -208,6 +216,10 @@ struct RunPlacement {
     /// The run's id, the first chunk of its zenoh keys (default `run<pid>`).
     #[arg(long, value_name = "ID")]
     run_id: Option<String>,
+    /// A zenoh configuration file (JSON5) for the coordinator and the workers it starts:
+    /// TLS or mTLS endpoints, user/password authentication, access control.
+    #[arg(long, value_name = "FILE")]
+    zenoh_config: Option<PathBuf>,
 }
 
 fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
@@ -483,6 +495,8 @@ impl Cli {
                 join_timeout,
                 set,
                 supervised,
+                zenoh_config,
+                no_shared_memory,
             } => {
                 let join_timeout = seconds("--join-timeout", join_timeout)?;
                 let built = self.resolve(&blueprint, &env, &set)?;
@@ -495,6 +509,8 @@ impl Cli {
                         run_id,
                         join_timeout,
                         supervised,
+                        zenoh_config,
+                        shared_memory: !no_shared_memory,
                     },
                     stop,
                 )
@@ -528,6 +544,7 @@ impl Cli {
                 run_id: placement.run_id.clone(),
                 join_timeout,
                 duration,
+                zenoh_config: placement.zenoh_config.clone(),
             },
             runnable,
             stop,
@@ -590,9 +607,16 @@ impl Cli {
         command
             .mut_subcommand("worker", |c| c.hide(true))
             .mut_subcommand("run", |c| {
-                ["in_process", "host", "listen", "join_timeout", "run_id"]
-                    .into_iter()
-                    .fold(c, |c, arg| c.mut_arg(arg, |a| a.hide(true)))
+                [
+                    "in_process",
+                    "host",
+                    "listen",
+                    "join_timeout",
+                    "run_id",
+                    "zenoh_config",
+                ]
+                .into_iter()
+                .fold(c, |c, arg| c.mut_arg(arg, |a| a.hide(true)))
             })
     }
 
@@ -1074,6 +1098,8 @@ struct WorkerArgs {
     run_id: Option<String>,
     join_timeout: Duration,
     supervised: bool,
+    zenoh_config: Option<PathBuf>,
+    shared_memory: bool,
 }
 
 /// The exit status of a run that ended with `report`.

@@ -27,6 +27,7 @@ pub(crate) struct Coordinate<'a> {
     pub(crate) run_id: Option<String>,
     pub(crate) join_timeout: Duration,
     pub(crate) duration: Option<Duration>,
+    pub(crate) zenoh_config: Option<std::path::PathBuf>,
 }
 
 /// `run` of a plan of several processes: start the workers, supervise, merge the reports.
@@ -46,6 +47,7 @@ pub(crate) fn coordinate(
         host: run.host.clone(),
         join_timeout: run.join_timeout,
         duration: run.duration,
+        zenoh_config: run.zenoh_config.clone(),
         ..defaults
     };
     let (plan, _modules) = runnable.into_parts();
@@ -76,6 +78,7 @@ pub(crate) fn coordinate(
     let target = run.target.to_owned();
     let set: Vec<String> = run.set.to_vec();
     let verbose = run.verbose;
+    let zenoh_config = run.zenoh_config.clone();
     let command = move |launch: &Launch| {
         let mut c = Command::new(&exe);
         c.arg("worker")
@@ -88,6 +91,9 @@ pub(crate) fn coordinate(
             .arg(launch.join_timeout.as_secs_f64().to_string());
         for endpoint in &launch.connect {
             c.arg("--connect").arg(endpoint);
+        }
+        if let Some(file) = &zenoh_config {
+            c.arg("--zenoh-config").arg(file);
         }
         for _ in 0..verbose {
             c.arg("-v");
@@ -136,6 +142,8 @@ pub(crate) fn work(
         },
         join_timeout: args.join_timeout,
         watch_stdin: args.supervised,
+        shared_memory: args.shared_memory,
+        zenoh_config: args.zenoh_config,
         ..defaults
     };
     let ctrl_c = stop.clone();

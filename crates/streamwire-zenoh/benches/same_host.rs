@@ -1,14 +1,16 @@
 //! Raw against compressed 720p frames between two processes on one host, through the zenoh
-//! transport (TCP on loopback, no shared memory): what a same-host link costs per frame,
-//! in CPU on each side and in latency, to choose the `auto` default for such links.
+//! transport, with and without shared memory: what a same-host link costs per frame, in
+//! CPU on each side and in latency, to choose the `auto` default for such links.
 //!
 //! ```text
 //! cargo bench -p streamwire-zenoh --bench same_host [-- FRAMES_PER_BLOCK PAIRS]
 //! ```
 //!
-//! The parent publishes blocks of frames at 20 fps, raw and JPEG (q75, the codec's
-//! defaults) blocks interleaved in the order raw, jpeg, jpeg, raw, ... so that a drift of
-//! the machine's speed falls on both; the child (this binary again) receives them as the
+//! The two processes hold two pairs of sessions: one pair with zenoh's shared memory on
+//! (a 64 MiB pool), one with it off (TCP on loopback only). The parent publishes blocks of
+//! frames at 20 fps in four modes, raw and JPEG (q75, the codec's defaults) over each pair,
+//! the order of the modes rotated every round so that a drift of the machine's speed falls
+//! on all of them; the child (this binary again) receives them as the
 //! runtime does (parse the wire frame, read the message; decode the JPEG into a reused
 //! buffer). Each process reads its own CPU time at every block boundary, so zenoh's threads
 //! are counted. Frames: the real camera sequence of `../shared/data` when present, else a
@@ -28,7 +30,7 @@ use streamwire_core::{
 };
 use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
 use streamwire_transport::{Transport, WireFrame};
-use streamwire_zenoh::{ZenohOptions, ZenohTransport};
+use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 
 type Failure = Box<dyn std::error::Error>;
 
@@ -51,9 +53,21 @@ fn main() -> Result<(), Failure> {
     parent(per_block, pairs)
 }
 
-/// Block `b` is raw or JPEG: raw, jpeg, jpeg, raw, raw, jpeg, ...
-fn is_jpeg(block: u64) -> bool {
-    matches!(block % 4, 1 | 2)
+/// The four modes: (JPEG, shared memory).
+const MODES: [(bool, bool); 4] = [(false, true), (false, false), (true, false), (true, true)];
+
+fn mode_name(mode: (bool, bool)) -> &'static str {
+    match mode {
+        (false, true) => "raw shm",
+        (false, false) => "raw tcp",
+        (true, false) => "jpeg tcp",
+        (true, true) => "jpeg shm",
+    }
+}
+
+/// Block `b`'s mode: round `b / 4` rotates the order of the four modes by one.
+fn mode_of(block: u64) -> (bool, bool) {
+    MODES[((block % 4 + block / 4) % 4) as usize]
 }
 
 fn frames() -> Result<(Vec<Bytes>, &'static str), Failure> {
@@ -89,24 +103,30 @@ fn frames() -> Result<(Vec<Bytes>, &'static str), Failure> {
 
 fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
     let (frames, source) = frames()?;
-    let transport = ZenohTransport::open(&ZenohOptions {
-        run_id: "same-host-bench".to_owned(),
-        ..ZenohOptions::default()
-    })?;
-    let endpoint = transport
-        .locators()
-        .into_iter()
-        .find(|l| l.starts_with("tcp/127.0.0.1:"))
-        .ok_or("the session listens on no loopback endpoint")?;
+    let open = |shm: bool| {
+        ZenohTransport::open(&ZenohOptions {
+            run_id: "same-host-bench".to_owned(),
+            shared_memory: pool(shm),
+            ..ZenohOptions::default()
+        })
+    };
+    let (on, off) = (open(true)?, open(false)?);
+    let endpoint = |t: &ZenohTransport| {
+        t.locators()
+            .into_iter()
+            .find(|l| l.starts_with("tcp/127.0.0.1:"))
+            .ok_or("the session listens on no loopback endpoint")
+    };
     let mut child = Command::new(std::env::current_exe()?)
-        .env(CHILD_ENV, &endpoint)
+        .env(CHILD_ENV, format!("{},{}", endpoint(&on)?, endpoint(&off)?))
         .env("SW_SAME_HOST_PER_BLOCK", per_block.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?;
-    let publisher = transport.publisher(KEY, QOS)?;
+    let publisher_on = on.publisher(KEY, QOS)?;
+    let publisher_off = off.publisher(KEY, QOS)?;
     let began = Instant::now();
-    while !publisher.is_matched() {
+    while !publisher_on.is_matched() || !publisher_off.is_matched() {
         if began.elapsed() > Duration::from_secs(20) {
             let _ = child.kill();
             return Err("the child never subscribed".into());
@@ -117,7 +137,7 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
     std::thread::sleep(Duration::from_millis(200));
 
     let options = EncodeOptions::default();
-    let blocks = pairs * 2;
+    let blocks = pairs * 4;
     let mut sent_cpu = Vec::new();
     let mut wire_bytes = Vec::new();
     let mut next = Instant::now();
@@ -131,8 +151,9 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
                 seq,
                 publish_time: Timestamp::now(),
             };
+            let (jpeg_block, shm_block) = mode_of(block);
             // Encoding is the sender's work in the JPEG blocks, as the encode node's.
-            let (message, codec): (Box<dyn AnyMessage>, &str) = if is_jpeg(block) {
+            let (message, codec): (Box<dyn AnyMessage>, &str) = if jpeg_block {
                 let image = PixelsRef::new(1280, 720, 1280 * 3, PixelFormat::Rgb8, pixels)?;
                 let encoded = jpeg::encode(&image, &options)?;
                 let message =
@@ -145,7 +166,11 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
             let mut build = |link_seq: u64| {
                 WireFrame::encode(&*message, header, link_seq, codec).inspect(|f| bytes += f.len())
             };
-            publisher.put(&mut build)?;
+            if shm_block {
+                publisher_on.put(&mut build)?;
+            } else {
+                publisher_off.put(&mut build)?;
+            }
             next += PERIOD;
             if let Some(wait) = next.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
@@ -154,12 +179,17 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
         sent_cpu.push(cpu.elapsed());
         wire_bytes.push(bytes);
     }
-    publisher.put(&mut WireFrame::end_of_stream)?;
+    publisher_off.put(&mut WireFrame::end_of_stream)?;
 
     let stdout = child.stdout.take().ok_or("no child stdout")?;
     let mut received = Vec::new();
+    let mut child_shm = String::new();
     for line in BufReader::new(stdout).lines() {
         let line = line?;
+        if let Some(shm) = line.strip_prefix("shm ") {
+            child_shm = shm.to_owned();
+            continue;
+        }
         let fields: Vec<&str> = line.split_whitespace().collect();
         if let [block, frames, cpu_ms, p50_ms, max_ms] = fields[..] {
             received.push((
@@ -173,13 +203,20 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
     }
     drop(child.stdin.take());
     child.wait()?;
-    transport.close();
+    let gaps = on.shared_memory_gaps().len();
+    on.close();
+    off.close();
 
-    println!("same-host link, two processes, zenoh over TCP on loopback (no shared memory)");
+    println!(
+        "same-host link, two processes, zenoh on loopback: shared memory on (64 MiB pool) and off (TCP)"
+    );
     println!("frames: {source}; {per_block} per block at 20 fps, {blocks} blocks interleaved");
+    println!(
+        "receiver, shared memory: {child_shm}; peers without it on the shared-memory pair: {gaps}"
+    );
     println!();
     println!(
-        "{:<5} {:>8} {:>10} {:>16} {:>16} {:>16} {:>12} {:>12}",
+        "{:<9} {:>8} {:>10} {:>16} {:>16} {:>16} {:>12} {:>12}",
         "mode",
         "frames",
         "received",
@@ -190,7 +227,7 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
         "latency max"
     );
     let mut medians = Vec::new();
-    for jpeg in [false, true] {
+    for mode in MODES {
         let mut sender = Vec::new();
         let mut receiver = Vec::new();
         let mut both = Vec::new();
@@ -200,7 +237,7 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
         let mut bytes = 0;
         for (block, frames, cpu_ms, block_p50, block_max) in &received {
             let b = *block as usize;
-            if is_jpeg(*block) != jpeg || b >= sent_cpu.len() {
+            if mode_of(*block) != mode || b >= sent_cpu.len() {
                 continue;
             }
             let s = sent_cpu[b].as_secs_f64() * 1e3 / per_block as f64;
@@ -213,14 +250,14 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
             got += frames;
             bytes += wire_bytes[b];
         }
-        let mode = if jpeg { "jpeg" } else { "raw" };
+        let name = mode_name(mode);
         let m = (
             median(&mut sender),
             median(&mut receiver),
             median(&mut both),
         );
         println!(
-            "{mode:<5} {:>8} {got:>10} {:>13.2} ms {:>13.2} ms {:>13.2} ms {:>9.2} ms {:>9.2} ms",
+            "{name:<9} {:>8} {got:>10} {:>13.2} ms {:>13.2} ms {:>13.2} ms {:>9.2} ms {:>9.2} ms",
             pairs * per_block,
             m.0,
             m.1,
@@ -234,16 +271,22 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
             bytes as f64 / (pairs * per_block) as f64,
         ));
     }
-    if let [raw, jpeg] = medians[..] {
+    if let [raw_shm, raw_tcp, jpeg_tcp, jpeg_shm] = medians[..] {
         println!();
-        println!(
-            "jpeg / raw: CPU per frame (both processes) {:.2}x, latency p50 {:.2}x, wire bytes {:.3}x ({:.0} KB against {:.0} KB)",
-            jpeg.0 / raw.0,
-            jpeg.1 / raw.1,
-            jpeg.2 / raw.2,
-            jpeg.2 / 1e3,
-            raw.2 / 1e3
-        );
+        for (what, a, b) in [
+            ("raw shm / raw tcp", raw_shm, raw_tcp),
+            ("jpeg tcp / raw tcp", jpeg_tcp, raw_tcp),
+            ("jpeg shm / raw shm", jpeg_shm, raw_shm),
+        ] {
+            println!(
+                "{what}: CPU per frame (both processes) {:.2}x, latency p50 {:.2}x, wire bytes {:.3}x ({:.0} KB against {:.0} KB)",
+                a.0 / b.0,
+                a.1 / b.1,
+                a.2 / b.2,
+                a.2 / 1e3,
+                b.2 / 1e3
+            );
+        }
     }
     println!(
         "(CPU: medians over blocks of each process's CPU time per frame; latency: stamp before encode to message read, or JPEG decoded)"
@@ -251,30 +294,52 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Shared memory on (a pool of 64 MiB: 23 raw frames) or off.
+fn pool(on: bool) -> SharedMemory {
+    if on {
+        SharedMemory {
+            enabled: true,
+            pool_bytes: 64 << 20,
+        }
+    } else {
+        SharedMemory::off()
+    }
+}
+
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-fn child(endpoint: &str) -> Result<(), Failure> {
+fn child(endpoints: &str) -> Result<(), Failure> {
     let per_block: u64 = std::env::var("SW_SAME_HOST_PER_BLOCK")?.parse()?;
-    let transport = ZenohTransport::open(&ZenohOptions {
-        run_id: "same-host-bench".to_owned(),
-        listen: Vec::new(),
-        connect: vec![endpoint.to_owned()],
-        gossip: false,
-    })?;
+    let (endpoint_on, endpoint_off) = endpoints.split_once(',').ok_or("expected two endpoints")?;
+    let open = |endpoint: &str, shm: bool| {
+        ZenohTransport::open(&ZenohOptions {
+            run_id: "same-host-bench".to_owned(),
+            listen: Vec::new(),
+            connect: vec![endpoint.to_owned()],
+            gossip: false,
+            shared_memory: pool(shm),
+            ..ZenohOptions::default()
+        })
+    };
+    let (on, off) = (open(endpoint_on, true)?, open(endpoint_off, false)?);
     let (tx, rx) = mpsc::channel::<Bytes>();
-    let tx = std::sync::Mutex::new(tx);
-    let _subscription = transport.subscribe(
-        KEY,
-        QOS,
-        Arc::new(move |frame| {
-            if let Ok(tx) = tx.lock() {
-                let _ = tx.send(frame);
-            }
-        }),
-    )?;
+    let mut subscriptions = Vec::new();
+    for transport in [&on, &off] {
+        let tx = std::sync::Mutex::new(tx.clone());
+        subscriptions.push(transport.subscribe(
+            KEY,
+            QOS,
+            Arc::new(move |frame| {
+                if let Ok(tx) = tx.lock() {
+                    let _ = tx.send(frame);
+                }
+            }),
+        )?);
+    }
+    drop(tx);
     let accepted = [
         (Image::TYPE_NAME, Image::SCHEMA_VERSION),
         (CompressedImage::TYPE_NAME, CompressedImage::SCHEMA_VERSION),
@@ -318,6 +383,14 @@ fn child(endpoint: &str) -> Result<(), Failure> {
         latencies.push(latency.as_secs_f64() * 1e3);
     }
     report(block, &cpu, &mut latencies);
-    transport.close();
+    let stats = on.shared_memory_stats();
+    let _ = writeln!(
+        out,
+        "shm {} frames arrived in shared memory, {} large ones copied (on the shared-memory pair)",
+        stats.received_shared, stats.received_large_copied
+    );
+    drop(subscriptions);
+    on.close();
+    off.close();
     Ok(())
 }

@@ -31,18 +31,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::io::Read as _;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use streamwire_graph::{Plan, RunnablePlan, Supervision};
+use streamwire_graph::{Locality, Placement, Plan, RunnablePlan, Supervision};
 use streamwire_runtime::{EndReason, RunOptions, RunReport, RunStats, Runtime, StartGate};
 use streamwire_transport::{FrameSink, Publisher, Subscription, Transport, TransportError};
 use zenoh::Wait;
 
-use crate::{ZenohError, ZenohOptions, ZenohTransport};
+use crate::{SharedMemory, ZenohError, ZenohOptions, ZenohTransport};
 
 /// How often workers ask the coordinator for the run's state (and say theirs).
 const POLL: Duration = Duration::from_millis(100);
@@ -141,6 +142,10 @@ struct JoinRequest {
     process: String,
     plan_hash: String,
     pid: u32,
+    /// Whether the worker's session offers shared memory (a worker that does not say,
+    /// does not).
+    #[serde(default)]
+    shared_memory: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -220,6 +225,9 @@ pub struct CoordinatorOptions {
     pub stop_deadline: Duration,
     /// Stop after this long (default: until stopped, or every worker finished).
     pub duration: Option<Duration>,
+    /// A zenoh configuration file for the coordinator's session (TLS, authentication,
+    /// access control: [`ZenohOptions::config_file`]).
+    pub zenoh_config: Option<PathBuf>,
 }
 
 impl Default for CoordinatorOptions {
@@ -231,6 +239,7 @@ impl Default for CoordinatorOptions {
             join_timeout: Duration::from_secs(30),
             stop_deadline: Duration::from_secs(2),
             duration: None,
+            zenoh_config: None,
         }
     }
 }
@@ -321,6 +330,8 @@ struct Board {
     gone: BTreeSet<String>,
     /// Refusals not yet said.
     refusals: Vec<String>,
+    /// Whether each joined worker offers shared memory.
+    shared_memory: BTreeMap<String, bool>,
     go: bool,
     stop: bool,
 }
@@ -384,6 +395,10 @@ impl Coordinator {
             listen: options.listen.clone(),
             connect: Vec::new(),
             gossip: true,
+            // The coordinator carries no frames: without shared memory it holds no
+            // segment of its own, nor maps the workers' (which would keep them alive).
+            shared_memory: SharedMemory::off(),
+            config_file: options.zenoh_config.clone(),
         })?;
         let processes: Vec<(String, String)> = plan
             .processes()
@@ -435,6 +450,8 @@ impl Coordinator {
                         )),
                         None => {
                             // A rejoin (a restarted worker) starts over.
+                            b.shared_memory
+                                .insert(request.process.clone(), request.shared_memory);
                             b.joined.insert(request.process.clone(), request.pid);
                             b.ready.remove(&request.process);
                             b.reports.remove(&request.process);
@@ -654,6 +671,11 @@ impl Coordinator {
             .collect();
         drop(b);
         self.transport.close();
+        // A worker killed by a signal leaves its shared-memory segments in /dev/shm (POSIX
+        // keeps a named segment until someone unlinks it): zenoh removes the segments
+        // whose processes are gone. After this session's close: frames routed through it
+        // had it hold their segments too.
+        crate::remove_orphaned_shared_memory();
         Ok(ClusterReport {
             workers: summaries.into_values().collect(),
             report: merge(reason, failure, stragglers, reports),
@@ -834,6 +856,11 @@ impl Coordinator {
                         "every worker is ready ({}): the sources start",
                         self.processes.len()
                     ));
+                    let offers = lock(&self.board).shared_memory.clone();
+                    for warning in shared_memory_warnings(&self.processes, &offers) {
+                        tracing::warn!("{warning}");
+                        say(&warning);
+                    }
                 } else if began.elapsed() >= self.options.join_timeout {
                     return Err(ClusterError::JoinTimeout {
                         missing: missing.join(", "),
@@ -858,6 +885,67 @@ impl Coordinator {
             }
         }
     }
+}
+
+/// The warnings for the workers of one host that cannot share memory: a worker without
+/// it gets the raw frames of its neighbours copied through TCP, silently.
+fn shared_memory_warnings(
+    processes: &[(String, String)],
+    offers: &BTreeMap<String, bool>,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let hosts: BTreeSet<&str> = processes.iter().map(|(_, h)| h.as_str()).collect();
+    for host in hosts {
+        let on_host: Vec<&String> = processes
+            .iter()
+            .filter(|(_, h)| h == host)
+            .map(|(p, _)| p)
+            .collect();
+        let with: Vec<&str> = on_host
+            .iter()
+            .filter(|p| offers.get(p.as_str()) == Some(&true))
+            .map(|p| p.as_str())
+            .collect();
+        let without: Vec<&str> = on_host
+            .iter()
+            .filter(|p| offers.get(p.as_str()) == Some(&false))
+            .map(|p| p.as_str())
+            .collect();
+        if !with.is_empty() && !without.is_empty() {
+            warnings.push(format!(
+                "shared memory: worker{} {} on host `{host}` run{} without it ({} {} it): \
+                 large frames between them are copied through TCP; enable it on both ends \
+                 (zenoh's `transport/shared_memory/enabled`)",
+                if without.len() == 1 { "" } else { "s" },
+                without.join(", "),
+                if without.len() == 1 { "s" } else { "" },
+                with.join(", "),
+                if with.len() == 1 { "has" } else { "have" },
+            ));
+        }
+    }
+    warnings
+}
+
+/// Frames a worker may have in its shared-memory pool per stream it sends raw to a
+/// process of its own host: one being written, one in flight, one being read.
+const SHM_SLOTS_PER_LINK: usize = 3;
+
+/// The room for one frame in a worker's pool: a 1080p RGBA image (8.3 MB) fits; a 720p
+/// RGB one is 2.76 MB. Messages are not sized in the plan, so this is a bound, not a
+/// measurement; a frame that finds the pool full travels as bytes instead.
+const SHM_SLOT_BYTES: usize = 8 << 20;
+
+/// The shared-memory pool of the worker of `process`: room for three frames of 8 MiB
+/// (one being written, one in flight, one being read; a 1080p RGBA image fits) per raw
+/// link to another process of its host, at least zenoh's 16 MiB, at most 1 GiB.
+pub fn shared_memory_pool(plan: &Plan, process: &Placement) -> usize {
+    let links = plan.process(process).map_or(0, |view| {
+        view.outgoing_links()
+            .filter(|l| l.locality == Locality::SameHost && !l.payload.is_encoded())
+            .count()
+    });
+    (links * SHM_SLOTS_PER_LINK * SHM_SLOT_BYTES).clamp(SharedMemory::DEFAULT_POOL_BYTES, 1 << 30)
 }
 
 /// One report of the reports of every worker.
@@ -912,6 +1000,11 @@ pub struct WorkerOptions {
     /// Stop when standard input closes (a worker started by a coordinator: when the
     /// coordinator ends, however it ends, so does the worker).
     pub watch_stdin: bool,
+    /// Offer shared memory to the workers of this host (default on; its pool is sized
+    /// from the plan: [`shared_memory_pool`]).
+    pub shared_memory: bool,
+    /// A zenoh configuration file for the worker's session ([`ZenohOptions::config_file`]).
+    pub zenoh_config: Option<PathBuf>,
 }
 
 impl Default for WorkerOptions {
@@ -924,6 +1017,8 @@ impl Default for WorkerOptions {
             join_timeout: Duration::from_secs(30),
             stop_deadline: Duration::from_secs(2),
             watch_stdin: false,
+            shared_memory: true,
+            zenoh_config: None,
         }
     }
 }
@@ -1002,6 +1097,18 @@ pub fn run_worker(
         listen: options.listen.clone(),
         connect: options.connect.clone(),
         gossip: true,
+        shared_memory: SharedMemory {
+            enabled: options.shared_memory,
+            pool_bytes: runnable
+                .plan()
+                .processes()
+                .iter()
+                .find(|p| p.placement().to_string() == process)
+                .map_or(SharedMemory::DEFAULT_POOL_BYTES, |p| {
+                    shared_memory_pool(runnable.plan(), p.placement())
+                }),
+        },
+        config_file: options.zenoh_config.clone(),
     })?;
     let result = work(
         runnable,
@@ -1050,6 +1157,7 @@ fn work(
         process: process.to_owned(),
         plan_hash: hash.to_owned(),
         pid: std::process::id(),
+        shared_memory: base.shared_memory(),
     };
     let began = Instant::now();
     let reply: JoinReply = loop {
@@ -1201,4 +1309,46 @@ fn work(
         std::thread::sleep(POLL);
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn processes(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(p, h)| ((*p).to_owned(), (*h).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn workers_of_one_host_that_disagree_about_shared_memory_are_named() {
+        let processes = processes(&[
+            ("robot/cam", "robot"),
+            ("robot/ui", "robot"),
+            ("laptop/web", "laptop"),
+        ]);
+        let offers: BTreeMap<String, bool> = [
+            ("robot/cam".to_owned(), true),
+            ("robot/ui".to_owned(), false),
+            ("laptop/web".to_owned(), false),
+        ]
+        .into();
+        assert_eq!(
+            shared_memory_warnings(&processes, &offers),
+            [
+                "shared memory: worker robot/ui on host `robot` runs without it (robot/cam has \
+              it): large frames between them are copied through TCP; enable it on both ends \
+              (zenoh's `transport/shared_memory/enabled`)"
+            ]
+        );
+        // One host alone, or every worker of a host alike: nothing to say.
+        let alike: BTreeMap<String, bool> = [
+            ("robot/cam".to_owned(), true),
+            ("robot/ui".to_owned(), true),
+            ("laptop/web".to_owned(), false),
+        ]
+        .into();
+        assert!(shared_memory_warnings(&processes, &alike).is_empty());
+    }
 }

@@ -25,11 +25,23 @@
 //! the live ones (a frame both remembered and live is delivered once). The same
 //! mechanism as zenoh-ext's advanced publisher cache, on zenoh's stable API.
 //!
+//! **Shared memory**: between the processes of one host, zenoh puts payloads of 3 KB and
+//! more into a shared pool instead of the TCP stream ([`SharedMemory`], on by default,
+//! the pool sized by the caller: a distributed run sizes it from the plan's streams).
+//! Both ends must have it on, or frames silently travel as bytes: a session reports the
+//! peers on its host it cannot use it with ([`ZenohTransport::shared_memory_gaps`]) and
+//! counts what arrived through it ([`ZenohTransport::shared_memory_stats`]).
+//!
+//! **Security**: a zenoh configuration file ([`ZenohOptions::config_file`]) brings TLS or
+//! mTLS endpoints, user/password authentication and access control; streamwire's own
+//! settings (multicast off, endpoints, QoS) are applied on top of it.
+//!
 //! **Network hygiene**: multicast and gossip scouting are off; a session listens and
 //! connects only on the endpoints it is given, by default `tcp/127.0.0.1:0` (loopback, an
 //! ephemeral port).
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
@@ -69,6 +81,82 @@ fn link_seq(frame: &Bytes) -> Option<u64> {
 
 pub mod cluster;
 
+/// Payloads from this size up go through shared memory (zenoh's default threshold).
+pub const SHARED_MEMORY_THRESHOLD: usize = 3 * 1024;
+
+/// Zenoh's shared memory between the processes of one host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedMemory {
+    /// Offer shared memory to peers (they must offer it too) and put large payloads into
+    /// the pool (default on).
+    pub enabled: bool,
+    /// The pool's size in bytes (default 16 MiB, zenoh's). A payload that finds the pool
+    /// full travels as bytes instead: a small pool costs speed, never frames.
+    pub pool_bytes: usize,
+}
+
+impl SharedMemory {
+    /// Zenoh's default pool: 16 MiB.
+    pub const DEFAULT_POOL_BYTES: usize = 16 << 20;
+
+    /// Shared memory off: every payload travels through the link.
+    pub fn off() -> SharedMemory {
+        SharedMemory {
+            enabled: false,
+            ..SharedMemory::default()
+        }
+    }
+}
+
+impl Default for SharedMemory {
+    fn default() -> Self {
+        SharedMemory {
+            enabled: true,
+            pool_bytes: SharedMemory::DEFAULT_POOL_BYTES,
+        }
+    }
+}
+
+/// What arrived through shared memory, over every subscription of a session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SharedMemoryStats {
+    /// Frames that arrived in shared memory (not copied through the link).
+    pub received_shared: u64,
+    /// Frames of [`SHARED_MEMORY_THRESHOLD`] or more that arrived as bytes: from another
+    /// host, from a peer without shared memory, or when the sender's pool was full.
+    pub received_large_copied: u64,
+}
+
+/// A peer on this host that this session exchanges payloads with as bytes, not through
+/// shared memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedMemoryGap {
+    /// The peer's zenoh id.
+    pub zid: String,
+    /// The link to it, `tcp/127.0.0.1:A -> tcp/127.0.0.1:B`.
+    pub link: String,
+    /// Whether this session has shared memory on (if it does, the peer has it off).
+    pub ours: bool,
+}
+
+impl std::fmt::Display for SharedMemoryGap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "peer {} on this host ({}) does not use shared memory ({} has it off): large \
+             payloads between them are copied through the link; enable shared memory on \
+             both ends",
+            self.zid,
+            self.link,
+            if self.ours {
+                "the peer"
+            } else {
+                "this session"
+            }
+        )
+    }
+}
+
 /// How a [`ZenohTransport`] joins the network.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ZenohOptions {
@@ -84,6 +172,14 @@ pub struct ZenohOptions {
     /// alone and find each other this way (default off: a session talks only to the
     /// endpoints it is given).
     pub gossip: bool,
+    /// Shared memory with the peers of this host (default on, a 16 MiB pool).
+    pub shared_memory: SharedMemory,
+    /// A zenoh configuration file (JSON5) to start from: TLS or mTLS endpoints and their
+    /// certificates, user/password authentication, access control. streamwire's own
+    /// settings are applied on top: peer mode, multicast scouting off, the endpoints
+    /// (`listen` is ignored when left at its default and the file lists endpoints of its
+    /// own), QoS. Its `transport/shared_memory/enabled: false` turns shared memory off.
+    pub config_file: Option<PathBuf>,
 }
 
 impl Default for ZenohOptions {
@@ -93,6 +189,8 @@ impl Default for ZenohOptions {
             listen: vec!["tcp/127.0.0.1:0".to_owned()],
             connect: Vec::new(),
             gossip: false,
+            shared_memory: SharedMemory::default(),
+            config_file: None,
         }
     }
 }
@@ -114,9 +212,18 @@ pub enum ZenohError {
         /// zenoh's error.
         error: String,
     },
-    /// The session could not open (an endpoint refused, a port taken).
+    /// The session could not open (an endpoint refused, a port taken, credentials
+    /// refused).
     #[error("cannot open the zenoh session: {0}")]
     Open(String),
+    /// The zenoh configuration file could not be read.
+    #[error("zenoh configuration file {path}: {error}")]
+    ConfigFile {
+        /// The file.
+        path: PathBuf,
+        /// zenoh's error.
+        error: String,
+    },
 }
 
 /// The zenoh transport. Cheap to clone (clones share the session).
@@ -134,6 +241,15 @@ struct Inner {
     /// One liveliness token per (stream, partition) this session receives: how a
     /// publisher elsewhere tells which partitions it reaches.
     announced: Mutex<Vec<zenoh::liveliness::LivelinessToken>>,
+    /// Whether this session offers shared memory.
+    shared_memory: bool,
+    shm: Arc<ShmCounters>,
+}
+
+#[derive(Default)]
+struct ShmCounters {
+    shared: AtomicU64,
+    large_copied: AtomicU64,
 }
 
 impl std::fmt::Debug for ZenohTransport {
@@ -159,18 +275,41 @@ impl ZenohTransport {
     pub fn open(options: &ZenohOptions) -> Result<ZenohTransport, ZenohError> {
         let run_id = &options.run_id;
         check_run_id(run_id)?;
-        let listening = options
-            .listen
-            .iter()
-            .map(|e| with_free_port(e))
-            .collect::<Result<Vec<String>, ZenohError>>()?;
-        let mut config = zenoh::Config::default();
-        let settings: [(&'static str, String); 7] = [
+        let mut config = match &options.config_file {
+            Some(path) => {
+                zenoh::Config::from_file(path).map_err(|error| ZenohError::ConfigFile {
+                    path: path.clone(),
+                    error: error.to_string(),
+                })?
+            }
+            None => zenoh::Config::default(),
+        };
+        // Whether the file lists endpoints of its own (zenoh's defaults otherwise).
+        let file_listens = options.config_file.is_some()
+            && config.get_json("listen/endpoints").ok()
+                != zenoh::Config::default().get_json("listen/endpoints").ok();
+        let listen = if file_listens && options.listen == ZenohOptions::default().listen {
+            None
+        } else {
+            Some(
+                options
+                    .listen
+                    .iter()
+                    .map(|e| with_free_port(e))
+                    .collect::<Result<Vec<String>, ZenohError>>()?,
+            )
+        };
+        // A file may turn shared memory off; it cannot turn it on against the options.
+        let file_allows_shm = !matches!(
+            config.get_json("transport/shared_memory/enabled"),
+            Ok(json) if json.trim() == "false"
+        );
+        let shared_memory = options.shared_memory.enabled && file_allows_shm;
+        let pool = options.shared_memory.pool_bytes.max(1 << 20);
+        let mut settings: Vec<(&'static str, String)> = vec![
             ("mode", "\"peer\"".to_owned()),
             ("scouting/multicast/enabled", "false".to_owned()),
             ("scouting/gossip/enabled", options.gossip.to_string()),
-            ("listen/endpoints", json_list(&listening)),
-            ("connect/endpoints", json_list(&options.connect)),
             // A peer that cannot be reached is retried, not fatal: workers start in any
             // order.
             ("connect/exit_on_failure", "false".to_owned()),
@@ -180,7 +319,46 @@ impl ZenohTransport {
                 "transport/link/tx/queue/congestion_control/block/wait_before_close",
                 "1000000".to_owned(),
             ),
+            ("transport/shared_memory/enabled", shared_memory.to_string()),
+            // zenoh's shared-memory internals are made when the session opens, not at the
+            // first frame. (The pool itself is still made on the first large frame, on a
+            // thread: the few frames sent meanwhile travel as bytes.)
+            (
+                "transport/shared_memory/mode",
+                if shared_memory {
+                    "\"init\""
+                } else {
+                    "\"lazy\""
+                }
+                .to_owned(),
+            ),
+            (
+                "transport/shared_memory/transport_optimization/enabled",
+                shared_memory.to_string(),
+            ),
+            (
+                "transport/shared_memory/transport_optimization/pool_size",
+                pool.to_string(),
+            ),
+            (
+                "transport/shared_memory/transport_optimization/message_size_threshold",
+                SHARED_MEMORY_THRESHOLD.to_string(),
+            ),
         ];
+        if let Some(listen) = &listen {
+            settings.push(("listen/endpoints", json_list(listen)));
+        }
+        if !options.connect.is_empty() || options.config_file.is_none() {
+            settings.push(("connect/endpoints", json_list(&options.connect)));
+        }
+        let listening = match listen {
+            Some(listen) => listen,
+            None => config
+                .get_json("listen/endpoints")
+                .ok()
+                .and_then(|json| serde_json::from_str::<Vec<String>>(&json).ok())
+                .unwrap_or_default(),
+        };
         for (key, value) in settings {
             config
                 .insert_json5(key, &value)
@@ -198,9 +376,58 @@ impl ZenohTransport {
                 listening,
                 closed: AtomicBool::new(false),
                 announced: Mutex::new(Vec::new()),
+                shared_memory,
+                shm: Arc::new(ShmCounters::default()),
             }),
             prefix: Arc::from(format!("streamwire/{run_id}")),
         })
+    }
+
+    /// This session's zenoh id.
+    pub fn zid(&self) -> String {
+        self.inner.session.zid().to_string()
+    }
+
+    /// Whether this session offers shared memory to its peers.
+    pub fn shared_memory(&self) -> bool {
+        self.inner.shared_memory
+    }
+
+    /// What arrived through shared memory so far, over every subscription.
+    pub fn shared_memory_stats(&self) -> SharedMemoryStats {
+        SharedMemoryStats {
+            received_shared: self.inner.shm.shared.load(Ordering::Relaxed),
+            received_large_copied: self.inner.shm.large_copied.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The peers on this host (a link whose two ends share an IP address, or loopback)
+    /// that this session cannot use shared memory with, because either end has it off.
+    /// Shared memory is negotiated per peer when the two sessions connect, and a peer
+    /// without it gets every payload as bytes, silently: this is how to notice.
+    pub fn shared_memory_gaps(&self) -> Vec<SharedMemoryGap> {
+        let info = self.inner.session.info();
+        let without: Vec<String> = info
+            .transports()
+            .wait()
+            .filter(|t| !t.is_shm())
+            .map(|t| t.zid().to_string())
+            .collect();
+        let mut gaps = Vec::new();
+        for link in info.links().wait() {
+            let zid = link.zid().to_string();
+            if without.contains(&zid)
+                && same_host(&link.src().to_string(), &link.dst().to_string())
+                && !gaps.iter().any(|g: &SharedMemoryGap| g.zid == zid)
+            {
+                gaps.push(SharedMemoryGap {
+                    zid,
+                    link: format!("{} -> {}", link.src(), link.dst()),
+                    ours: self.inner.shared_memory,
+                });
+            }
+        }
+        gaps
     }
 
     /// The same session, for run `run_id` (a worker learns its run's id from the
@@ -263,6 +490,28 @@ impl ZenohTransport {
         } else {
             Ok(())
         }
+    }
+}
+
+/// Removes the shared-memory segments (`/dev/shm/<id>.zenoh`) whose processes are gone: a
+/// process killed by a signal leaves its segments behind (POSIX keeps a named segment
+/// until it is unlinked). A coordinator calls it once its workers have ended. Cheap when
+/// there is nothing to remove; does nothing outside Linux.
+pub fn remove_orphaned_shared_memory() {
+    zenoh::shm::cleanup_orphaned_shm_segments();
+}
+
+/// Whether a link's two locators (`tcp/127.0.0.1:7447`) are on one host: loopback, or the
+/// same address at both ends.
+fn same_host(src: &str, dst: &str) -> bool {
+    fn ip(locator: &str) -> Option<std::net::IpAddr> {
+        let address = locator.split_once('/').map_or(locator, |(_, a)| a);
+        let address = address.split('#').next().unwrap_or(address);
+        address.parse::<std::net::SocketAddr>().ok().map(|a| a.ip())
+    }
+    match (ip(src), ip(dst)) {
+        (Some(a), Some(b)) => a == b || (a.is_loopback() && b.is_loopback()),
+        _ => false,
     }
 }
 
@@ -404,6 +653,7 @@ impl Transport for ZenohTransport {
             let counters = counters.clone();
             let gate = gate.clone();
             let sink = sink.clone();
+            let shm = self.inner.shm.clone();
             self.inner
                 .session
                 .declare_subscriber(self.key_expr(key))
@@ -412,6 +662,11 @@ impl Transport for ZenohTransport {
                 // full. The sink pushes into the runtime's bounded, counted queues.
                 .callback(move |sample| {
                     let payload = sample.payload();
+                    if payload.as_shm().is_some() {
+                        shm.shared.fetch_add(1, Ordering::Relaxed);
+                    } else if payload.len() >= SHARED_MEMORY_THRESHOLD {
+                        shm.large_copied.fetch_add(1, Ordering::Relaxed);
+                    }
                     counters.frames.fetch_add(1, Ordering::Relaxed);
                     counters
                         .wire_bytes

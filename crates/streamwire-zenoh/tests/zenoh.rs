@@ -58,6 +58,7 @@ fn pair(run_id: &str) -> (ZenohTransport, ZenohTransport) {
         listen: Vec::new(),
         connect: vec![endpoint],
         gossip: false,
+        ..ZenohOptions::default()
     })
     .unwrap();
     (a, b)
@@ -604,4 +605,135 @@ fn a_late_joiner_of_a_transient_local_stream_gets_the_last_frames() {
     consumer.wait();
     producer.stop();
     producer.wait();
+}
+
+/// A zenoh configuration file for a session of user `user` with `password`, checking its
+/// peers against `dictionary`, and with `acl` (a JSON5 `access_control` table) if given.
+fn secured_config(
+    dir: &std::path::Path,
+    name: &str,
+    user: &str,
+    password: &str,
+    acl: Option<&str>,
+) -> std::path::PathBuf {
+    let dictionary = dir.join("users.txt");
+    let path = dir.join(format!("{name}.json5"));
+    let acl = acl
+        .map(|a| format!("access_control: {a},"))
+        .unwrap_or_default();
+    std::fs::write(
+        &path,
+        format!(
+            "{{ {acl} transport: {{ auth: {{ usrpwd: {{ user: \"{user}\", password: \
+             \"{password}\", dictionary_file: \"{}\" }} }} }} }}",
+            dictionary.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Access control from a zenoh configuration file: the robot's session admits only user
+/// `operator` to streamwire's keys. The operator gets the frames; `visitor`, whose
+/// credentials are valid but who has no permission, is connected and gets none; a peer
+/// with a wrong password is not admitted at all, and gets none either.
+#[test]
+fn with_access_control_a_peer_without_the_right_credentials_gets_no_data() {
+    let dir = std::env::temp_dir().join(format!("streamwire-acl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("users.txt"),
+        "robot:r0b0t-pass\noperator:0perator-pass\nvisitor:v1sitor-pass\n",
+    )
+    .unwrap();
+    let all = r#"["put", "delete", "declare_subscriber", "query", "reply", "declare_queryable",
+        "liveliness_token", "liveliness_query", "declare_liveliness_subscriber"]"#;
+    let acl = format!(
+        r#"{{ enabled: true, default_permission: "deny",
+            rules: [{{ id: "streams", messages: {all}, flows: ["egress", "ingress"],
+                       permission: "allow", key_exprs: ["streamwire/**"] }}],
+            subjects: [{{ id: "operators", usernames: ["operator"] }}],
+            policies: [{{ rules: ["streams"], subjects: ["operators"] }}] }}"#
+    );
+    let robot = ZenohTransport::open(&ZenohOptions {
+        run_id: "acl".to_owned(),
+        config_file: Some(secured_config(
+            &dir,
+            "robot",
+            "robot",
+            "r0b0t-pass",
+            Some(&acl),
+        )),
+        ..ZenohOptions::default()
+    })
+    .unwrap();
+    let endpoint = robot.locators()[0].clone();
+    assert!(endpoint.starts_with("tcp/127.0.0.1:"), "{endpoint}");
+    let peer = |name: &str, user: &str, password: &str| {
+        ZenohTransport::open(&ZenohOptions {
+            run_id: "acl".to_owned(),
+            listen: Vec::new(),
+            connect: vec![endpoint.clone()],
+            config_file: Some(secured_config(&dir, name, user, password, None)),
+            ..ZenohOptions::default()
+        })
+    };
+    let operator = peer("operator", "operator", "0perator-pass").unwrap();
+    let visitor = peer("visitor", "visitor", "v1sitor-pass").unwrap();
+    // A refused handshake either fails the open or leaves a session with no peer.
+    let intruder = peer("intruder", "operator", "guessed").ok();
+
+    let received = |transport: &ZenohTransport| {
+        let got = Arc::new(Mutex::new(0usize));
+        let sink = got.clone();
+        let subscription = transport
+            .subscribe(
+                "camera",
+                Qos::DEFAULT,
+                Arc::new(move |_frame: Bytes| *sink.lock().unwrap() += 1),
+            )
+            .unwrap();
+        (got, subscription)
+    };
+    let (to_operator, _s1) = received(&operator);
+    let (to_visitor, _s2) = received(&visitor);
+    let to_intruder = intruder.as_ref().map(received);
+    let publisher = robot.publisher("camera", Qos::DEFAULT).unwrap();
+    assert!(
+        until(|| publisher.is_matched()),
+        "the operator never matched"
+    );
+    // Frames until the operator has ten: the others had every chance to get them too.
+    assert!(until(|| {
+        publisher
+            .put(&mut |_| Ok(Bytes::from_static(b"frame")))
+            .unwrap();
+        *to_operator.lock().unwrap() >= 10
+    }));
+    std::thread::sleep(Duration::from_millis(300));
+    let robot_zid: zenoh::session::ZenohId = robot.session().zid();
+    let visitor_peers: Vec<_> = visitor.session().info().peers_zid().wait().collect();
+    assert!(
+        visitor_peers.contains(&robot_zid),
+        "the visitor is connected to the robot (admitted, just not allowed)"
+    );
+    assert_eq!(*to_visitor.lock().unwrap(), 0, "the visitor got frames");
+    if let (Some(intruder), Some((got, _s3))) = (&intruder, &to_intruder) {
+        let peers: Vec<_> = intruder.session().info().peers_zid().wait().collect();
+        assert!(peers.is_empty(), "the intruder was admitted: {peers:?}");
+        assert_eq!(*got.lock().unwrap(), 0, "the intruder got frames");
+    }
+    drop(publisher);
+    for transport in [
+        Some(&robot),
+        Some(&operator),
+        Some(&visitor),
+        intruder.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        transport.close();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
