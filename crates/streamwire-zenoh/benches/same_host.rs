@@ -35,6 +35,7 @@ use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 type Failure = Box<dyn std::error::Error>;
 
 const CHILD_ENV: &str = "SW_SAME_HOST_CHILD";
+const REAPER_ENV: &str = "SW_SAME_HOST_REAPER";
 const PERIOD: Duration = Duration::from_millis(50);
 const KEY: &str = "frames";
 const QOS: Qos = Qos {
@@ -46,6 +47,9 @@ const QOS: Qos = Qos {
 fn main() -> Result<(), Failure> {
     if let Ok(endpoint) = std::env::var(CHILD_ENV) {
         return child(&endpoint);
+    }
+    if let Ok(parent) = std::env::var(REAPER_ENV) {
+        return reap(&parent);
     }
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
     let per_block: u64 = args.next().map_or(Ok(20), |a| a.parse())?;
@@ -206,6 +210,14 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
     let gaps = on.shared_memory_gaps().len();
     on.close();
     off.close();
+    // zenoh removes a process's shared-memory segments only once it has ended: the
+    // child's now, this process's by a reaper that outlives it.
+    streamwire_zenoh::remove_orphaned_shared_memory();
+    Command::new(std::env::current_exe()?)
+        .env(REAPER_ENV, std::process::id().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()?;
 
     println!(
         "same-host link, two processes, zenoh on loopback: shared memory on (64 MiB pool) and off (TCP)"
@@ -304,6 +316,19 @@ fn pool(on: bool) -> SharedMemory {
     } else {
         SharedMemory::off()
     }
+}
+
+/// Waits (at most 10 s) for process `parent` to end, then removes the shared-memory
+/// segments it left.
+fn reap(parent: &str) -> Result<(), Failure> {
+    let began = Instant::now();
+    while std::path::Path::new(&format!("/proc/{parent}")).exists()
+        && began.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    streamwire_zenoh::remove_orphaned_shared_memory();
+    Ok(())
 }
 
 fn median(values: &mut [f64]) -> f64 {

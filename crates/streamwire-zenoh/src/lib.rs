@@ -26,8 +26,9 @@
 //! mechanism as zenoh-ext's advanced publisher cache, on zenoh's stable API.
 //!
 //! **Shared memory**: between the processes of one host, zenoh puts payloads of 3 KB and
-//! more into a shared pool instead of the TCP stream ([`SharedMemory`], on by default,
-//! the pool sized by the caller: a distributed run sizes it from the plan's streams).
+//! more into a shared pool instead of the TCP stream ([`SharedMemory`]: on in a distributed
+//! run's workers, with a pool sized from the plan's streams; off in a session of its own
+//! unless asked).
 //! Both ends must have it on, or frames silently travel as bytes: a session reports the
 //! peers on its host it cannot use it with ([`ZenohTransport::shared_memory_gaps`]) and
 //! counts what arrived through it ([`ZenohTransport::shared_memory_stats`]).
@@ -88,7 +89,8 @@ pub const SHARED_MEMORY_THRESHOLD: usize = 3 * 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SharedMemory {
     /// Offer shared memory to peers (they must offer it too) and put large payloads into
-    /// the pool (default on).
+    /// the pool (on in `SharedMemory::default()`; [`ZenohOptions`] starts from
+    /// [`SharedMemory::off`]).
     pub enabled: bool,
     /// The pool's size in bytes (default 16 MiB, zenoh's). A payload that finds the pool
     /// full travels as bytes instead: a small pool costs speed, never frames.
@@ -172,7 +174,11 @@ pub struct ZenohOptions {
     /// alone and find each other this way (default off: a session talks only to the
     /// endpoints it is given).
     pub gossip: bool,
-    /// Shared memory with the peers of this host (default on, a 16 MiB pool).
+    /// Shared memory with the peers of this host (default off for a session of its own;
+    /// a distributed run's workers turn it on). Off by default because a process that
+    /// used it leaves its segments in /dev/shm when it ends, and zenoh removes a segment
+    /// only once its process is gone (a coordinator does, for its workers:
+    /// [`remove_orphaned_shared_memory`]).
     pub shared_memory: SharedMemory,
     /// A zenoh configuration file (JSON5) to start from: TLS or mTLS endpoints and their
     /// certificates, user/password authentication, access control. streamwire's own
@@ -189,7 +195,7 @@ impl Default for ZenohOptions {
             listen: vec!["tcp/127.0.0.1:0".to_owned()],
             connect: Vec::new(),
             gossip: false,
-            shared_memory: SharedMemory::default(),
+            shared_memory: SharedMemory::off(),
             config_file: None,
         }
     }
