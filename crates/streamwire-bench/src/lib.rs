@@ -4,8 +4,8 @@
 //! (its sequence number in the first 8 bytes), an *echo* module publishes the same bytes
 //! back, and the pinger records the round trip on its own clock (so two processes need no
 //! shared clock) and sends the next. The latency reported is half the round trip (the
-//! payload travels both ways, as zenoh's `z_ping` counts), after a warm-up of
-//! [`WARMUP`](modules::WARMUP) round trips per size. Throughput: a burst of messages
+//! payload travels both ways, as zenoh's `z_ping` counts), after a warm-up of 20 round
+//! trips per size that are not recorded. Throughput: a burst of messages
 //! (keep-all, reliable), each acknowledged by an empty message; msg/s is the burst's
 //! length over first send to last ack, and what never got its ack is reported as lost.
 //!

@@ -691,10 +691,16 @@ impl Cli {
     }
 
     fn command(&self) -> clap::Command {
-        let command = Args::command()
+        let mut command = Args::command()
             .name(self.name.clone())
             .bin_name(self.name.clone())
             .about(self.about.clone());
+        // The latency suite starts zenoh peers: shown where zenoh workers are (and the
+        // suite is built in), so an application's help does not change with the
+        // features a workspace build happens to unify.
+        if !(self.distributed && cfg!(feature = "bench")) {
+            command = command.mut_subcommand("bench", |c| c.hide(true));
+        }
         if self.distributed {
             return command;
         }

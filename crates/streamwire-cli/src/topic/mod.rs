@@ -623,10 +623,12 @@ pub(crate) fn bench(
         {
             break StopReason::Silent(wait);
         }
+        let asked = Instant::now();
         let Some(arrival) = feed.recv(Duration::from_millis(100)) else {
             if let Some(why) = feed.ended() {
                 break StopReason::Ended(why);
             }
+            idle_after(asked);
             continue;
         };
         last_message = Instant::now();
@@ -691,6 +693,16 @@ pub(crate) fn bench(
     Ok(report)
 }
 
+/// A tap whose stream closed answers at once: wait out the rest of the poll instead of
+/// spinning until the run ends.
+fn idle_after(asked: Instant) {
+    let poll = Duration::from_millis(100);
+    let waited = asked.elapsed();
+    if waited < poll {
+        std::thread::sleep(poll - waited);
+    }
+}
+
 fn topic_stats(stream: &str, live: &stats::Live, dropped: u64) -> TopicStats {
     TopicStats {
         stream: stream.to_owned(),
@@ -729,11 +741,13 @@ pub(crate) fn echo(
             eprintln!("no message for {} s", wait.map_or(0.0, |w| w.as_secs_f64()));
             break;
         }
+        let asked = Instant::now();
         let Some(arrival) = feed.recv(Duration::from_millis(100)) else {
             if let Some(why) = feed.ended() {
                 eprintln!("{why}");
                 break;
             }
+            idle_after(asked);
             continue;
         };
         last = Instant::now();
