@@ -219,7 +219,7 @@ fn joins_a_distributed_run_over_zenoh() {
             "run",
             "demo-split",
             "--duration",
-            "40",
+            "30",
             "--listen",
             &endpoint,
             "--run-id",

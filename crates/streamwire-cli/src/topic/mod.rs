@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 use streamwire_core::{
-    AnyMessage, Context, Durability, History, Node, NodeResult, Out, Qos, Reliability, Timestamp,
+    AnyMessage, Context, Durability, History, Node, NodeResult, Out, Reliability, Timestamp,
     Trigger,
 };
 use streamwire_graph::Blueprint;
@@ -124,8 +124,9 @@ impl Requested {
         }
     }
 
-    pub(crate) fn qos(&self) -> Qos {
-        Qos {
+    #[cfg(feature = "zenoh")]
+    pub(crate) fn qos(&self) -> streamwire_core::Qos {
+        streamwire_core::Qos {
             reliability: self.reliability,
             durability: self.durability,
             history: self.history,
@@ -563,10 +564,11 @@ fn open_feed(
             Ok((Box::new(feed), warnings))
         }
         #[cfg(not(feature = "zenoh"))]
-        Target::Zenoh { .. } => {
-            let _ = (stream, requested, stats);
+        Target::Zenoh { connect, run_id } => {
+            let _ = (stream, requested, stats, run_id);
             bail!(
-                "--connect needs streamwire-cli's `zenoh` feature (this binary joins no zenoh run)"
+                "--connect {}: needs streamwire-cli's `zenoh` feature (this binary joins no zenoh run)",
+                connect.join(", ")
             )
         }
     }
@@ -806,8 +808,12 @@ pub(crate) fn list(target: Target, out: &mut dyn Write) -> anyhow::Result<()> {
         #[cfg(feature = "zenoh")]
         Target::Zenoh { connect, run_id } => zenoh::list(&connect, run_id.as_deref(), out),
         #[cfg(not(feature = "zenoh"))]
-        Target::Zenoh { .. } => {
-            bail!("--connect needs streamwire-cli's `zenoh` feature")
+        Target::Zenoh { connect, run_id } => {
+            let _ = run_id;
+            bail!(
+                "--connect {}: needs streamwire-cli's `zenoh` feature",
+                connect.join(", ")
+            )
         }
     }
 }

@@ -88,7 +88,8 @@ fn announced(
     let replies = transport
         .session()
         .liveliness()
-        .get(format!("streamwire/{run}/@sub/**"))
+        // `**` never matches a verbatim chunk such as the `@` that ends the stream's name.
+        .get(format!("streamwire/{run}/@sub/**/@/**"))
         .timeout(Duration::from_secs(2))
         .wait()
         .map_err(|e| anyhow::anyhow!("zenoh liveliness query: {e}"))?;
