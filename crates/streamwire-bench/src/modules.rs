@@ -85,7 +85,7 @@ pub(crate) struct PingState {
 
 /// Sends one ping at a time and records the round trip of its echo.
 #[derive(Module)]
-#[module(crate = streamwire_core)]
+#[module(crate = streamwire_core, internal)]
 pub(crate) struct Pinger {
     #[port(keep_all)]
     pub(crate) ping: Out<Payload>,
@@ -228,7 +228,7 @@ impl Node for Pinger {
 
 /// Echoes each ping on `pong`, or acknowledges a burst's on `ack` (an empty payload).
 #[derive(Module)]
-#[module(crate = streamwire_core)]
+#[module(crate = streamwire_core, internal)]
 pub(crate) struct Echo {
     #[port(keep_all)]
     pub(crate) ping: In<Payload>,
@@ -258,7 +258,7 @@ impl Node for Echo {
 
 /// Counts a burst's acks for the pinger.
 #[derive(Module)]
-#[module(crate = streamwire_core)]
+#[module(crate = streamwire_core, internal)]
 pub(crate) struct AckCounter {
     #[port(keep_all)]
     pub(crate) ack: In<Payload>,
@@ -282,7 +282,7 @@ impl Node for AckCounter {
 
 /// Wakes the pinger every 20 ms (its first send; a lost round trip; a burst's end).
 #[derive(Module)]
-#[module(crate = streamwire_core)]
+#[module(crate = streamwire_core, internal)]
 pub(crate) struct Kicker {
     pub(crate) kick: Out<Kick>,
 }
@@ -300,7 +300,7 @@ impl Node for Kicker {
 
 /// A hop of the chain: each message in, the same message out.
 #[derive(Module)]
-#[module(crate = streamwire_core)]
+#[module(crate = streamwire_core, internal)]
 pub(crate) struct Pass {
     #[port(keep_all)]
     pub(crate) input: In<Payload>,

@@ -297,7 +297,7 @@ pub struct TopicStats {
 
 /// In a blueprint run here: publishes what `topic bench` hands it on `<stream>_stats`.
 #[derive(Module)]
-#[module(crate = streamwire_core)]
+#[module(crate = streamwire_core, internal)]
 pub(crate) struct StatsSource {
     pub(crate) stats: Out<TopicStats>,
     #[state]
