@@ -33,7 +33,9 @@ use syn::{DeriveInput, parse_macro_input};
 /// - `#[state]`: the module's own run-time state (buffers, counters): neither a port nor
 ///   configuration.
 ///
-/// Struct attribute: `#[module(name = "...", crate = path)]`.
+/// Struct attribute: `#[module(name = "...", crate = path, internal)]`; `internal` leaves
+/// the module out of the registry (`list`, blueprint files' `type:`), for modules a tool
+/// builds in code (the benchmark's pinger, `topic bench`'s statistics source).
 #[proc_macro_derive(Module, attributes(module, port, config, state))]
 pub fn derive_module(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

@@ -17,7 +17,7 @@ pub(crate) mod attr {
     pub(crate) const CONFIG: &str = "config";
     pub(crate) const STATE: &str = "state";
 
-    pub(crate) const MODULE_KEYS: &[&str] = &["crate", "name"];
+    pub(crate) const MODULE_KEYS: &[&str] = &["crate", "name", "internal"];
     pub(crate) const PORT_KEYS: &[&str] = &[
         "name",
         "optional",
@@ -47,6 +47,9 @@ pub(crate) struct ModuleDef {
     pub(crate) state_types: Vec<Type>,
     /// The first line of the struct's doc comment (for `streamwire list`).
     pub(crate) doc: String,
+    /// `#[module(internal)]`: built in code by a tool (a benchmark's pinger), so not
+    /// registered: not in `list`, not loadable from a blueprint file.
+    pub(crate) internal: bool,
 }
 
 /// Which way a port points, read from its type's last path segment (`In` / `Out`).
@@ -84,7 +87,7 @@ impl ModuleDef {
     /// were problems (skipping what could not be understood), so that type errors of
     /// the fields are reported in the same compile.
     pub(crate) fn parse(cx: &mut Ctxt, input: &DeriveInput) -> Option<ModuleDef> {
-        let (krate, type_name) = parse_module_attrs(cx, input);
+        let (krate, type_name, internal) = parse_module_attrs(cx, input);
 
         if !input.generics.params.is_empty() {
             cx.error_spanned_by(
@@ -210,13 +213,15 @@ impl ModuleDef {
             state,
             state_types,
             doc: first_doc_line(&input.attrs),
+            internal,
         })
     }
 }
 
-fn parse_module_attrs(cx: &mut Ctxt, input: &DeriveInput) -> (Path, String) {
+fn parse_module_attrs(cx: &mut Ctxt, input: &DeriveInput) -> (Path, String, bool) {
     let mut krate: Path = syn::parse_quote!(::streamwire);
     let mut type_name = input.ident.to_string();
+    let mut internal = false;
     for a in input
         .attrs
         .iter()
@@ -231,6 +236,8 @@ fn parse_module_attrs(cx: &mut Ctxt, input: &DeriveInput) -> (Path, String) {
                     cx.error_spanned_by(&name, "a module name cannot be empty");
                 }
                 type_name = name.value();
+            } else if meta.path.is_ident("internal") {
+                internal = true;
             } else {
                 let key = path_to_string(&meta.path);
                 cx.error_spanned_by(&meta.path, unknown_key("module", &key, attr::MODULE_KEYS));
@@ -242,7 +249,7 @@ fn parse_module_attrs(cx: &mut Ctxt, input: &DeriveInput) -> (Path, String) {
             cx.syn_error(e);
         }
     }
-    (krate, type_name)
+    (krate, type_name, internal)
 }
 
 fn parse_port(

@@ -194,6 +194,28 @@ fn file_support_tokens(model: &ModuleDef) -> TokenStream {
     let port_types = ports.iter().map(|p| &p.ty);
     let config_names = config.iter().map(|c| c.to_string());
     let state_names = state.iter().map(|s| s.to_string());
+    // An internal module (built in code by a tool) is not offered to blueprint files.
+    let registration = if model.internal {
+        TokenStream::new()
+    } else {
+        quote! {
+            #krate::__private::inventory::submit! {
+                <dyn #krate::ModuleConfig>::typetag_register(
+                    #type_name,
+                    #krate::__private::deserialize_module::<#ident>
+                        as #krate::__private::DeserializeModuleFn,
+                )
+            }
+
+            #krate::__private::inventory::submit! {
+                #krate::ModuleRegistration {
+                    tag: #type_name,
+                    doc: #doc,
+                    config_fields: &[#(#config_names),*],
+                }
+            }
+        }
+    };
     let generics: Vec<syn::Ident> = (0..config.len())
         .map(|i| format_ident!("__C{}", i))
         .collect();
@@ -260,21 +282,7 @@ fn file_support_tokens(model: &ModuleDef) -> TokenStream {
                 }
             }
 
-            #krate::__private::inventory::submit! {
-                <dyn #krate::ModuleConfig>::typetag_register(
-                    #type_name,
-                    #krate::__private::deserialize_module::<#ident>
-                        as #krate::__private::DeserializeModuleFn,
-                )
-            }
-
-            #krate::__private::inventory::submit! {
-                #krate::ModuleRegistration {
-                    tag: #type_name,
-                    doc: #doc,
-                    config_fields: &[#(#config_names),*],
-                }
-            }
+            #registration
         };
     }
 }

@@ -27,8 +27,11 @@
 //! process of the plan runs as a partition of this one process, joined by the loopback
 //! transport (the same wire frames, no network).
 
+#[cfg(feature = "bench")]
+mod bench;
 pub mod config;
 mod status;
+mod topic;
 #[cfg(feature = "zenoh")]
 mod workers;
 
@@ -51,6 +54,7 @@ use streamwire_runtime::{EndReason, RunOptions, RunReport, Runtime};
 
 pub use config::{ConfigError, Setting, Source};
 pub use status::status_line;
+pub use topic::TopicStats;
 
 type BuildFn = Box<dyn Fn(&[Setting]) -> Result<Built, anyhow::Error>>;
 
@@ -188,10 +192,50 @@ enum Command {
         /// The blueprint file.
         file: PathBuf,
     },
+    /// Tools on a running blueprint's streams: bench (rate, bandwidth, latency), list,
+    /// echo.
+    Topic {
+        #[command(subcommand)]
+        command: topic::TopicCommand,
+    },
+    /// Benchmarks of streamwire itself.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
+    },
+}
+
+/// `bench` and its subcommands.
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Latency and throughput across payload sizes and transports, against bare zenoh
+    /// and a bare channel (`BENCH_CSV=1`: CSV on stdout, the table on stderr).
+    Latency {
+        /// Round trips per size.
+        #[arg(long, value_name = "N", default_value_t = 10_000)]
+        samples: usize,
+        /// Payload sizes in bytes, comma-separated (default: 10 sizes from 0 B to 4 MiB).
+        #[arg(long, value_name = "BYTES,..", value_delimiter = ',')]
+        sizes: Vec<usize>,
+        /// Payload sizes of the 16-hop chain (default: 0, 4096, 65536).
+        #[arg(long, value_name = "BYTES,..", value_delimiter = ',')]
+        chain_sizes: Vec<usize>,
+        /// What to measure, comma-separated: in-process, loopback, zenoh, zenoh-shm, chain
+        /// (default: all).
+        #[arg(long, value_name = "NAME,..", value_delimiter = ',')]
+        transport: Vec<String>,
+    },
+    /// The far side of `bench latency` (started by it).
+    #[command(hide = true)]
+    Peer {
+        /// The peer's own arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
 }
 
@@ -397,6 +441,8 @@ impl Cli {
                 clap_complete::generate(shell, &mut command, self.name.clone(), out);
                 Ok(ExitCode::SUCCESS)
             }
+            Command::Topic { command } => self.topic(command, &env, stop, out),
+            Command::Bench { command } => bench_command(command, &env, out),
             Command::Config { blueprint, set } => {
                 let built = self.resolve(&blueprint, &env, &set)?;
                 write!(out, "{}", render_settings(&blueprint, &built.settings))?;
@@ -518,6 +564,73 @@ impl Cli {
         }
     }
 
+    /// `topic bench | list | echo`.
+    fn topic(
+        &self,
+        command: topic::TopicCommand,
+        env: &[(String, String)],
+        stop: &Arc<AtomicBool>,
+        out: &mut dyn Write,
+    ) -> anyhow::Result<ExitCode> {
+        let resolve = |target: &str, set: &[String]| -> anyhow::Result<Blueprint> {
+            Ok(self.resolve(target, env, set)?.blueprint)
+        };
+        let optional_seconds = |flag: &str, s: Option<f64>| s.map(|s| seconds(flag, s)).transpose();
+        match command {
+            topic::TopicCommand::Bench {
+                stream,
+                join,
+                duration,
+                count,
+                wait,
+                report,
+                qos,
+                window,
+            } => {
+                if count == Some(0) {
+                    bail!("--count 0: expected at least 1 message");
+                }
+                let settings = topic::BenchSettings {
+                    stream,
+                    duration: optional_seconds("--duration", duration)?,
+                    count,
+                    wait: optional_seconds("--wait", wait)?,
+                    report,
+                    qos,
+                    window,
+                };
+                let report = topic::bench(join.target(&resolve)?, &settings, stop, out)?;
+                // Nothing received is an answer, not a failure of the tool; the report
+                // says it plainly. Exit status 2 lets a script tell.
+                Ok(if report.summary.count == 0 {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                })
+            }
+            topic::TopicCommand::List { join } => {
+                topic::list(join.target(&resolve)?, out)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            topic::TopicCommand::Echo {
+                stream,
+                join,
+                count,
+                wait,
+            } => {
+                topic::echo(
+                    join.target(&resolve)?,
+                    &stream,
+                    count,
+                    optional_seconds("--wait", wait)?,
+                    stop,
+                    out,
+                )?;
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    }
+
     #[cfg(feature = "zenoh")]
     #[expect(
         clippy::too_many_arguments,
@@ -595,10 +708,16 @@ impl Cli {
     }
 
     fn command(&self) -> clap::Command {
-        let command = Args::command()
+        let mut command = Args::command()
             .name(self.name.clone())
             .bin_name(self.name.clone())
             .about(self.about.clone());
+        // The latency suite starts zenoh peers: shown where zenoh workers are (and the
+        // suite is built in), so an application's help does not change with the
+        // features a workspace build happens to unify.
+        if !(self.distributed && cfg!(feature = "bench")) {
+            command = command.mut_subcommand("bench", |c| c.hide(true));
+        }
         if self.distributed {
             return command;
         }
@@ -1084,6 +1203,26 @@ fn init_logging(verbose: u8, quiet_planner: bool) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
+}
+
+/// `bench latency` and its peer.
+#[cfg(feature = "bench")]
+fn bench_command(
+    command: BenchCommand,
+    env: &[(String, String)],
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    bench::run(command, env, out)
+}
+
+#[cfg(not(feature = "bench"))]
+fn bench_command(
+    command: BenchCommand,
+    _env: &[(String, String)],
+    _out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    let _ = command;
+    bail!("`bench` needs streamwire-cli's `bench` feature (the stock `streamwire` binary has it)")
 }
 
 /// What `worker` was given.

@@ -1,0 +1,334 @@
+//! `topic bench` against a synthetic publisher run in this process: it stops itself at
+//! the count, writes its report, publishes `<stream>_stats` into the run, warns about
+//! invalid QoS, and says plainly when nothing arrived.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use streamwire::prelude::*;
+use streamwire_cli::{Cli, TopicStats};
+
+/// What the synthetic publisher sends: a counter and 1000 bytes.
+#[derive(Clone, Debug, Serialize, Deserialize, Message)]
+#[message(name = "test/Tick")]
+struct Tick {
+    n: u64,
+    data: Vec<u8>,
+}
+
+/// Publishes a tick every 4 ms for ever (`silent`: never): the tool must stop itself.
+#[derive(Module)]
+struct Synthetic {
+    ticks: Out<Tick>,
+    #[config]
+    silent: bool,
+    #[state]
+    sent: u64,
+}
+
+impl Node for Synthetic {
+    fn trigger(&self) -> Trigger {
+        Trigger::Period(Duration::from_millis(4))
+    }
+
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        if !self.silent {
+            self.ticks.publish(Tick {
+                n: self.sent,
+                data: vec![7; 1000],
+            })?;
+            self.sent += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Reads what `topic bench` publishes on `ticks_stats` (fed only while the tool runs).
+#[derive(Module)]
+struct StatsWatcher {
+    #[port(name = "ticks_stats", optional)]
+    stats: In<TopicStats>,
+    #[state]
+    seen: Arc<AtomicU64>,
+}
+
+impl Node for StatsWatcher {
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        while let Some(stats) = self.stats.recv()? {
+            if stats.message.stream == "ticks" && stats.message.count > 0 {
+                self.seen.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct NoConfig {}
+
+fn cli(seen: &Arc<AtomicU64>) -> Cli {
+    let build = |silent: bool, seen: Arc<AtomicU64>| {
+        move |_: NoConfig| {
+            let mut bp = Blueprint::new();
+            bp.add(
+                "synthetic",
+                Synthetic {
+                    ticks: Out::new(),
+                    silent,
+                    sent: 0,
+                },
+            );
+            bp.add(
+                "watcher",
+                StatsWatcher {
+                    stats: In::new(),
+                    seen: seen.clone(),
+                },
+            );
+            bp.autoconnect();
+            bp
+        }
+    };
+    Cli::new("topic-test", "topic bench against a synthetic publisher")
+        .blueprint("synthetic", "ticks every 4 ms", build(false, seen.clone()))
+        .blueprint("silent", "never publishes", build(true, seen.clone()))
+}
+
+fn run(cli: &Cli, args: &[&str]) -> ExitCode {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut argv = vec!["topic-test", "topic", "bench"];
+    argv.extend_from_slice(args);
+    cli.run_args(argv, Vec::<(String, String)>::new(), &stop)
+        .unwrap_or_else(|e| panic!("topic bench {args:?}: {e:#}"))
+}
+
+#[test]
+fn stops_at_the_count_and_writes_the_report() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let text_path = dir.path().join("report.txt");
+    let json_path = dir.path().join("report.json");
+    let seen = Arc::new(AtomicU64::new(0));
+    let cli = cli(&seen);
+    let count = "400";
+    for (path, extra) in [
+        (&text_path, ["--reliability", "relaible"]),
+        (&json_path, ["--depth", "0"]),
+    ] {
+        let code = run(
+            &cli,
+            &[
+                "ticks",
+                "--blueprint",
+                "synthetic",
+                "--count",
+                count,
+                // Bounds the test if the count were never reached.
+                "--wait",
+                "30",
+                "--report",
+                &path.display().to_string(),
+                extra[0],
+                extra[1],
+            ],
+        );
+        assert_eq!(code, ExitCode::SUCCESS);
+    }
+    let text = std::fs::read_to_string(&text_path).unwrap_or_default();
+    for expected in [
+        "topic bench: ticks",
+        "type          test/Tick",
+        "stopped       --count reached (400 messages)",
+        "messages      400 received",
+        "size means    serialized bytes",
+        "QoS requested reliability=best_effort durability=volatile history=keep_last depth=1",
+        "frequency     mean ",
+        "(1/mean(dt))",
+        "latency       mean ",
+        "warning       --reliability relaible: not a reliability",
+        "published as `ticks_stats`",
+    ] {
+        assert!(text.contains(expected), "`{expected}` missing:\n{text}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("report.json: {e}"));
+    assert_eq!(json["summary"]["count"], 400);
+    assert_eq!(json["stop_reason"]["count"], 400);
+    assert_eq!(json["message_type"], "test/Tick");
+    // A message of 1000 bytes and a counter is a little over 1000 bytes of CBOR.
+    let size = json["summary"]["size"]["min"].as_f64().unwrap_or(0.0);
+    assert!((1000.0..1100.0).contains(&size), "{size}");
+    assert!(json["summary"]["mean_hz"].as_f64().unwrap_or(0.0) > 0.0);
+    let warnings = json["warnings"].to_string();
+    assert!(warnings.contains("--depth 0: not a depth"), "{warnings}");
+    // 400 ticks at 4 ms last longer than a second: the statistics stream was published
+    // into the run and reached a module there.
+    assert!(
+        seen.load(Ordering::SeqCst) > 0,
+        "no `ticks_stats` message arrived"
+    );
+}
+
+#[test]
+fn says_plainly_that_no_message_arrived() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("report.txt");
+    let cli = cli(&Arc::new(AtomicU64::new(0)));
+    let code = run(
+        &cli,
+        &[
+            "ticks",
+            "--blueprint",
+            "silent",
+            "--wait",
+            "0.5",
+            "--report",
+            &path.display().to_string(),
+        ],
+    );
+    assert_eq!(code, ExitCode::from(2));
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(text.contains("no message received"), "{text}");
+    assert!(
+        text.contains("stopped       no message for 0.5 s"),
+        "{text}"
+    );
+    assert!(!text.contains("frequency"), "{text}");
+}
+
+/// The stock binary's `demo-split` as a distributed run, joined over zenoh by `topic list`
+/// and `topic bench` at the coordinator's endpoint.
+#[test]
+fn joins_a_distributed_run_over_zenoh() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+
+    const BIN: &str = env!("CARGO_BIN_EXE_streamwire");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let endpoint = format!("tcp/127.0.0.1:{port}");
+    let run_id = format!("topic{}", std::process::id());
+    let mut coordinator = Command::new(BIN)
+        .args([
+            "run",
+            "demo-split",
+            "--duration",
+            "30",
+            "--listen",
+            &endpoint,
+            "--run-id",
+            &run_id,
+            "-o",
+            "web.enabled=false",
+        ])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Wait until the workers are ready and the sources run.
+    let stderr = coordinator.stderr.take();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr
+            .map(BufReader::new)
+            .into_iter()
+            .flat_map(|r| r.lines())
+        {
+            let Ok(line) = line else { break };
+            if line.contains("the sources start") {
+                let _ = ready_tx.send(());
+            }
+        }
+    });
+    let ready = ready_rx.recv_timeout(Duration::from_secs(60)).is_ok();
+    let tool = |args: &[&str]| {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while child.try_wait().ok().flatten().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
+    };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let report = dir.path().join("bench.json");
+    let (list, bench) = if ready {
+        let list = tool(&["topic", "list", "--connect", &endpoint, "--run-id", &run_id]);
+        let bench = tool(&[
+            "topic",
+            "bench",
+            "color_image/compressed",
+            "--connect",
+            &endpoint,
+            "--run-id",
+            &run_id,
+            "--count",
+            "5",
+            "--wait",
+            "20",
+            "--report",
+            &report.display().to_string(),
+        ]);
+        (Some(list), Some(bench))
+    } else {
+        (None, None)
+    };
+    // The coordinator ends its run (and its workers) at --duration; kill it if not.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while coordinator.try_wait().ok().flatten().is_none() {
+        if Instant::now() > deadline {
+            let _ = coordinator.kill();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = coordinator.wait();
+    assert!(ready, "the distributed run never started its sources");
+    let (Some(list), Some(bench)) = (list, bench) else {
+        unreachable!("ready")
+    };
+    let list_out = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        list.status.success(),
+        "{list_out}\n{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    assert!(list_out.contains("color_image/compressed"), "{list_out}");
+    let bench_out = String::from_utf8_lossy(&bench.stdout);
+    assert!(
+        bench.status.success(),
+        "{bench_out}\n{}",
+        String::from_utf8_lossy(&bench.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("bench.json: {e}\n{bench_out}"));
+    assert_eq!(json["summary"]["count"], 5, "{bench_out}");
+    assert_eq!(json["message_type"], "streamwire/CompressedImage");
+    assert!(
+        json["size_meaning"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("wire bytes")),
+        "{json}"
+    );
+    assert!(
+        json["subscription"]
+            .as_str()
+            .is_some_and(|s| s.contains(&format!("streamwire/{run_id}/color_image/compressed"))),
+        "{json}"
+    );
+}

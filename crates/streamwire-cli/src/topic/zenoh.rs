@@ -1,0 +1,330 @@
+//! The topic tools over zenoh: a peer session that joins a distributed run at its
+//! coordinator's endpoint, finds the other processes by gossip over that connection, and
+//! subscribes to a stream's key like a receiving partition does.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::io::Write;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use bytes::Bytes;
+use streamwire_core::{Durability, Header, History, Qos, Reliability, Timestamp};
+use streamwire_transport::{Publisher, Subscription, Transport, WireFrame};
+use streamwire_zenoh::{ZenohOptions, ZenohTransport};
+use zenoh::Wait;
+
+use super::{Arrival, Feed, KEEP_ALL_BOUND, Requested, TopicStats, history_name, qos_text};
+
+/// How long a tool waits for gossip to connect it to the run's processes before it asks
+/// who is there.
+const SETTLE: Duration = Duration::from_millis(1500);
+
+#[derive(Default)]
+struct Inbox {
+    frames: VecDeque<(Instant, Timestamp, Bytes)>,
+    dropped: u64,
+}
+
+/// A stream's frames, received over zenoh into a keep-last queue of the requested depth.
+pub(super) struct ZenohFeed {
+    transport: ZenohTransport,
+    _subscription: Box<dyn Subscription>,
+    inbox: Arc<(Mutex<Inbox>, Condvar)>,
+    depth: usize,
+    stream: String,
+    connect: Vec<String>,
+    requested: Requested,
+    stats: Option<Arc<dyn Publisher>>,
+    stats_seq: u64,
+    ended: Option<String>,
+    /// Decode each message (`echo`); `bench` only reads the frame's head.
+    decode: bool,
+    refused: u64,
+}
+
+fn open(connect: &[String], run_id: Option<&str>) -> anyhow::Result<ZenohTransport> {
+    let transport = ZenohTransport::open(&ZenohOptions {
+        run_id: run_id.unwrap_or("topic").to_owned(),
+        connect: connect.to_vec(),
+        // The stream's publisher is in a worker: learn the workers' endpoints from the
+        // coordinator (over that connection only; multicast stays off).
+        gossip: true,
+        ..ZenohOptions::default()
+    })?;
+    std::thread::sleep(SETTLE);
+    match run_id {
+        Some(_) => Ok(transport),
+        None => {
+            let runs: BTreeSet<String> = announced(&transport, "*")?
+                .into_iter()
+                .map(|(run, _, _)| run)
+                .collect();
+            match runs.len() {
+                1 => {
+                    let run = runs.into_iter().next().unwrap_or_default();
+                    Ok(transport.with_run_id(&run)?)
+                }
+                0 => bail!(
+                    "no run found at {}: give --run-id (`run` prints it), or check the endpoint",
+                    connect.join(", ")
+                ),
+                _ => bail!(
+                    "several runs at {}: give --run-id, one of {}",
+                    connect.join(", "),
+                    runs.into_iter().collect::<Vec<_>>().join(", ")
+                ),
+            }
+        }
+    }
+}
+
+/// Every (run, stream, receiving process) announced under `streamwire/<run>/@sub/`:
+/// the streams that cross processes, which are the ones with a publisher on the network.
+fn announced(
+    transport: &ZenohTransport,
+    run: &str,
+) -> anyhow::Result<Vec<(String, String, String)>> {
+    let replies = transport
+        .session()
+        .liveliness()
+        // `**` never matches a verbatim chunk such as the `@` that ends the stream's name.
+        .get(format!("streamwire/{run}/@sub/**/@/**"))
+        .timeout(Duration::from_secs(2))
+        .wait()
+        .map_err(|e| anyhow::anyhow!("zenoh liveliness query: {e}"))?;
+    let mut out = Vec::new();
+    while let Ok(reply) = replies.recv() {
+        let Ok(sample) = reply.result() else { continue };
+        let key = sample.key_expr().as_str();
+        // streamwire/<run>/@sub/<stream chunks>/@/<host>/<process>
+        let Some(rest) = key.strip_prefix("streamwire/") else {
+            continue;
+        };
+        let Some((run, rest)) = rest.split_once("/@sub/") else {
+            continue;
+        };
+        let Some((stream, partition)) = rest.split_once("/@/") else {
+            continue;
+        };
+        out.push((run.to_owned(), stream.to_owned(), partition.to_owned()));
+    }
+    Ok(out)
+}
+
+/// `topic list --connect`: the run's streams that cross processes.
+pub(super) fn list(
+    connect: &[String],
+    run_id: Option<&str>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let transport = open(connect, run_id)?;
+    let run = transport
+        .prefix()
+        .trim_start_matches("streamwire/")
+        .to_owned();
+    let mut streams: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (_, stream, partition) in announced(&transport, &run)? {
+        streams.entry(stream).or_default().insert(partition);
+    }
+    writeln!(
+        out,
+        "streams of run `{run}` that cross processes (each has a publisher on zenoh; streams that stay inside one process are not on the network):"
+    )?;
+    if streams.is_empty() {
+        writeln!(out, "  (none found)")?;
+    }
+    let width = streams.keys().map(String::len).max().unwrap_or(0);
+    for (stream, receivers) in streams {
+        writeln!(
+            out,
+            "  {stream:width$}  received by {}",
+            receivers.into_iter().collect::<Vec<_>>().join(", ")
+        )?;
+    }
+    transport.close();
+    Ok(())
+}
+
+impl ZenohFeed {
+    /// Joins the run at `connect` and subscribes to `stream` with `requested`; a
+    /// statistics publisher on `<stream>_stats` when `stats`.
+    pub(super) fn open(
+        connect: &[String],
+        run_id: Option<&str>,
+        stream: &str,
+        requested: Requested,
+        stats: bool,
+    ) -> anyhow::Result<(ZenohFeed, Vec<String>)> {
+        let transport = open(connect, run_id)?;
+        let depth = requested.depth();
+        let inbox = Arc::new((Mutex::new(Inbox::default()), Condvar::new()));
+        let sink_inbox = inbox.clone();
+        let subscription = transport
+            .subscribe(
+                stream.trim_start_matches('/'),
+                requested.qos(),
+                Arc::new(move |frame: Bytes| {
+                    let arrived = (Instant::now(), Timestamp::now());
+                    let (lock, wake) = &*sink_inbox;
+                    let mut inbox = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                    if inbox.frames.len() >= depth {
+                        inbox.frames.pop_front();
+                        inbox.dropped += 1;
+                    }
+                    inbox.frames.push_back((arrived.0, arrived.1, frame));
+                    wake.notify_one();
+                }),
+            )
+            .with_context(|| format!("cannot subscribe to `{stream}`"))?;
+        let stats = if stats {
+            Some(transport.publisher(
+                &format!("{}_stats", stream.trim_start_matches('/')),
+                Qos::DEFAULT,
+            )?)
+        } else {
+            None
+        };
+        let decode = stats.is_none();
+        let mut warnings = Vec::new();
+        if requested.reliability == Reliability::Reliable {
+            warnings.push(
+                "reliable requested: over zenoh the publisher decides (a keep-last stream drops under congestion, a keep-all one blocks); this tool's queue is as asked".to_owned(),
+            );
+        }
+        if requested.history == History::KeepAll {
+            warnings.push(format!(
+                "keep_all requested: this tool's queue holds at most {KEEP_ALL_BOUND} frames (drops beyond are counted)"
+            ));
+        }
+        Ok((
+            ZenohFeed {
+                transport,
+                _subscription: subscription,
+                inbox,
+                depth,
+                stream: stream.to_owned(),
+                connect: connect.to_vec(),
+                requested,
+                stats,
+                stats_seq: 0,
+                ended: None,
+                decode,
+                refused: 0,
+            },
+            warnings,
+        ))
+    }
+}
+
+impl Feed for ZenohFeed {
+    fn recv(&mut self, timeout: Duration) -> Option<Arrival> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (arrived, arrived_wall, frame) = {
+                let (lock, wake) = &*self.inbox;
+                let mut inbox = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                loop {
+                    if let Some(entry) = inbox.frames.pop_front() {
+                        break entry;
+                    }
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return None;
+                    }
+                    inbox = wake
+                        .wait_timeout(inbox, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
+            };
+            let bytes = frame.len() as u64;
+            let Ok(parsed) = WireFrame::parse(frame) else {
+                self.refused += 1;
+                continue;
+            };
+            if parsed.end_of_stream {
+                self.ended = Some("the stream ended (its producer finished)".to_owned());
+                return None;
+            }
+            let message = if self.decode {
+                streamwire_transport::payload::decode(&parsed.head.wire_name, &parsed.payload)
+                    .ok()
+                    .map(Arc::from)
+            } else {
+                None
+            };
+            return Some(Arrival {
+                arrived,
+                arrived_wall,
+                publish_time: Timestamp::from_nanos(parsed.head.publish_time_ns),
+                seq: parsed.head.seq,
+                bytes,
+                type_name: parsed.head.wire_name,
+                message,
+            });
+        }
+    }
+
+    fn dropped(&self) -> u64 {
+        let (lock, _) = &*self.inbox;
+        lock.lock().unwrap_or_else(PoisonError::into_inner).dropped + self.refused
+    }
+
+    fn ended(&mut self) -> Option<String> {
+        self.ended.clone()
+    }
+
+    fn path(&self) -> String {
+        format!(
+            "zenoh subscriber on `{}` (a peer joined at {}; latency compares the publisher's clock with this host's)",
+            self.transport.key_expr(self.stream.trim_start_matches('/')),
+            self.connect.join(", ")
+        )
+    }
+
+    fn size_meaning(&self, _type_name: &str) -> String {
+        "wire bytes: the whole frame as it crossed zenoh (CDR head + CBOR payload), not the message's content bytes".to_owned()
+    }
+
+    fn granted(&self) -> String {
+        qos_text(
+            "the publisher's",
+            match self.requested.durability {
+                Durability::TransientLocal => "transient_local",
+                _ => "volatile",
+            },
+            &history_name(History::KeepLast(self.depth as u32)),
+        )
+    }
+
+    fn cpu_note(&self) -> String {
+        "this tool only; the run's processes are not counted".to_owned()
+    }
+
+    fn publish_stats(&mut self, stats: &TopicStats) {
+        let Some(publisher) = &self.stats else {
+            return;
+        };
+        let header = Header {
+            seq: self.stats_seq,
+            publish_time: Timestamp::now(),
+        };
+        self.stats_seq += 1;
+        let _ = publisher.put(&mut |link_seq| WireFrame::encode(stats, header, link_seq, ""));
+    }
+
+    fn stats_stream(&self) -> String {
+        format!(
+            "published as `{}` (streamwire/TopicStats) on zenoh, once a second",
+            self.transport
+                .key_expr(&format!("{}_stats", self.stream.trim_start_matches('/')))
+        )
+    }
+}
+
+impl Drop for ZenohFeed {
+    fn drop(&mut self) {
+        self.transport.close();
+    }
+}
