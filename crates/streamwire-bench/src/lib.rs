@@ -20,8 +20,9 @@
 //!   between the same two kinds of processes, receiving through zenoh's FIFO handler and
 //!   `recv()` on a thread of its own (`bare-zenoh-fifo`), and in the callback
 //!   (`bare-zenoh-callback`).
-//! - `zenoh-shm`: zenoh's shared memory: only if the workspace builds zenoh with its
-//!   `shared-memory` feature, which it does not yet; the suite says so in its notes.
+//! - `zenoh-shm`: the same two processes with zenoh's shared memory on at both ends
+//!   (`zenoh-shm`, and its bare baseline `bare-zenoh-shm-fifo`): payloads of 3 KB and more
+//!   travel through a shared pool, only a reference through TCP.
 //! - `chain`: the pinger, a chain of 16 pass-through modules and back: in one process
 //!   (`chain16-in-process`) and with every hop crossing zenoh between two processes
 //!   (`chain16-zenoh`). Reported as the whole loop, 17 links.
@@ -37,7 +38,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use streamwire_runtime::{Partitions, RunHandle, RunOptions, Runtime, StartGate};
-use streamwire_zenoh::{ZenohOptions, ZenohTransport};
+use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 
 use crate::bare::Receive;
 use crate::modules::{Job, Layout};
@@ -67,7 +68,7 @@ pub enum Transport {
     Loopback,
     /// Two processes over zenoh, and the bare zenoh baselines.
     Zenoh,
-    /// Two processes over zenoh with shared memory (not built: see the crate docs).
+    /// Two processes over zenoh with shared memory at both ends, and the bare baseline.
     ZenohShm,
     /// The 16-hop chain, in one process and over zenoh.
     Chain,
@@ -390,7 +391,7 @@ pub fn run(
                 suite.rows.extend(rows_of("loopback", &results, 2));
             }
             Transport::Zenoh => {
-                let results = over_zenoh(&latency_phases, 0, &format!("{run_id}z"), peer)?;
+                let results = over_zenoh(&latency_phases, 0, &format!("{run_id}z"), peer, false)?;
                 suite.rows.extend(rows_of("zenoh", &results, 2));
                 for (receive, label, mode) in [
                     (Receive::Fifo, "bare-zenoh-fifo", "bare-fifo"),
@@ -403,23 +404,46 @@ pub fn run(
                         mode,
                         &format!("{run_id}{mode}"),
                         peer,
+                        false,
                     )?;
                     suite.rows.extend(rows_of(label, &results, 2));
                 }
             }
-            Transport::ZenohShm => suite.notes.push(
-                "zenoh-shm: not measured: this workspace builds zenoh without its \
-                 `shared-memory` feature (Cargo.toml, [workspace.dependencies] zenoh), so no \
-                 shared-memory transport exists to measure"
-                    .to_owned(),
-            ),
+            Transport::ZenohShm => {
+                let results = over_zenoh(&latency_phases, 0, &format!("{run_id}s"), peer, true)?;
+                suite.rows.extend(rows_of("zenoh-shm", &results, 2));
+                progress("measuring bare-zenoh-shm-fifo");
+                let results = bare_zenoh(
+                    &latency_phases,
+                    Receive::Fifo,
+                    "bare-fifo",
+                    &format!("{run_id}sb"),
+                    peer,
+                    true,
+                )?;
+                suite
+                    .rows
+                    .extend(rows_of("bare-zenoh-shm-fifo", &results, 2));
+                suite.notes.push(
+                    "zenoh-shm: zenoh's shared memory on at both ends (a 64 MiB pool each); \
+                     zenoh makes the pool on the first large payload, so the warm-up round \
+                     trips cover it"
+                        .to_owned(),
+                );
+            }
             Transport::Chain => {
                 let results = in_this_process(&chain_phases, Layout::Together, CHAIN_HOPS)?;
                 suite
                     .rows
                     .extend(rows_of("chain16-in-process", &results, 1));
                 progress("measuring chain16-zenoh");
-                let results = over_zenoh(&chain_phases, CHAIN_HOPS, &format!("{run_id}c"), peer)?;
+                let results = over_zenoh(
+                    &chain_phases,
+                    CHAIN_HOPS,
+                    &format!("{run_id}c"),
+                    peer,
+                    false,
+                )?;
                 suite.rows.extend(rows_of("chain16-zenoh", &results, 1));
             }
         }
@@ -537,10 +561,22 @@ impl Drop for Peer {
     }
 }
 
-fn open_session(run_id: &str, connect: Vec<String>) -> Result<ZenohTransport, BenchError> {
+fn open_session(
+    run_id: &str,
+    connect: Vec<String>,
+    shm: bool,
+) -> Result<ZenohTransport, BenchError> {
     ZenohTransport::open(&ZenohOptions {
         run_id: run_id.to_owned(),
         connect,
+        shared_memory: if shm {
+            SharedMemory {
+                enabled: true,
+                pool_bytes: 64 << 20,
+            }
+        } else {
+            SharedMemory::off()
+        },
         ..ZenohOptions::default()
     })
     .map_err(|e| BenchError::Zenoh(e.to_string()))
@@ -548,6 +584,8 @@ fn open_session(run_id: &str, connect: Vec<String>) -> Result<ZenohTransport, Be
 
 fn peer_args(transport: &ZenohTransport, run_id: &str, mode: &str, hops: usize) -> Vec<String> {
     let mut args = vec![
+        "--shm".to_owned(),
+        transport.shared_memory().to_string(),
         "--run-id".to_owned(),
         run_id.to_owned(),
         "--mode".to_owned(),
@@ -568,8 +606,9 @@ fn over_zenoh(
     hops: usize,
     run_id: &str,
     peer: PeerCommand<'_>,
+    shm: bool,
 ) -> Result<Vec<PhaseResult>, BenchError> {
-    let transport = open_session(run_id, Vec::new())?;
+    let transport = open_session(run_id, Vec::new(), shm)?;
     let child = Peer::start(peer, &peer_args(&transport, run_id, "streamwire", hops))?;
     let job = Arc::new(Job {
         phases: phases.to_vec(),
@@ -609,6 +648,8 @@ fn over_zenoh(
     handle.stop();
     let report = handle.wait_timeout(Duration::from_secs(5));
     child.finish();
+    // The peer's shared-memory segments, now that it has ended.
+    streamwire_zenoh::remove_orphaned_shared_memory();
     outcome?;
     if let Some(failure) = report.failure {
         return Err(BenchError::Run(failure));
@@ -637,22 +678,26 @@ fn bare_zenoh(
     mode: &str,
     run_id: &str,
     peer: PeerCommand<'_>,
+    shm: bool,
 ) -> Result<Vec<PhaseResult>, BenchError> {
-    let transport = open_session(run_id, Vec::new())?;
+    let transport = open_session(run_id, Vec::new(), shm)?;
     let child = Peer::start(peer, &peer_args(&transport, run_id, mode, 0))?;
     let keys = bare::Keys::new(transport.prefix());
     let results = bare::measure(transport.session(), &keys, receive, phases);
     child.finish();
+    streamwire_zenoh::remove_orphaned_shared_memory();
     results
 }
 
 /// The peer process of [`run`]: `--connect ENDPOINT... --run-id ID --mode
-/// streamwire|bare-fifo|bare-callback --hops N`. Serves until its standard input closes.
+/// streamwire|bare-fifo|bare-callback --hops N --shm true|false`. Serves until its
+/// standard input closes.
 pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
     let mut connect = Vec::new();
     let mut run_id = None;
     let mut mode = None;
     let mut hops = 0;
+    let mut shm = false;
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
         let value = rest
@@ -662,6 +707,7 @@ pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
             "--connect" => connect.push(value.clone()),
             "--run-id" => run_id = Some(value.clone()),
             "--mode" => mode = Some(value.clone()),
+            "--shm" => shm = value == "true",
             "--hops" => {
                 hops = value
                     .parse()
@@ -683,7 +729,7 @@ pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
             })
             .map_err(|e| BenchError::Peer(format!("stdin thread: {e}")))?;
     }
-    let transport = open_session(&run_id, connect)?;
+    let transport = open_session(&run_id, connect, shm)?;
     match mode.as_deref() {
         Some("streamwire") => {
             let runnable = modules::blueprint(Arc::new(Job::default()), Layout::Apart, hops)
@@ -880,6 +926,12 @@ impl std::fmt::Display for Suite {
                 "bare-zenoh-callback",
                 "p50 zenoh / bare zenoh (callback only)",
             ),
+            (
+                "zenoh-shm",
+                "bare-zenoh-shm-fifo",
+                "p50 zenoh-shm / bare zenoh-shm (FIFO + recv thread)",
+            ),
+            ("zenoh-shm", "zenoh", "p50 zenoh-shm / zenoh"),
             (
                 "in-process",
                 "bare-channel",

@@ -10,6 +10,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_streamwire");
 
 #[test]
 fn smoke_run_writes_well_formed_csv() {
+    let before = shm_files();
     let mut child = Command::new(BIN)
         .args([
             "bench",
@@ -80,6 +81,8 @@ fn smoke_run_writes_well_formed_csv() {
         "zenoh",
         "bare-zenoh-fifo",
         "bare-zenoh-callback",
+        "zenoh-shm",
+        "bare-zenoh-shm-fifo",
     ] {
         for bytes in [0, 4096, 65536] {
             assert!(
@@ -91,16 +94,44 @@ fn smoke_run_writes_well_formed_csv() {
     for label in ["chain16-in-process", "chain16-zenoh"] {
         assert!(latency.contains(&(label.to_owned(), 64)), "{stdout}");
     }
-    for label in ["in-process", "loopback", "zenoh", "bare-zenoh-fifo"] {
+    for label in [
+        "in-process",
+        "loopback",
+        "zenoh",
+        "bare-zenoh-fifo",
+        "zenoh-shm",
+        "bare-zenoh-shm-fifo",
+    ] {
         assert!(
             throughput.contains(&(label.to_owned(), 65536)),
             "no throughput row {label}:\n{stdout}"
         );
     }
-    // The table for people went to stderr, with the ratios and what was not measured.
+    // The table for people went to stderr, with the ratios and its notes.
     assert!(
         stderr.contains("p50 zenoh / bare zenoh (FIFO + recv thread):"),
         "{stderr}"
     );
-    assert!(stderr.contains("zenoh-shm: not measured"), "{stderr}");
+    assert!(stderr.contains("p50 zenoh-shm / zenoh:"), "{stderr}");
+    assert!(
+        stderr.contains("zenoh-shm: zenoh's shared memory on at both ends"),
+        "{stderr}"
+    );
+    // The peers' shared-memory segments were removed by the suite; its own are removed
+    // now that it has ended.
+    streamwire_zenoh::remove_orphaned_shared_memory();
+    let left: Vec<String> = shm_files().difference(&before).cloned().collect();
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+}
+
+/// Zenoh's shared-memory files in /dev/shm.
+fn shm_files() -> BTreeSet<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.ends_with(".zenoh"))
+                .collect()
+        })
+        .unwrap_or_default()
 }
