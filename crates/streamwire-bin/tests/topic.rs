@@ -288,7 +288,11 @@ fn joins_a_distributed_run_over_zenoh() {
     } else {
         (None, None)
     };
-    // The coordinator ends its run (and its workers) at --duration; kill it if not.
+    // The tools are done: stop the run as Ctrl+C would (its --duration is only the bound
+    // if this fails), then kill the coordinator if it has not ended.
+    let _ = Command::new("kill")
+        .args(["-INT", &coordinator.id().to_string()])
+        .status();
     let deadline = Instant::now() + Duration::from_secs(60);
     while coordinator.try_wait().ok().flatten().is_none() {
         if Instant::now() > deadline {
