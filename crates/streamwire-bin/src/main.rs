@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use streamwire::prelude::*;
 use streamwire_cli::Cli;
+use streamwire_modules::bench::{BenchBlueprint, ReplayBenchConfig, bench_blueprint};
 use streamwire_modules::demo::{DemoConfig, DemoError, Layout, demo_blueprint};
 use streamwire_web::{RelayConfig, WebRelay};
 
@@ -79,6 +80,22 @@ fn main() -> ExitCode {
             config.demo.layout = Layout::Split;
             demo(config)
         },
+    )
+    // The replay benchmark's blueprints (`bench replay --blueprint basic|full|heavy`).
+    .blueprint(
+        "replay-basic",
+        "benchmark: the camera (or --replay DIR) and one busy sink; two workers; -o mode=raw|codec",
+        |config: ReplayBenchConfig| bench_blueprint(BenchBlueprint::Basic, &config),
+    )
+    .blueprint(
+        "replay-full",
+        "benchmark: camera, depth, lidar, odometry -> detector, mapper, viewer, logger; five workers",
+        |config: ReplayBenchConfig| bench_blueprint(BenchBlueprint::Full, &config),
+    )
+    .blueprint(
+        "replay-heavy",
+        "benchmark: replay-full plus four busy sinks (-o work_ms=N); six workers",
+        |config: ReplayBenchConfig| bench_blueprint(BenchBlueprint::Heavy, &config),
     )
     // A plan of several processes runs as worker processes on zenoh.
     .distributed()

@@ -230,6 +230,65 @@ enum BenchCommand {
         #[arg(long, value_name = "NAME,..", value_delimiter = ',')]
         transport: Vec<String>,
     },
+    /// The replay benchmark: real blueprints on real frames, raw against JPEG, each run
+    /// in a network namespace of its own, with a host sampler; a table, charts and a
+    /// markdown summary in --out (BENCHMARKS.md says how to read them).
+    Replay {
+        /// basic, full or heavy (comma-separated for several).
+        #[arg(
+            long,
+            value_name = "NAME,..",
+            value_delimiter = ',',
+            default_value = "heavy"
+        )]
+        blueprint: Vec<String>,
+        /// raw (pixels, shared memory on), raw-tcp (pixels, shared memory off), codec
+        /// (JPEG q75), comma-separated (default: all three, or --matrix's).
+        #[arg(long, value_name = "MODE,..", value_delimiter = ',')]
+        mode: Vec<String>,
+        /// all (every core) or constrained (`taskset -c 0`), comma-separated (default
+        /// all; --matrix: both).
+        #[arg(long, value_name = "NAME,..", value_delimiter = ',')]
+        profile: Vec<String>,
+        /// Busy sinks (default: the blueprint's own, 1 / 0 / 4).
+        #[arg(long, value_name = "N")]
+        sinks: Option<usize>,
+        /// CPU-ms of real image work per frame, each busy sink (comma-separated: each).
+        #[arg(long, value_name = "MS,..", value_delimiter = ',')]
+        work_ms: Vec<f64>,
+        /// Seconds each run lasts.
+        #[arg(long, value_name = "S", default_value_t = 20.0)]
+        duration: f64,
+        /// Where the results, charts and summary go.
+        #[arg(long, value_name = "DIR", default_value = "target/bench-replay")]
+        out: PathBuf,
+        /// The folder of frames (default: $STREAMWIRE_DATA/cockatoo_720p, or
+        /// ../shared/data/cockatoo_720p).
+        #[arg(long, value_name = "DIR", conflicts_with = "sim")]
+        replay: Option<PathBuf>,
+        /// Use the simulated camera instead of recorded frames.
+        #[arg(long)]
+        sim: bool,
+        /// The camera's frame rate (default: as recorded).
+        #[arg(long, value_name = "F")]
+        fps: Option<f64>,
+        /// Every blueprint, both profiles, every mode, 3 repetitions (unless given).
+        #[arg(long)]
+        matrix: bool,
+        /// Repetitions of each cell (default 1; --matrix 3).
+        #[arg(long, value_name = "N")]
+        reps: Option<usize>,
+        /// Run in this machine's network namespace (no root needed; the loopback
+        /// counter then sees everything on it).
+        #[arg(long)]
+        no_netns: bool,
+    },
+    /// One cell of `bench replay` (started by it, in its namespace).
+    #[command(hide = true)]
+    Cell {
+        /// The cell's spec.json.
+        spec: PathBuf,
+    },
     /// The far side of `bench latency` (started by it).
     #[command(hide = true)]
     Peer {
@@ -264,6 +323,10 @@ struct RunPlacement {
     /// TLS or mTLS endpoints, user/password authentication, access control.
     #[arg(long, value_name = "FILE")]
     zenoh_config: Option<PathBuf>,
+    /// Start the workers without shared memory (`worker --no-shared-memory`): large frames
+    /// between the processes of a host are then copied through TCP.
+    #[arg(long)]
+    no_shared_memory: bool,
 }
 
 fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
@@ -442,7 +505,12 @@ impl Cli {
                 Ok(ExitCode::SUCCESS)
             }
             Command::Topic { command } => self.topic(command, &env, stop, out),
-            Command::Bench { command } => bench_command(command, &env, out),
+            Command::Bench { command } => {
+                let replay_blueprints = ["replay-basic", "replay-full", "replay-heavy"]
+                    .iter()
+                    .all(|name| self.blueprints.iter().any(|b| b.name == *name));
+                bench_command(command, &env, replay_blueprints, out)
+            }
             Command::Config { blueprint, set } => {
                 let built = self.resolve(&blueprint, &env, &set)?;
                 write!(out, "{}", render_settings(&blueprint, &built.settings))?;
@@ -658,6 +726,7 @@ impl Cli {
                 join_timeout,
                 duration,
                 zenoh_config: placement.zenoh_config.clone(),
+                shared_memory: !placement.no_shared_memory,
             },
             runnable,
             stop,
@@ -733,6 +802,7 @@ impl Cli {
                     "join_timeout",
                     "run_id",
                     "zenoh_config",
+                    "no_shared_memory",
                 ]
                 .into_iter()
                 .fold(c, |c, arg| c.mut_arg(arg, |a| a.hide(true)))
@@ -1210,15 +1280,17 @@ fn init_logging(verbose: u8, quiet_planner: bool) {
 fn bench_command(
     command: BenchCommand,
     env: &[(String, String)],
+    replay_blueprints: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
-    bench::run(command, env, out)
+    bench::run(command, env, replay_blueprints, out)
 }
 
 #[cfg(not(feature = "bench"))]
 fn bench_command(
     command: BenchCommand,
     _env: &[(String, String)],
+    _replay_blueprints: bool,
     _out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
     let _ = command;

@@ -28,6 +28,8 @@ pub(crate) struct Coordinate<'a> {
     pub(crate) join_timeout: Duration,
     pub(crate) duration: Option<Duration>,
     pub(crate) zenoh_config: Option<std::path::PathBuf>,
+    /// Whether the workers offer shared memory.
+    pub(crate) shared_memory: bool,
 }
 
 /// `run` of a plan of several processes: start the workers, supervise, merge the reports.
@@ -79,6 +81,7 @@ pub(crate) fn coordinate(
     let set: Vec<String> = run.set.to_vec();
     let verbose = run.verbose;
     let zenoh_config = run.zenoh_config.clone();
+    let shared_memory = run.shared_memory;
     let command = move |launch: &Launch| {
         let mut c = Command::new(&exe);
         c.arg("worker")
@@ -94,6 +97,9 @@ pub(crate) fn coordinate(
         }
         if let Some(file) = &zenoh_config {
             c.arg("--zenoh-config").arg(file);
+        }
+        if !shared_memory {
+            c.arg("--no-shared-memory");
         }
         for _ in 0..verbose {
             c.arg("-v");

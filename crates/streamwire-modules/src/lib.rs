@@ -20,6 +20,7 @@
 //!
 //! [`demo`] puts them together into the demo blueprint.
 
+pub mod bench;
 pub mod demo;
 pub mod detector;
 pub mod mapper;

@@ -1,0 +1,582 @@
+//! The replay benchmark of streamwire (`streamwire bench replay`): real blueprints on real
+//! frames, raw against compressed.
+//!
+//! **What a cell is.** One run of one blueprint (`replay-basic`, `replay-full`,
+//! `replay-heavy` of the stock binary) in one *variant* (`raw-shm`: pixels between
+//! processes over zenoh's shared memory; `raw-tcp`: pixels copied through TCP; `codec`:
+//! JPEG q75, one encode in the camera's process and one decode in each process that wants
+//! pixels; the only difference is the colour stream) and one *profile* (`all` cores, or
+//! `constrained`: `taskset -c 0`, one core). Each cell runs in a network namespace of its
+//! own (`unshare -n`), so the loopback counter sees only its traffic, with a host sampler
+//! beside it ([`sampler`]: sysinfo, once a second) after an idle baseline. See [`cell`]
+//! for what a cell leaves in its folder, [`analysis`] for what is computed from it.
+//!
+//! **The matrix** runs blueprint x profile x variant x repetitions, the variants rotated
+//! from one repetition to the next so raw and codec interleave (a machine that drifts
+//! shifts both), and prints medians over the repetitions as a table shaped like
+//! REFERENCE.md section 1 ([`summary`]), with charts ([`charts`]) and a markdown summary.
+//!
+//! ```no_run
+//! use streamwire_replay_bench::{Options, Variant, run};
+//! let options = Options {
+//!     blueprints: vec!["heavy".into()],
+//!     variants: vec![Variant::RawShm, Variant::Codec],
+//!     work_ms: vec![5.0],
+//!     ..Options::default()
+//! };
+//! let exe = std::env::current_exe()?; // a program with `run` and `bench cell`
+//! let outcome = run(&options, &exe, &mut |line| eprintln!("{line}"))?;
+//! println!("{}", streamwire_replay_bench::summary::table(&outcome.rows));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod analysis;
+pub mod cell;
+pub mod charts;
+pub mod sampler;
+pub mod summary;
+
+use std::fmt;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::analysis::{Arrival, CellResult};
+use crate::cell::{CellSpec, Profile};
+use crate::sampler::Sample;
+use crate::summary::Row;
+
+/// Why the benchmark could not run or read its own results.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// A bad option.
+    #[error("{0}")]
+    Usage(String),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A cell could not start, or failed.
+    #[error("{0}")]
+    Cell(String),
+    /// A file a cell left is not what it should be.
+    #[error("malformed benchmark file {0}")]
+    Malformed(String),
+    /// A chart could not be drawn.
+    #[error("chart: {0}")]
+    Chart(String),
+}
+
+impl BenchError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> BenchError {
+        BenchError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+/// How the colour stream travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// Pixels; the workers offer shared memory.
+    RawShm,
+    /// Pixels; the workers without shared memory (copied through TCP on loopback).
+    RawTcp,
+    /// JPEG.
+    Codec,
+}
+
+impl Variant {
+    /// Every variant, in table order.
+    pub const ALL: [Variant; 3] = [Variant::RawShm, Variant::RawTcp, Variant::Codec];
+
+    fn mode(self) -> &'static str {
+        match self {
+            Variant::Codec => "codec",
+            _ => "raw",
+        }
+    }
+
+    fn shared_memory(self) -> bool {
+        self != Variant::RawTcp
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Variant::RawShm => "raw-shm",
+            Variant::RawTcp => "raw-tcp",
+            Variant::Codec => "codec",
+        })
+    }
+}
+
+impl FromStr for Variant {
+    type Err = BenchError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "raw" | "raw-shm" => Ok(Variant::RawShm),
+            "raw-tcp" => Ok(Variant::RawTcp),
+            "codec" => Ok(Variant::Codec),
+            _ => Err(BenchError::Usage(format!(
+                "unknown mode `{s}`: expected raw (raw-shm), raw-tcp or codec"
+            ))),
+        }
+    }
+}
+
+/// The blueprints the benchmark knows.
+pub const BLUEPRINTS: [&str; 3] = ["basic", "full", "heavy"];
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Of [`BLUEPRINTS`].
+    pub blueprints: Vec<String>,
+    /// Variants.
+    pub variants: Vec<Variant>,
+    /// Profiles.
+    pub profiles: Vec<Profile>,
+    /// Repetitions of every cell.
+    pub reps: usize,
+    /// Busy sinks (none: each blueprint's own).
+    pub sinks: Option<usize>,
+    /// CPU-ms of image work per frame, each busy sink (several: the matrix runs each).
+    pub work_ms: Vec<f64>,
+    /// Seconds each run lasts.
+    pub duration_s: f64,
+    /// The folder of frames (none: the simulated camera).
+    pub replay: Option<PathBuf>,
+    /// The camera's rate (none: as recorded).
+    pub fps: Option<f64>,
+    /// Each cell in a network namespace of its own (needs `unshare -n`: root).
+    pub netns: bool,
+    /// Where everything is written.
+    pub out: PathBuf,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            blueprints: vec!["heavy".to_owned()],
+            variants: Variant::ALL.to_vec(),
+            profiles: vec![Profile::all()],
+            reps: 1,
+            sinks: None,
+            work_ms: vec![20.0],
+            duration_s: 20.0,
+            replay: None,
+            fps: None,
+            netns: true,
+            out: PathBuf::from("target/bench-replay"),
+        }
+    }
+}
+
+impl Options {
+    /// The matrix: every blueprint, both profiles, every variant, 3 repetitions.
+    pub fn matrix() -> Options {
+        Options {
+            blueprints: BLUEPRINTS.iter().map(|b| (*b).to_owned()).collect(),
+            profiles: vec![Profile::all(), Profile::constrained()],
+            reps: 3,
+            ..Options::default()
+        }
+    }
+
+    /// Every cell, in the order they run: repetition by repetition, and within one the
+    /// variants rotated by the repetition's index.
+    pub fn cells(&self) -> Vec<CellSpec> {
+        let mut cells = Vec::new();
+        for rep in 0..self.reps {
+            for blueprint in &self.blueprints {
+                for &work_ms in &self.work_ms {
+                    for profile in &self.profiles {
+                        let n = self.variants.len().max(1);
+                        for k in 0..self.variants.len() {
+                            let variant = self.variants[(k + rep) % n];
+                            let mut spec = CellSpec {
+                                blueprint: blueprint.clone(),
+                                mode: variant.mode().to_owned(),
+                                shared_memory: variant.shared_memory(),
+                                profile: profile.clone(),
+                                sinks: self.sinks,
+                                work_ms,
+                                duration_s: self.duration_s,
+                                replay: self.replay.clone(),
+                                fps: self.fps,
+                                rep,
+                                netns: self.netns,
+                                dir: PathBuf::new(),
+                            };
+                            let work = if self.work_ms.len() > 1 {
+                                format!("-w{work_ms}")
+                            } else {
+                                String::new()
+                            };
+                            spec.dir = self
+                                .out
+                                .join("cells")
+                                .join(format!("{}{work}", spec.label()));
+                            cells.push(spec);
+                        }
+                    }
+                }
+            }
+        }
+        cells
+    }
+
+    fn check(&self) -> Result<(), BenchError> {
+        let usage = |m: String| Err(BenchError::Usage(m));
+        if let Some(b) = self
+            .blueprints
+            .iter()
+            .find(|b| !BLUEPRINTS.contains(&b.as_str()))
+        {
+            return usage(format!(
+                "unknown blueprint `{b}`: expected basic, full or heavy"
+            ));
+        }
+        if self.blueprints.is_empty() || self.variants.is_empty() || self.profiles.is_empty() {
+            return usage("nothing to run: no blueprint, mode or profile".to_owned());
+        }
+        if self.reps == 0 {
+            return usage("--reps 0: expected at least 1".to_owned());
+        }
+        if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
+            return usage(format!(
+                "--duration {}: expected seconds > 0",
+                self.duration_s
+            ));
+        }
+        if self.work_ms.iter().any(|w| !(w.is_finite() && *w >= 0.0)) {
+            return usage("--work-ms: expected milliseconds >= 0".to_owned());
+        }
+        if let Some(fps) = self.fps
+            && !(fps.is_finite() && fps > 0.0)
+        {
+            return usage(format!("--fps {fps}: expected frames per second > 0"));
+        }
+        if let Some(dir) = &self.replay
+            && !dir.is_dir()
+        {
+            return usage(format!("--replay {}: not a folder", dir.display()));
+        }
+        Ok(())
+    }
+}
+
+/// What a benchmark run produced.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Every cell, in the order they ran.
+    pub cells: Vec<CellResult>,
+    /// Medians over repetitions.
+    pub rows: Vec<Row>,
+    /// The markdown summary.
+    pub summary: PathBuf,
+    /// The charts, without extension (each is `.svg` and `.png`).
+    pub charts: Vec<PathBuf>,
+}
+
+/// Runs every cell of `options` with `exe` (a program with `run`, the `replay-*`
+/// blueprints and `bench cell`), writes the results, summary and charts in
+/// `options.out`, and reports progress through `progress`.
+pub fn run(
+    options: &Options,
+    exe: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Outcome, BenchError> {
+    options.check()?;
+    let out = &options.out;
+    std::fs::create_dir_all(out).map_err(|e| BenchError::io(out, e))?;
+    let specs = options.cells();
+    let results_path = out.join("results.jsonl");
+    let mut results_file =
+        std::fs::File::create(&results_path).map_err(|e| BenchError::io(&results_path, e))?;
+    let mut cells = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        if spec.dir.exists() {
+            std::fs::remove_dir_all(&spec.dir).map_err(|e| BenchError::io(&spec.dir, e))?;
+        }
+        progress(&format!(
+            "cell {}/{}: {} ({} s)",
+            i + 1,
+            specs.len(),
+            spec.label(),
+            spec.duration_s
+        ));
+        cell::launch(spec, exe)?;
+        let result = analysis::analyze(&spec.dir)?;
+        progress(&format!(
+            "  published {} ({:.1}/s), sinks' median {:.1} fps, worst {:.1}%, CPU {:.0}% of a core, loopback {:.1} Mbit/s: {}",
+            result.published,
+            result.published_fps,
+            result.median_sink_fps(),
+            result.worst_delivered_pct(),
+            result.cpu_pct,
+            result.lo_mbit_s,
+            result.verdict
+        ));
+        let line = serde_json::to_string(&result).map_err(|e| BenchError::Cell(e.to_string()))?;
+        writeln!(results_file, "{line}").map_err(|e| BenchError::io(&results_path, e))?;
+        cells.push(result);
+    }
+    let rows = summary::rows(&cells);
+    let charts = write_charts(out, &rows, &cells)?;
+    let chart_names: Vec<String> = charts
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    let context = context(options);
+    let text = summary::markdown("Replay benchmark", &context, &rows, &cells, &chart_names);
+    let summary_path = out.join("summary.md");
+    std::fs::write(&summary_path, text).map_err(|e| BenchError::io(&summary_path, e))?;
+    let rows_path = out.join("rows.json");
+    cell::write_json(&rows_path, &rows)?;
+    Ok(Outcome {
+        cells,
+        rows,
+        summary: summary_path,
+        charts,
+    })
+}
+
+/// What ran where, for the summary's head.
+fn context(options: &Options) -> String {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let source = match &options.replay {
+        Some(dir) => format!("frames of `{}`", dir.display()),
+        None => "the simulated camera".to_owned(),
+    };
+    format!(
+        "{} repetition(s) of {} s per cell, {source}{}, on a machine with {cores} cores; each cell {}. \
+         CPU is the run's whole process tree (coordinator and workers), percent of one core, \
+         from the kernel's account of the reaped processes; RSS the peak of the tree's summed \
+         resident sets (sysinfo, once a second; a shared-memory pool counts in each process \
+         that maps it); loopback the `lo` rx counter of the cell's namespace over the run, \
+         minus the idle baseline; transport the bytes streamwire's zenoh transport sent, all \
+         streams. A cell keeps up when every sink got at least 99% of the frames published \
+         with under 1 s of lag at the end.",
+        options.reps,
+        options.duration_s,
+        options
+            .fps
+            .map(|f| format!(" at {f} fps"))
+            .unwrap_or_default(),
+        if options.netns {
+            "in a network namespace of its own (`unshare -n`)"
+        } else {
+            "in the machine's network namespace (`--no-netns`: loopback counts everything on it)"
+        }
+    )
+}
+
+/// Writes every chart and returns their paths (without extension).
+fn write_charts(
+    out: &Path,
+    rows: &[Row],
+    cells: &[CellResult],
+) -> Result<Vec<PathBuf>, BenchError> {
+    let mut written = Vec::new();
+    let group_of =
+        |blueprint: &str, profile: &str, work_ms: f64| format!("{blueprint} {profile} {work_ms}ms");
+    let mut groups: Vec<String> = Vec::new();
+    let mut variants: Vec<String> = Vec::new();
+    for r in rows {
+        let g = group_of(&r.blueprint, &r.profile, r.work_ms);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+        if !variants.contains(&r.variant) {
+            variants.push(r.variant.clone());
+        }
+    }
+    let series = |f: &dyn Fn(&Row) -> f64| -> Vec<(String, Vec<f64>)> {
+        variants
+            .iter()
+            .map(|v| {
+                let values = groups
+                    .iter()
+                    .map(|g| {
+                        rows.iter()
+                            .find(|r| {
+                                &r.variant == v
+                                    && &group_of(&r.blueprint, &r.profile, r.work_ms) == g
+                            })
+                            .map_or(0.0, f)
+                    })
+                    .collect();
+                (v.clone(), values)
+            })
+            .collect()
+    };
+    for (stem, title, y_label, values) in [
+        (
+            "fps",
+            "Frames delivered per second (median sink, median of repetitions)",
+            "fps",
+            series(&|r| r.delivered_fps),
+        ),
+        (
+            "cpu",
+            "Process-tree CPU (median of repetitions)",
+            "% of one core",
+            series(&|r| r.cpu_pct),
+        ),
+        (
+            "wire",
+            "Loopback traffic (median of repetitions)",
+            "Mbit/s",
+            series(&|r| r.lo_mbit_s),
+        ),
+    ] {
+        charts::write_bars(
+            out,
+            stem,
+            &charts::Bars {
+                title,
+                y_label,
+                groups: &groups,
+                series: &values,
+            },
+        )?;
+        written.push(out.join(stem));
+    }
+    // Over time and distributions: the first repetition of each group, every variant.
+    for g in &groups {
+        let of_group: Vec<&CellResult> = cells
+            .iter()
+            .filter(|c| {
+                c.spec.rep == 0
+                    && &group_of(&c.spec.blueprint, &c.spec.profile.name, c.spec.work_ms) == g
+            })
+            .collect();
+        let mut cpu_series = Vec::new();
+        let mut lag_series = Vec::new();
+        for c in &of_group {
+            let samples_path = c.spec.dir.join("samples.jsonl");
+            let samples: Vec<Sample> = if samples_path.exists() {
+                analysis::read_lines(&samples_path)?
+            } else {
+                Vec::new()
+            };
+            cpu_series.push((
+                c.variant.clone(),
+                samples.iter().map(|s| (s.t_s, s.tree_cpu_pct)).collect(),
+            ));
+            let mut lags = Vec::new();
+            let folder = c.spec.dir.join("arrivals");
+            if folder.is_dir() {
+                for entry in std::fs::read_dir(&folder)
+                    .map_err(|e| BenchError::io(&folder, e))?
+                    .flatten()
+                {
+                    let arrivals: Vec<Arrival> = analysis::read_lines(&entry.path())?;
+                    lags.extend(
+                        arrivals
+                            .iter()
+                            .filter(|a| a.stream == analysis::IMAGE_STREAM)
+                            .map(|a| a.arrival_ns.saturating_sub(a.publish_ns) as f64 / 1e6),
+                    );
+                }
+            }
+            lag_series.push((c.variant.clone(), charts::cdf(lags, 400)));
+        }
+        let slug = g.replace(' ', "-");
+        let stem = format!("cpu-over-time-{slug}");
+        charts::write_lines(
+            out,
+            &stem,
+            &charts::Lines {
+                title: &format!("Process-tree CPU over time: {g}"),
+                x_label: "s since the run started",
+                y_label: "% of one core",
+                series: &cpu_series,
+                log_x: false,
+            },
+        )?;
+        written.push(out.join(stem));
+        let stem = format!("lag-{slug}");
+        charts::write_lines(
+            out,
+            &stem,
+            &charts::Lines {
+                title: &format!("Lag (arrival - publish), every sink: {g}"),
+                x_label: "lag, ms (log)",
+                y_label: "% of frames at or below",
+                series: &lag_series,
+                log_x: true,
+            },
+        )?;
+        written.push(out.join(stem));
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_matrix_interleaves_variants_and_rotates_them() {
+        let options = Options {
+            out: "/o".into(),
+            ..Options::matrix()
+        };
+        let cells = options.cells();
+        assert_eq!(cells.len(), 3 * 2 * 3 * 3);
+        let first: Vec<String> = cells[..3].iter().map(CellSpec::variant).collect();
+        assert_eq!(first, ["raw-shm", "raw-tcp", "codec"]);
+        let second_rep = cells.iter().find(|c| c.rep == 1).map(CellSpec::variant);
+        assert_eq!(second_rep.as_deref(), Some("raw-tcp"));
+        assert_eq!(cells[0].dir, PathBuf::from("/o/cells/basic-all-raw-shm-r0"));
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        for (options, text) in [
+            (
+                Options {
+                    blueprints: vec!["medium".into()],
+                    ..Options::default()
+                },
+                "unknown blueprint",
+            ),
+            (
+                Options {
+                    reps: 0,
+                    ..Options::default()
+                },
+                "--reps 0",
+            ),
+            (
+                Options {
+                    duration_s: 0.0,
+                    ..Options::default()
+                },
+                "--duration",
+            ),
+            (
+                Options {
+                    replay: Some("/no/such/dir".into()),
+                    ..Options::default()
+                },
+                "not a folder",
+            ),
+        ] {
+            let e = options.check().expect_err(text);
+            assert!(e.to_string().contains(text), "{e}");
+        }
+        assert!("jpeg".parse::<Variant>().is_err());
+        assert_eq!("raw".parse::<Variant>().ok(), Some(Variant::RawShm));
+    }
+}

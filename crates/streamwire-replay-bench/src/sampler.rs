@@ -1,0 +1,199 @@
+//! The host sampler: once a second, the CPU and RSS of a process tree (sysinfo, which
+//! reads /proc) and the loopback byte counter (`/proc/self/net/dev`, which is the calling
+//! process's network namespace, so a cell's sampler sees only its own loopback; sysinfo
+//! reads /sys/class/net, which shows the namespace that mounted /sys, not the cell's).
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use sysinfo::{CpuRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, System};
+
+/// One sample.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the run was started.
+    pub t_s: f64,
+    /// CPU of the whole process tree since the previous sample, percent of one core
+    /// (200 = two cores busy).
+    pub tree_cpu_pct: f64,
+    /// Sum of the tree's resident set sizes, MB (pages shared between processes, such
+    /// as a shared-memory pool, count once per process that maps them).
+    pub tree_rss_mb: f64,
+    /// Processes in the tree.
+    pub processes: usize,
+    /// The whole machine's CPU use, percent of all its cores.
+    pub host_cpu_pct: f64,
+    /// Loopback bytes received since the sampler started (`lo`'s rx counter).
+    pub lo_bytes: u64,
+}
+
+/// Samples a process tree and the loopback interface.
+pub struct Sampler {
+    system: System,
+    lo_start: u64,
+    started: Instant,
+    /// Accumulated CPU milliseconds last seen per process of the tree.
+    cpu_ms: HashMap<Pid, u64>,
+    last: Instant,
+}
+
+/// Why the sampler could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("the host sampler cannot read this system: {0}")]
+pub struct SamplerError(String);
+
+impl Sampler {
+    /// A sampler whose clock and loopback counter start now.
+    pub fn new() -> Result<Sampler, SamplerError> {
+        let mut system = System::new().map_err(|e| SamplerError(e.to_string()))?;
+        system.refresh_cpu_specifics(CpuRefreshKind::nothing().with_usage());
+        let mut sampler = Sampler {
+            system,
+            lo_start: 0,
+            started: Instant::now(),
+            cpu_ms: HashMap::new(),
+            last: Instant::now(),
+        };
+        sampler.lo_start = sampler.lo_total();
+        Ok(sampler)
+    }
+
+    fn lo_total(&mut self) -> u64 {
+        std::fs::read_to_string("/proc/self/net/dev")
+            .ok()
+            .and_then(|text| lo_rx_bytes(&text))
+            .unwrap_or(0)
+    }
+
+    /// Restarts the clock and the loopback counter (after the idle baseline).
+    pub fn restart(&mut self) {
+        self.started = Instant::now();
+        self.lo_start = self.lo_total();
+        self.cpu_ms.clear();
+        self.last = Instant::now();
+    }
+
+    /// A sample of the tree rooted at `root` (none: only the host figures).
+    pub fn sample(&mut self, root: Option<u32>) -> Sample {
+        self.system
+            .refresh_cpu_specifics(CpuRefreshKind::nothing().with_usage());
+        self.system.refresh_processes_specifics(
+            ProcessesToUpdate::All,
+            true,
+            ProcessRefreshKind::nothing().with_cpu().with_memory(),
+        );
+        let now = Instant::now();
+        let interval_ms = now.duration_since(self.last).as_secs_f64() * 1e3;
+        self.last = now;
+        let tree = root
+            .map(|r| self.tree(Pid::from_u32(r)))
+            .unwrap_or_default();
+        let mut cpu_delta_ms = 0u64;
+        let mut rss = 0u64;
+        let mut seen = HashMap::new();
+        for pid in &tree {
+            if let Some(p) = self.system.process(*pid) {
+                let cpu = p.accumulated_cpu_time();
+                // A process first seen now counts from its start (it is younger than a
+                // second, or the tree's root at the first sample).
+                cpu_delta_ms += cpu.saturating_sub(self.cpu_ms.get(pid).copied().unwrap_or(0));
+                seen.insert(*pid, cpu);
+                rss += p.memory();
+            }
+        }
+        self.cpu_ms = seen;
+        let lo = self.lo_total().saturating_sub(self.lo_start);
+        Sample {
+            t_s: now.duration_since(self.started).as_secs_f64(),
+            tree_cpu_pct: if interval_ms > 0.0 {
+                cpu_delta_ms as f64 / interval_ms * 100.0
+            } else {
+                0.0
+            },
+            tree_rss_mb: rss as f64 / 1e6,
+            processes: tree.len(),
+            host_cpu_pct: f64::from(self.system.global_cpu_usage()),
+            lo_bytes: lo,
+        }
+    }
+
+    /// `root` and every process descending from it (threads are not processes here).
+    fn tree(&self, root: Pid) -> HashSet<Pid> {
+        let mut tree = HashSet::new();
+        if self.system.process(root).is_none() {
+            return tree;
+        }
+        tree.insert(root);
+        // Parents before children is not guaranteed: iterate to a fixed point.
+        loop {
+            let before = tree.len();
+            for (pid, p) in self.system.processes() {
+                if p.thread_kind().is_none()
+                    && p.parent().is_some_and(|parent| tree.contains(&parent))
+                {
+                    tree.insert(*pid);
+                }
+            }
+            if tree.len() == before {
+                return tree;
+            }
+        }
+    }
+}
+
+/// `lo`'s received bytes in the text of `/proc/net/dev`.
+fn lo_rx_bytes(dev: &str) -> Option<u64> {
+    dev.lines().find_map(|line| {
+        let (name, counters) = line.split_once(':')?;
+        if name.trim() != "lo" {
+            return None;
+        }
+        counters.split_whitespace().next()?.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loopback_counter_is_read_from_proc_net_dev() {
+        let dev = "Inter-|   Receive                            |  Transmit\n \
+                   face |bytes    packets errs drop fifo frame compressed multicast|bytes\n    \
+                   lo: 5132907   4521    0    0    0     0          0         0  5132907\n  \
+                   eth0: 99 1 0 0 0 0 0 0 7\n";
+        assert_eq!(lo_rx_bytes(dev), Some(5_132_907));
+        assert_eq!(lo_rx_bytes("nothing"), None);
+    }
+
+    #[test]
+    fn a_busy_child_shows_in_its_tree_and_an_idle_one_barely() {
+        let mut sampler = Sampler::new().expect("sampler");
+        // A shell spinning in a child of a child: the tree must reach the grandchild.
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "sh -c 'i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done' & wait",
+            ])
+            .spawn()
+            .expect("sh");
+        let first = sampler.sample(Some(child.id()));
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let busy = sampler.sample(Some(child.id()));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(first.processes >= 1, "{first:?}");
+        assert!(
+            busy.processes >= 2,
+            "the grandchild is in the tree: {busy:?}"
+        );
+        assert!(
+            busy.tree_cpu_pct > 5.0,
+            "a spinning shell is busy: {busy:?}"
+        );
+        assert!(busy.tree_rss_mb > 0.0, "{busy:?}");
+        let gone = sampler.sample(Some(child.id()));
+        assert_eq!(gone.processes, 0, "{gone:?}");
+    }
+}
