@@ -170,7 +170,8 @@ fn default_frames(env: &[(String, String)]) -> anyhow::Result<PathBuf> {
     candidates
         .iter()
         .find(|p| p.is_dir())
-        .cloned()
+        // Absolute, so the summary and every cell's spec say where the frames were.
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
         .with_context(|| {
             format!(
                 "no recorded frames at {}: pass --replay DIR (a folder of numbered frames), or \
