@@ -1,5 +1,5 @@
 //! `run` as the coordinator of worker processes, and `worker`: the command-line side of
-//! [`streamwire_zenoh::cluster`].
+//! [`streamwire_cluster`].
 
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use streamwire_cluster::{
+    Coordinator, CoordinatorOptions, Launch, StartHint, WorkerOptions, run_worker,
+};
 use streamwire_graph::{Blueprint, RunnablePlan};
 use streamwire_runtime::RunReport;
-use streamwire_zenoh::cluster::{
-    Coordinator, CoordinatorOptions, Launch, WorkerOptions, run_worker,
-};
 
 use crate::{WorkerArgs, exit_code, on_ctrl_c};
 
@@ -50,6 +50,13 @@ pub(crate) fn coordinate(
         join_timeout: run.join_timeout,
         duration: run.duration,
         zenoh_config: run.zenoh_config.clone(),
+        start_hint: Some(StartHint::new(|launch: &Launch| {
+            format!(
+                "start it there with `worker --connect {} --process {} <blueprint>`",
+                launch.connect.join(" --connect "),
+                launch.process
+            )
+        })),
         ..defaults
     };
     let (plan, _modules) = runnable.into_parts();

@@ -80,8 +80,6 @@ fn link_seq(frame: &Bytes) -> Option<u64> {
         .map(|f| f.head.link_seq)
 }
 
-pub mod cluster;
-
 /// Payloads from this size up go through shared memory (zenoh's default threshold).
 pub const SHARED_MEMORY_THRESHOLD: usize = 3 * 1024;
 

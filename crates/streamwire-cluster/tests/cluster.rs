@@ -18,6 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use streamwire_cluster::{
+    ClusterError, ClusterReport, Coordinator, CoordinatorOptions, Launch, StartHint, WorkerOptions,
+    run_worker,
+};
 use streamwire_core::DropReason;
 use streamwire_core::{
     Context, Durability, History, In, Node, NodeResult, Out, Qos, Reliability, Timestamp, Trigger,
@@ -27,11 +31,11 @@ use streamwire_macros::Module;
 use streamwire_msgs::{Image, ImageEncoding};
 use streamwire_runtime::{CodecRole, EndReason, RunReport, WireDirection};
 use streamwire_transport::Transport;
-use streamwire_zenoh::cluster::{
-    ClusterError, ClusterReport, Coordinator, CoordinatorOptions, Launch, WorkerOptions, run_worker,
-};
 use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 
+// The scenarios' modules are the zenoh transport's test modules: one definition for both
+// crates' tests.
+#[path = "../../streamwire-zenoh/tests/common/mod.rs"]
 mod common;
 use common::{Camera, Recorder, SensorCamera, SlowViewer, Viewer, counter};
 
@@ -738,6 +742,15 @@ fn a_different_plan_is_refused_and_a_missing_host_is_named() {
             run_id: "hosts".to_owned(),
             host: Some("localhost".to_owned()),
             join_timeout: Duration::from_secs(6),
+            // The caller's advice for a process started by hand (the CLI gives its
+            // command line).
+            start_hint: Some(StartHint::new(|launch: &Launch| {
+                format!(
+                    "start it there with `worker --connect {} --process {}`",
+                    launch.connect.join(" --connect "),
+                    launch.process
+                )
+            })),
             ..CoordinatorOptions::default()
         },
     )
@@ -761,9 +774,10 @@ fn a_different_plan_is_refused_and_a_missing_host_is_named() {
     let output = by_hand.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
-    let hash = streamwire_zenoh::cluster::plan_hash(&plan);
+    let hash = streamwire_cluster::plan_hash(&plan).unwrap();
     let theirs =
-        streamwire_zenoh::cluster::plan_hash(&scenario("two-hosts", "different").build().unwrap());
+        streamwire_cluster::plan_hash(&scenario("two-hosts", "different").build().unwrap())
+            .unwrap();
     assert_ne!(hash, theirs);
     assert!(
         stderr.contains("worker `laptop/ui` refused by the coordinator of run `hosts`")

@@ -1,0 +1,502 @@
+//! The coordinator's session: the queryables workers join, report and say their state
+//! through, the liveliness subscriber that sees a worker's session end, and the board
+//! they share. Each of them turns what it hears into an [`Event`] for the supervisor
+//! (`supervise.rs`), which runs the run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use streamwire_graph::{Plan, Supervision};
+use streamwire_runtime::{RunReport, RunStats};
+use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
+use zenoh::Wait;
+
+use crate::protocol::{
+    self, JoinReply, JoinRequest, Keys, ReportRequest, StateReply, StateRequest,
+};
+use crate::supervise::{Event, Supervisor};
+use crate::{ClusterError, ClusterReport, engine, plan_hash};
+
+/// How a coordinator runs.
+#[derive(Clone, Debug)]
+pub struct CoordinatorOptions {
+    /// The run's id (the first chunk of every key after `streamwire/`).
+    pub run_id: String,
+    /// Where the coordinator listens for workers (default `tcp/127.0.0.1:0`: loopback,
+    /// a free port). Workers on other hosts need an address they can reach.
+    pub listen: Vec<String>,
+    /// Start the processes of this host here (`None`: every process of the plan, a
+    /// rehearsal of all its hosts on this machine). The others are started by hand.
+    pub host: Option<String>,
+    /// How long to wait for every worker to be ready (default 30 s).
+    pub join_timeout: Duration,
+    /// How long workers have to stop and report (default 2 s).
+    pub stop_deadline: Duration,
+    /// Stop after this long (default: until stopped, or every worker finished).
+    pub duration: Option<Duration>,
+    /// A zenoh configuration file for the coordinator's session (TLS, authentication,
+    /// access control: [`ZenohOptions::config_file`]).
+    pub zenoh_config: Option<PathBuf>,
+    /// How to tell the user to start a process this coordinator does not start (another
+    /// host's), said when it has not joined in time; without it the process is only named.
+    pub start_hint: Option<StartHint>,
+}
+
+impl Default for CoordinatorOptions {
+    fn default() -> Self {
+        CoordinatorOptions {
+            run_id: format!("run{}", std::process::id()),
+            listen: vec!["tcp/127.0.0.1:0".to_owned()],
+            host: None,
+            join_timeout: Duration::from_secs(30),
+            stop_deadline: Duration::from_secs(2),
+            duration: None,
+            zenoh_config: None,
+            start_hint: None,
+        }
+    }
+}
+
+/// What the coordinator gives the command that starts a worker (and the advice for a
+/// worker started by hand).
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// The worker's process, `host/process`.
+    pub process: String,
+    /// The run's id.
+    pub run_id: String,
+    /// The coordinator's endpoints, for the worker to connect to.
+    pub connect: Vec<String>,
+    /// The join timeout, for the worker's own waits.
+    pub join_timeout: Duration,
+}
+
+/// The advice for starting a worker by hand (the command line is the caller's: this crate
+/// knows nothing of it), e.g. `start it there with "worker --connect ..."`.
+#[derive(Clone)]
+pub struct StartHint(Arc<dyn Fn(&Launch) -> String + Send + Sync>);
+
+impl StartHint {
+    /// A hint written by `advice` for each process not started here.
+    pub fn new(advice: impl Fn(&Launch) -> String + Send + Sync + 'static) -> StartHint {
+        StartHint(Arc::new(advice))
+    }
+
+    /// The advice for `launch`.
+    pub fn advise(&self, launch: &Launch) -> String {
+        (self.0)(launch)
+    }
+}
+
+impl fmt::Debug for StartHint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StartHint(..)")
+    }
+}
+
+/// What the queryables learn from the workers and answer them with; the supervisor reads
+/// it and sets `go` and `stop`.
+#[derive(Default)]
+pub(crate) struct Board {
+    /// The coordinator's plan hash, which a joining worker must match.
+    pub(crate) plan_hash: String,
+    /// The run's id, told to every joining worker.
+    pub(crate) run_id: String,
+    /// Every process of the plan, `host/process`.
+    pub(crate) expected: Vec<String>,
+    /// The joined workers and their pids.
+    pub(crate) joined: BTreeMap<String, u32>,
+    /// The workers whose outgoing links are all matched.
+    pub(crate) ready: BTreeSet<String>,
+    /// The reports that arrived.
+    pub(crate) reports: BTreeMap<String, RunReport>,
+    /// The latest counters of each worker, while it runs.
+    pub(crate) live: BTreeMap<String, RunStats>,
+    /// Whether each joined worker offers shared memory.
+    pub(crate) shared_memory: BTreeMap<String, bool>,
+    /// Every process is ready: the sources may start.
+    pub(crate) go: bool,
+    /// The run is over: every worker stops.
+    pub(crate) stop: bool,
+}
+
+/// The board, whatever a panicking callback left: every write to it is a whole
+/// insertion or removal, so a poisoned board is still consistent.
+pub(crate) fn lock(board: &Mutex<Board>) -> MutexGuard<'_, Board> {
+    board
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The coordinator of a distributed run: its zenoh session and the queryables workers
+/// join through. [`run`](Coordinator::run) starts the local workers and supervises
+/// the run to its end.
+pub struct Coordinator {
+    pub(crate) transport: ZenohTransport,
+    pub(crate) board: Arc<Mutex<Board>>,
+    pub(crate) options: CoordinatorOptions,
+    pub(crate) supervision: Supervision,
+    /// Every process of the plan with its host.
+    pub(crate) processes: Vec<(String, String)>,
+    /// What the queryables, the liveliness subscriber and the children's waiters say.
+    pub(crate) events: Receiver<Event>,
+    /// For the children's waiters.
+    pub(crate) sender: Sender<Event>,
+    /// Declared last, dropped first: the queryables and the liveliness subscriber go
+    /// before the session closes.
+    _declarations: Declarations,
+}
+
+/// The coordinator's declarations, kept for as long as it runs.
+struct Declarations {
+    _queryables: Vec<zenoh::query::Queryable<()>>,
+    _liveliness: zenoh::pubsub::Subscriber<()>,
+}
+
+impl fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Coordinator")
+            .field("run_id", &self.options.run_id)
+            .field("endpoints", &self.transport.locators())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Coordinator {
+    /// Opens the coordinator's session and starts answering workers of `plan`.
+    pub fn start(plan: &Plan, options: CoordinatorOptions) -> Result<Coordinator, ClusterError> {
+        let transport = ZenohTransport::open(&ZenohOptions {
+            run_id: options.run_id.clone(),
+            listen: options.listen.clone(),
+            connect: Vec::new(),
+            gossip: true,
+            // The coordinator carries no frames: without shared memory it holds no
+            // segment of its own, nor maps the workers' (which would keep them alive).
+            shared_memory: SharedMemory::off(),
+            config_file: options.zenoh_config.clone(),
+        })?;
+        let processes: Vec<(String, String)> = plan
+            .processes()
+            .iter()
+            .map(|p| (p.placement().to_string(), p.placement().host().to_owned()))
+            .collect();
+        let board = Arc::new(Mutex::new(Board {
+            plan_hash: plan_hash(plan)?,
+            run_id: options.run_id.clone(),
+            expected: processes.iter().map(|(p, _)| p.clone()).collect(),
+            ..Board::default()
+        }));
+        let (sender, events) = std::sync::mpsc::channel();
+        let keys = Keys::new(transport.prefix());
+        let session = transport.session();
+        let declarations = Declarations {
+            _queryables: vec![
+                declare_join(session, &keys, &board, &sender)?,
+                declare_state(session, &keys, &board, &sender)?,
+                declare_report(session, &keys, &board, &sender)?,
+            ],
+            _liveliness: declare_liveliness(session, &keys, &sender)?,
+        };
+        Ok(Coordinator {
+            transport,
+            board,
+            supervision: plan.supervision(),
+            processes,
+            options,
+            events,
+            sender,
+            _declarations: declarations,
+        })
+    }
+
+    /// Where workers connect (`tcp/127.0.0.1:PORT` by default).
+    pub fn endpoints(&self) -> Vec<String> {
+        self.transport.locators()
+    }
+
+    /// The processes this coordinator starts as children.
+    pub fn local_processes(&self) -> Vec<String> {
+        self.processes
+            .iter()
+            .filter(|(_, host)| self.options.host.as_ref().is_none_or(|h| h == host))
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+
+    /// What a worker of `process` is started with.
+    pub(crate) fn launch_of(&self, process: &str) -> Launch {
+        Launch {
+            process: process.to_owned(),
+            run_id: self.options.run_id.clone(),
+            connect: self.endpoints(),
+            join_timeout: self.options.join_timeout,
+        }
+    }
+
+    /// Starts the local workers (each by `command`, a command line of the worker for its
+    /// [`Launch`]), waits until every process of the plan is ready, lets the sources
+    /// start, supervises the workers until the run ends (every worker finished, one
+    /// failed, `duration`, or `stop` set) and returns the merged report. `say` gets
+    /// each event for the user (a worker started, joined, died, restarted).
+    pub fn run(
+        self,
+        command: &dyn Fn(&Launch) -> std::process::Command,
+        stop: &AtomicBool,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<ClusterReport, ClusterError> {
+        self.run_observed(command, stop, say, &mut |_| {})
+    }
+
+    /// Like [`run`](Coordinator::run), and `progress` gets the workers' counters merged,
+    /// about once a second while the sources run (for a status line).
+    pub fn run_observed(
+        self,
+        command: &dyn Fn(&Launch) -> std::process::Command,
+        stop: &AtomicBool,
+        say: &mut dyn FnMut(&str),
+        progress: &mut dyn FnMut(&RunStats),
+    ) -> Result<ClusterReport, ClusterError> {
+        Supervisor::new(&self, command, stop, say, progress).run()
+    }
+}
+
+/// Joining: a worker of another plan, another protocol or an unknown process is refused,
+/// naming both sides; a joined one starts over (a restarted worker rejoins).
+fn declare_join(
+    session: &zenoh::Session,
+    keys: &Keys,
+    board: &Arc<Mutex<Board>>,
+    events: &Sender<Event>,
+) -> Result<zenoh::query::Queryable<()>, ClusterError> {
+    let (board, events) = (board.clone(), events.clone());
+    session
+        .declare_queryable(keys.join())
+        .callback(move |query| {
+            let Some(request) = protocol::request::<JoinRequest>(&query) else {
+                return;
+            };
+            let mut b = lock(&board);
+            let refusal = refusal(&b, &request);
+            let reply = JoinReply {
+                version: protocol::VERSION,
+                accepted: refusal.is_none(),
+                reason: refusal.clone().unwrap_or_default(),
+                run_id: b.run_id.clone(),
+            };
+            let event = match refusal {
+                Some(reason) => Event::Refused(format!(
+                    "refused worker `{}` (pid {}): {reason}",
+                    request.process, request.pid
+                )),
+                None => {
+                    b.shared_memory
+                        .insert(request.process.clone(), request.shared_memory);
+                    b.joined.insert(request.process.clone(), request.pid);
+                    b.ready.remove(&request.process);
+                    b.reports.remove(&request.process);
+                    Event::Joined(request.process)
+                }
+            };
+            drop(b);
+            protocol::reply(&query, &reply);
+            // The supervisor may have ended: nobody left to tell.
+            let _ = events.send(event);
+        })
+        .wait()
+        .map_err(engine("the join queryable"))
+}
+
+/// Why `request` may not join, if it may not.
+fn refusal(board: &Board, request: &JoinRequest) -> Option<String> {
+    if request.version != protocol::VERSION {
+        Some(format!(
+            "the worker speaks protocol version {} and the coordinator version {}: start both \
+             from the same build",
+            request.version,
+            protocol::VERSION
+        ))
+    } else if !board.expected.contains(&request.process) {
+        Some(format!(
+            "the coordinator's plan has no process `{}` (its processes: {})",
+            request.process,
+            board.expected.join(", ")
+        ))
+    } else if request.plan_hash != board.plan_hash {
+        Some(format!(
+            "the worker's plan (hash {}) differs from the coordinator's (hash {}): start the \
+             worker with the same blueprint and settings (`-o`, environment) as `run`",
+            request.plan_hash, board.plan_hash
+        ))
+    } else {
+        None
+    }
+}
+
+/// A joined worker's state (ready, counters), answered with the run's (go, stop).
+fn declare_state(
+    session: &zenoh::Session,
+    keys: &Keys,
+    board: &Arc<Mutex<Board>>,
+    events: &Sender<Event>,
+) -> Result<zenoh::query::Queryable<()>, ClusterError> {
+    let (board, events) = (board.clone(), events.clone());
+    session
+        .declare_queryable(keys.state())
+        .callback(move |query| {
+            let Some(request) = protocol::request::<StateRequest>(&query) else {
+                return;
+            };
+            let mut b = lock(&board);
+            let mut became_ready = false;
+            if b.joined.contains_key(&request.process) {
+                if let Some(stats) = request.stats {
+                    b.live.insert(request.process.clone(), stats);
+                }
+                if request.ready {
+                    became_ready = b.ready.insert(request.process.clone());
+                }
+            }
+            let reply = StateReply {
+                go: b.go,
+                stop: b.stop,
+            };
+            drop(b);
+            protocol::reply(&query, &reply);
+            if became_ready {
+                let _ = events.send(Event::Ready(request.process));
+            }
+        })
+        .wait()
+        .map_err(engine("the state queryable"))
+}
+
+/// A worker's report, acknowledged.
+fn declare_report(
+    session: &zenoh::Session,
+    keys: &Keys,
+    board: &Arc<Mutex<Board>>,
+    events: &Sender<Event>,
+) -> Result<zenoh::query::Queryable<()>, ClusterError> {
+    let (board, events) = (board.clone(), events.clone());
+    session
+        .declare_queryable(keys.report())
+        .callback(move |query| {
+            let Some(request) = protocol::request::<ReportRequest>(&query) else {
+                return;
+            };
+            lock(&board)
+                .reports
+                .insert(request.process.clone(), request.report);
+            protocol::reply(&query, &true);
+            let _ = events.send(Event::Reported(request.process));
+        })
+        .wait()
+        .map_err(engine("the report queryable"))
+}
+
+/// A worker's liveliness token going away: its session ended (even on another host).
+fn declare_liveliness(
+    session: &zenoh::Session,
+    keys: &Keys,
+    events: &Sender<Event>,
+) -> Result<zenoh::pubsub::Subscriber<()>, ClusterError> {
+    let events = events.clone();
+    let prefix = keys.worker_prefix();
+    session
+        .liveliness()
+        .declare_subscriber(format!("{prefix}**"))
+        .callback(move |sample| {
+            if sample.kind() == zenoh::sample::SampleKind::Delete
+                && let Some(process) = sample.key_expr().as_str().strip_prefix(&prefix)
+            {
+                let _ = events.send(Event::Gone(process.to_owned()));
+            }
+        })
+        .wait()
+        .map_err(engine("the workers' liveliness subscriber"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board() -> Board {
+        Board {
+            plan_hash: "00000000000000aa".to_owned(),
+            run_id: "lab".to_owned(),
+            expected: vec!["robot/sensors".to_owned(), "laptop/ui".to_owned()],
+            ..Board::default()
+        }
+    }
+
+    fn join(version: u32, process: &str, plan_hash: &str) -> JoinRequest {
+        JoinRequest {
+            version,
+            process: process.to_owned(),
+            plan_hash: plan_hash.to_owned(),
+            pid: 7,
+            shared_memory: false,
+        }
+    }
+
+    #[test]
+    fn a_join_of_the_same_plan_protocol_and_a_planned_process_is_accepted() {
+        assert_eq!(
+            refusal(
+                &board(),
+                &join(protocol::VERSION, "laptop/ui", "00000000000000aa")
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_worker_of_another_protocol_is_refused_naming_both_versions() {
+        let reason = refusal(&board(), &join(1, "laptop/ui", "00000000000000aa"));
+        assert_eq!(
+            reason.as_deref(),
+            Some(
+                "the worker speaks protocol version 1 and the coordinator version 2: start \
+                 both from the same build"
+            )
+        );
+    }
+
+    #[test]
+    fn a_worker_too_old_to_say_its_version_speaks_version_one() {
+        let old = r#"{"process":"laptop/ui","plan_hash":"00000000000000aa","pid":7}"#;
+        let request: JoinRequest = serde_json::from_str(old).unwrap();
+        assert_eq!(request.version, 1);
+        assert!(refusal(&board(), &request).is_some());
+    }
+
+    #[test]
+    fn an_unplanned_process_and_another_plan_are_refused_naming_both_sides() {
+        assert_eq!(
+            refusal(
+                &board(),
+                &join(protocol::VERSION, "robot/ui", "00000000000000aa")
+            )
+            .as_deref(),
+            Some(
+                "the coordinator's plan has no process `robot/ui` (its processes: \
+                 robot/sensors, laptop/ui)"
+            )
+        );
+        let reason = refusal(
+            &board(),
+            &join(protocol::VERSION, "laptop/ui", "00000000000000bb"),
+        );
+        assert!(
+            reason.as_deref().is_some_and(
+                |r| r.contains("hash 00000000000000bb") && r.contains("hash 00000000000000aa")
+            ),
+            "{reason:?}"
+        );
+    }
+}
