@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use streamwire_core::{CodecParams, Direction, Trigger};
-use streamwire_graph::{CodecKind, CodecNode, Endpoint, InstanceNode, Link, PlanPort, PortIndex};
+use streamwire_graph::{
+    CodecKind, CodecNode, Endpoint, InstanceIndex, InstanceNode, Link, PlanPort, PortIndex,
+};
 
 use crate::clock::Signal;
 use crate::hub::{Demand, Hub, Passthrough, Wants};
@@ -152,6 +154,8 @@ impl RunBuilder {
         plan.links().try_for_each(|link| self.link(link))
     }
 
+    /// One link: its receiving queue, if it runs here, subscribed to its sending hub (or
+    /// to the ingress of the stream when the link crosses partitions); its row listed.
     fn link(&mut self, link: &Link) -> Result<(), StartError> {
         let (Some(hub), Some(to)) = (self.sending_hub(link.from), self.receiving(link.to)) else {
             return Ok(());
@@ -204,16 +208,15 @@ impl RunBuilder {
         Ok(())
     }
 
+    /// The slot of port `port` of instance `instance`.
+    fn port(&self, instance: InstanceIndex, port: PortIndex) -> Option<&PortSlot> {
+        self.instances.get(instance)?.ports.get(port)
+    }
+
     /// The hub a link starts from: an output's, or a codec node's.
     fn sending_hub(&self, end: Endpoint) -> Option<Arc<Hub>> {
         match end {
-            Endpoint::Port { instance, port } => self
-                .instances
-                .get(instance)?
-                .ports
-                .get(port)?
-                .hub()
-                .cloned(),
+            Endpoint::Port { instance, port } => self.port(instance, port)?.hub().cloned(),
             Endpoint::Codec(id) => Some(self.codecs.get(id)?.hub.clone()),
             _ => None,
         }
@@ -224,13 +227,7 @@ impl RunBuilder {
     fn receiving(&self, end: Endpoint) -> Option<Receiving> {
         match end {
             Endpoint::Port { instance, port } => Some(Receiving {
-                queue: self
-                    .instances
-                    .get(instance)?
-                    .ports
-                    .get(port)?
-                    .queue()?
-                    .clone(),
+                queue: self.port(instance, port)?.queue()?.clone(),
                 wants: Wants::Message(delivered_type(self.plan.port(instance, port)?)),
                 demand: Demand::Always,
             }),
