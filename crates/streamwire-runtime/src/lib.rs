@@ -157,23 +157,26 @@
 //! # Ok::<(), streamwire::runtime::HarnessError>(())
 //! ```
 
+mod builder;
 mod clock;
+mod handle;
 mod harness;
 mod hub;
+mod options;
 mod partition;
 mod queue;
-mod runtime;
 mod stats;
-mod wiring;
+mod taps;
 mod worker;
 
+pub use builder::{Run, Runtime};
 pub use clock::{Clock, ManualClock, ScaledClock, SystemClock};
+pub use handle::{RunHandle, StopFlag};
 pub use harness::{Harness, HarnessError};
+pub use options::{RunError, RunOptions, StartError};
 pub use partition::{Partitions, StartGate};
-pub use runtime::{
-    AnyTap, Run, RunError, RunHandle, RunOptions, Runtime, StartError, StopFlag, Tap, TapError,
-};
 pub use stats::{
     CodecRole, CodecStats, DropCounts, EndReason, InputStats, InstanceStats, LatencySummary,
     LinkStats, OutputStats, RunReport, RunStats, TapStats, WireDirection, WireStats,
 };
+pub use taps::{AnyTap, Tap, TapError};

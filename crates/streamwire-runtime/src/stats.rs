@@ -8,6 +8,12 @@ use streamwire_core::DropReason;
 
 pub use crate::queue::LatencySummary;
 
+mod records;
+
+pub(crate) use records::{
+    CodecRecord, InputRecord, InstanceRecord, LinkRecord, OutputRecord, Records, TapRecord,
+};
+
 /// Everything counted so far in a run.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
@@ -338,6 +344,59 @@ impl RunReport {
     }
 }
 
+impl RunStats {
+    /// Adds the counters of `other` (another process's share of the same run): the longer
+    /// elapsed time, every other row appended. Every field is named here, so a field added
+    /// to `RunStats` does not compile until it is merged too.
+    pub fn merge(&mut self, other: RunStats) {
+        let RunStats {
+            elapsed,
+            instances,
+            outputs,
+            inputs,
+            links,
+            codecs,
+            taps,
+            wire,
+        } = other;
+        self.elapsed = self.elapsed.max(elapsed);
+        self.instances.extend(instances);
+        self.outputs.extend(outputs);
+        self.inputs.extend(inputs);
+        self.links.extend(links);
+        self.codecs.extend(codecs);
+        self.taps.extend(taps);
+        self.wire.extend(wire);
+    }
+}
+
+impl RunReport {
+    /// One report of a run whose processes each reported apart (a distributed run's
+    /// workers), given as (process, report): it ended for `reason` with `failure`; its
+    /// stragglers are `stragglers` followed by each process's own, suffixed
+    /// ` (in {process})`; its counters are every process's, merged by
+    /// [`RunStats::merge`]. The processes' own reasons and failures are not read: the
+    /// caller, who saw the whole run, decides those.
+    pub fn merge(
+        reason: EndReason,
+        failure: Option<String>,
+        mut stragglers: Vec<String>,
+        reports: impl IntoIterator<Item = (String, RunReport)>,
+    ) -> RunReport {
+        let mut stats = RunStats::default();
+        for (process, report) in reports {
+            stats.merge(report.stats);
+            stragglers.extend(
+                report
+                    .stragglers
+                    .into_iter()
+                    .map(|thread| format!("{thread} (in {process})")),
+            );
+        }
+        RunReport::new(reason, failure, stragglers, stats)
+    }
+}
+
 impl fmt::Display for RunReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "run {} after {}", self.reason, ms(self.stats.elapsed))?;
@@ -410,9 +469,9 @@ fn table(out: &mut String, title: &str, header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
-impl fmt::Display for RunStats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut out = String::new();
+impl RunStats {
+    /// The instances table.
+    fn write_instances(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .instances
             .iter()
@@ -439,7 +498,7 @@ impl fmt::Display for RunStats {
             })
             .collect();
         table(
-            &mut out,
+            out,
             "instances",
             &[
                 "instance",
@@ -452,17 +511,20 @@ impl fmt::Display for RunStats {
             ],
             &rows,
         );
+    }
+
+    /// The outputs table.
+    fn write_outputs(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .outputs
             .iter()
             .map(|o| vec![o.port.clone(), o.stream.clone(), o.published.to_string()])
             .collect();
-        table(
-            &mut out,
-            "outputs",
-            &["output", "stream", "published"],
-            &rows,
-        );
+        table(out, "outputs", &["output", "stream", "published"], &rows);
+    }
+
+    /// The inputs table.
+    fn write_inputs(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .inputs
             .iter()
@@ -479,7 +541,7 @@ impl fmt::Display for RunStats {
             })
             .collect();
         table(
-            &mut out,
+            out,
             "inputs",
             &[
                 "input",
@@ -492,6 +554,10 @@ impl fmt::Display for RunStats {
             ],
             &rows,
         );
+    }
+
+    /// The links table (content bytes, in process).
+    fn write_links(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .links
             .iter()
@@ -505,11 +571,15 @@ impl fmt::Display for RunStats {
             })
             .collect();
         table(
-            &mut out,
+            out,
             "links (content bytes, in process)",
             &["link", "stream", "messages", "content"],
             &rows,
         );
+    }
+
+    /// The codec nodes table.
+    fn write_codecs(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .codecs
             .iter()
@@ -530,7 +600,7 @@ impl fmt::Display for RunStats {
             })
             .collect();
         table(
-            &mut out,
+            out,
             "codec nodes",
             &[
                 "node", "stream", "where", "done", "skipped", "dropped", "passed", "failed", "in",
@@ -538,6 +608,10 @@ impl fmt::Display for RunStats {
             ],
             &rows,
         );
+    }
+
+    /// The taps table.
+    fn write_taps(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .taps
             .iter()
@@ -551,11 +625,15 @@ impl fmt::Display for RunStats {
             })
             .collect();
         table(
-            &mut out,
+            out,
             "taps",
             &["stream", "state", "delivered", "dropped"],
             &rows,
         );
+    }
+
+    /// The wire table (between partitions).
+    fn write_wire(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .wire
             .iter()
@@ -589,7 +667,7 @@ impl fmt::Display for RunStats {
             })
             .collect();
         table(
-            &mut out,
+            out,
             "wire (between partitions)",
             &[
                 "partition",
@@ -604,6 +682,169 @@ impl fmt::Display for RunStats {
             ],
             &rows,
         );
+    }
+}
+
+impl fmt::Display for RunStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        self.write_instances(&mut out);
+        self.write_outputs(&mut out);
+        self.write_inputs(&mut out);
+        self.write_links(&mut out);
+        self.write_codecs(&mut out);
+        self.write_taps(&mut out);
+        self.write_wire(&mut out);
         f.write_str(&out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The counters of one process, every field non-zero and marked with `n` (each
+    /// struct is written out whole: a new field must be given a value here).
+    fn stats_of(n: u64, process: &str) -> RunStats {
+        let d = |k: u64| Duration::from_millis(n * 10 + k);
+        RunStats {
+            elapsed: d(0),
+            instances: vec![InstanceStats {
+                name: format!("camera{n}"),
+                module_type: "Camera".to_owned(),
+                steps: n,
+                cpu: d(1),
+                longest_step: d(2),
+                stalled: true,
+                finished: true,
+                counters: vec![("frames".to_owned(), n)],
+            }],
+            outputs: vec![OutputStats {
+                port: format!("camera{n}.image"),
+                stream: format!("image{n}"),
+                published: n,
+            }],
+            inputs: vec![InputStats {
+                port: format!("viewer{n}.image"),
+                stream: format!("image{n}"),
+                delivered: n,
+                dropped: DropCounts {
+                    queue_full: n,
+                    unpaired: n + 1,
+                    decode_failed: n + 2,
+                    deserialize_failed: n + 3,
+                },
+                latency: LatencySummary {
+                    count: n,
+                    p50: d(3),
+                    p99: d(4),
+                    max: d(5),
+                    clock_skew: n,
+                },
+            }],
+            links: vec![LinkStats {
+                from: format!("camera{n}.image"),
+                to: format!("viewer{n}.image"),
+                stream: format!("image{n}"),
+                messages: n,
+                content_bytes: n * 100,
+            }],
+            codecs: vec![CodecStats {
+                role: CodecRole::Decode,
+                codec: "jpeg".to_owned(),
+                stream: format!("image{n}"),
+                placement: process.to_owned(),
+                done: n,
+                skipped: n + 1,
+                dropped: n + 2,
+                passed_through: n + 3,
+                failed: n + 4,
+                bytes_in: n + 5,
+                bytes_out: n + 6,
+                busy: d(6),
+            }],
+            taps: vec![TapStats {
+                stream: format!("image{n}"),
+                attached: true,
+                delivered: n,
+                dropped: n + 1,
+            }],
+            wire: vec![WireStats {
+                partition: process.to_owned(),
+                key: format!("image{n}"),
+                direction: WireDirection::In,
+                frames: n,
+                wire_bytes: n + 1,
+                unmatched: n + 2,
+                sender_dropped: n + 3,
+                lost: n + 4,
+                rejected: vec![("garbage".to_owned(), n)],
+            }],
+        }
+    }
+
+    #[test]
+    fn merging_reports_keeps_every_field_of_every_process() {
+        let (a, b) = (stats_of(1, "host/a"), stats_of(2, "host/b"));
+        let report = |stats: &RunStats, straggler: &str| {
+            RunReport::new(
+                EndReason::Finished,
+                Some(format!("{straggler} failed")),
+                vec![straggler.to_owned()],
+                stats.clone(),
+            )
+        };
+        let merged = RunReport::merge(
+            EndReason::Failed,
+            Some("worker host/b died".to_owned()),
+            vec!["host/c".to_owned()],
+            [
+                ("host/a".to_owned(), report(&a, "camera1")),
+                ("host/b".to_owned(), report(&b, "camera2")),
+            ],
+        );
+        let RunReport {
+            reason,
+            failure,
+            stragglers,
+            stats,
+        } = merged;
+        // The caller's verdict, not the workers'.
+        assert_eq!(reason, EndReason::Failed);
+        assert_eq!(failure.as_deref(), Some("worker host/b died"));
+        assert_eq!(
+            stragglers,
+            ["host/c", "camera1 (in host/a)", "camera2 (in host/b)"]
+        );
+        // Every field, named: a new one must be checked here to compile.
+        let RunStats {
+            elapsed,
+            instances,
+            outputs,
+            inputs,
+            links,
+            codecs,
+            taps,
+            wire,
+        } = stats;
+        // The longer of the two (process b's).
+        assert_eq!(elapsed, Duration::from_millis(20));
+        assert_eq!(instances, [a.instances, b.instances].concat());
+        assert_eq!(outputs, [a.outputs, b.outputs].concat());
+        assert_eq!(inputs, [a.inputs, b.inputs].concat());
+        assert_eq!(links, [a.links, b.links].concat());
+        assert_eq!(codecs, [a.codecs, b.codecs].concat());
+        assert_eq!(taps, [a.taps, b.taps].concat());
+        assert_eq!(wire, [a.wire, b.wire].concat());
+    }
+
+    #[test]
+    fn merging_stats_into_a_snapshot_keeps_its_rows_first() {
+        let mut merged = stats_of(3, "host/a");
+        merged.merge(stats_of(1, "host/b"));
+        assert_eq!(merged.elapsed, Duration::from_millis(30));
+        assert_eq!(merged.instances[0].name, "camera3");
+        assert_eq!(merged.instances[1].name, "camera1");
+        assert_eq!(merged.wire[1].partition, "host/b");
     }
 }

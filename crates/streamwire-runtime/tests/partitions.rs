@@ -20,7 +20,7 @@ use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image};
 use streamwire_runtime::{
     CodecRole, CodecStats, EndReason, Partitions, RunHandle, RunOptions, RunStats, Runtime,
-    WireDirection, WireStats,
+    StartError, StartGate, WireDirection, WireStats,
 };
 use streamwire_testdata::alloc::{CountingAlloc, peak_during};
 use streamwire_transport::{FORMAT_VERSION, Loopback, WireFrame};
@@ -428,4 +428,125 @@ fn shared_partitions_put_nothing_on_the_wire() {
     assert_eq!(report.reason, EndReason::Finished, "{report}");
     assert!(report.stats.wire.is_empty(), "{report}");
     assert_eq!(codecs(&report.stats, CodecRole::Decode).len(), 1);
+}
+
+/// The name the plan gives the process whose name ends with `process`.
+fn process_named(runnable: &streamwire_graph::RunnablePlan, process: &str) -> String {
+    runnable
+        .plan()
+        .processes()
+        .iter()
+        .map(|p| p.placement().to_string())
+        .find(|p| p.ends_with(process))
+        .unwrap()
+}
+
+/// `RunOptions::local` runs one planned process here and reaches the others through the
+/// transport, as a distributed run's worker does: two runs on one loopback, each running
+/// its own process, make one run. The robot's stream waits unmatched until the laptop's
+/// run subscribes; then the sources start and every frame crosses.
+#[test]
+fn two_local_runs_on_one_transport_make_one_run() {
+    let frames = 8;
+    let blueprint = || {
+        let mut bp = Blueprint::new();
+        let camera = bp.add("camera", Camera::new(frames, Duration::from_millis(2)));
+        let viewer = bp.add("viewer", Viewer::new());
+        bp.place(&camera, Placement::process("robot"))
+            .place(&viewer, Placement::process("laptop"));
+        bp.autoconnect();
+        bp.into_runnable().unwrap()
+    };
+    let loopback = Arc::new(Loopback::new());
+    let gate = StartGate::closed();
+    let options = |local: String| RunOptions {
+        local: Some(local),
+        transport: Some(loopback.clone()),
+        start_gate: Some(gate.clone()),
+        ..RunOptions::default()
+    };
+    let instances = |stats: &RunStats| -> Vec<String> {
+        stats.instances.iter().map(|i| i.name.clone()).collect()
+    };
+
+    let robot_plan = blueprint();
+    let robot_name = process_named(&robot_plan, "robot");
+    let robot = Runtime::start(robot_plan, options(robot_name)).unwrap();
+    assert_eq!(instances(&robot.stats()), ["camera"]);
+    assert_eq!(robot.partitions().len(), 2);
+    let unmatched = robot.unmatched_links();
+    assert_eq!(unmatched.len(), 1, "{unmatched:?}");
+    assert!(unmatched[0].starts_with("color_image"), "{unmatched:?}");
+
+    let laptop_plan = blueprint();
+    let laptop_name = process_named(&laptop_plan, "laptop");
+    let laptop = Runtime::start(laptop_plan, options(laptop_name)).unwrap();
+    assert_eq!(instances(&laptop.stats()), ["viewer"]);
+    assert!(laptop.unmatched_links().is_empty());
+    let began = std::time::Instant::now();
+    while !robot.unmatched_links().is_empty() && began.elapsed() < GUARD {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(robot.unmatched_links().is_empty());
+
+    gate.open();
+    let robot_report = robot.wait_timeout(GUARD);
+    assert_eq!(robot_report.reason, EndReason::Finished, "{robot_report}");
+    assert_eq!(robot_report.stats.outputs[0].published, u64::from(frames));
+    // The robot's run ends with its camera, which may stop its sender before the end of
+    // the stream is sent: the laptop's run is stopped once every frame is accounted for.
+    let crossed = |s: &RunStats| {
+        let viewer = input(s, "viewer.frames");
+        viewer.delivered + viewer.dropped.total()
+    };
+    wait_until(&laptop, |s| crossed(s) == u64::from(frames));
+    laptop.stop();
+    let laptop_report = laptop.wait();
+    assert_eq!(
+        crossed(&laptop_report.stats),
+        u64::from(frames),
+        "{laptop_report}"
+    );
+    let inbound = wire(
+        &laptop_report.stats,
+        WireDirection::In,
+        "laptop",
+        "color_image",
+    );
+    assert!(inbound.frames >= u64::from(frames), "{laptop_report}");
+    assert_eq!(inbound.lost, 0, "{laptop_report}");
+}
+
+/// A process the plan does not have is refused before anything starts, naming the
+/// plan's processes, whether the plan has one process or several.
+#[test]
+fn an_unknown_local_process_is_refused_naming_the_known_ones() {
+    for places in [false, true] {
+        let mut bp = Blueprint::new();
+        let camera = bp.add("camera", Camera::new(1, Duration::from_millis(2)));
+        let viewer = bp.add("viewer", Viewer::new());
+        if places {
+            bp.place(&camera, Placement::process("robot"))
+                .place(&viewer, Placement::process("laptop"));
+        }
+        bp.autoconnect();
+        let runnable = bp.into_runnable().unwrap();
+        let options = RunOptions {
+            local: Some("nowhere".to_owned()),
+            ..RunOptions::default()
+        };
+        let error = Runtime::start(runnable, options).unwrap_err();
+        let StartError::UnknownProcess { process, known } = &error else {
+            panic!("not UnknownProcess: {error}");
+        };
+        assert_eq!(process, "nowhere");
+        let expected = if places { 2 } else { 1 };
+        assert_eq!(known.split(", ").count(), expected, "{error}");
+        if places {
+            assert!(
+                known.contains("robot") && known.contains("laptop"),
+                "{error}"
+            );
+        }
+    }
 }

@@ -1,0 +1,423 @@
+//! The wiring phases of the run builder: check behaviour, hubs, links, bind ports,
+//! triggers. They make every hub and queue and subscribe them along the plan's links.
+
+use std::sync::Arc;
+
+use streamwire_core::{CodecParams, Direction, Trigger};
+use streamwire_graph::{
+    CodecKind, CodecNode, Endpoint, InstanceIndex, InstanceNode, Link, PlanPort, PortIndex,
+};
+
+use crate::clock::Signal;
+use crate::hub::{Demand, Hub, Passthrough, Wants};
+use crate::options::StartError;
+use crate::partition::Ingress;
+use crate::queue::InputQueue;
+use crate::stats::{InputRecord, LinkRecord, OutputRecord};
+use crate::taps::StreamHub;
+
+use super::slots::{
+    CodecSlot, PortSlot, Slots, codec_output_stream, codec_output_type, delivered_type, end_name,
+};
+use super::{RunBuilder, schema};
+
+impl RunBuilder {
+    /// Phase `check behaviour`: refuse a module without `impl Node` before any thread
+    /// exists.
+    pub(super) fn check_behaviour(&mut self) -> Result<(), StartError> {
+        for (id, slot) in self.instances.iter_mut() {
+            let (Some(node), Some(module)) = (self.plan.instance(id), slot.module.as_mut()) else {
+                continue;
+            };
+            if slot.here && module.behaviour().is_none() {
+                return Err(StartError::NoBehaviour {
+                    instance: node.name.clone(),
+                    module_type: node.module_type,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Phase `hubs`: a hub per instance output and per codec node, a queue per input
+    /// and per codec node; every hub listed in `streams`.
+    pub(super) fn hubs(&mut self) -> Result<(), StartError> {
+        let plan = Arc::clone(&self.plan);
+        for node in plan.instances() {
+            let Some(slot) = self.instances.get(node.id) else {
+                continue;
+            };
+            let (partition, here, signal) = (slot.partition, slot.here, slot.signal.clone());
+            let ports = node
+                .ports()
+                .map(|port| self.port_slot(node, port, partition, here, &signal))
+                .collect::<Result<Slots<_, _>, _>>()?;
+            if let Some(slot) = self.instances.get_mut(node.id) {
+                slot.ports = ports;
+            }
+        }
+        self.codecs = plan
+            .codec_nodes()
+            .map(|node| self.codec_slot(node))
+            .collect();
+        Ok(())
+    }
+
+    /// The queue of an input, or the hub of an output (listed as a stream, and as an
+    /// output of this process when its instance runs here). An `Out<Compressed<..>>`'s
+    /// hub decodes its ready-made bytes once for pixel consumers.
+    fn port_slot(
+        &mut self,
+        node: &InstanceNode,
+        port: &PlanPort,
+        partition: usize,
+        here: bool,
+        signal: &Arc<Signal>,
+    ) -> Result<PortSlot, StartError> {
+        if matches!(port.info.direction(), Direction::Input) {
+            return Ok(PortSlot::Input(self.make.queue(port.qos.history, signal)));
+        }
+        let codec = port.info.transport().codec();
+        let passthrough = match codec {
+            Some(codec) => Some(Passthrough {
+                encoded: codec.encoded().name(),
+                codec: codec.instantiate(&CodecParams::new()).map_err(|error| {
+                    StartError::Codec {
+                        node: format!("decode of ready-made {}", port.stream),
+                        error,
+                    }
+                })?,
+                decoded: Default::default(),
+                failed: Default::default(),
+            }),
+            None => None,
+        };
+        let hub = self
+            .make
+            .hub(&port.stream, port.info.message().name(), passthrough);
+        let mut accepted = vec![schema(port.info.message())];
+        accepted.extend(codec.map(|codec| schema(codec.encoded())));
+        self.streams.push(StreamHub {
+            name: port.stream.clone(),
+            hub: hub.clone(),
+            partition,
+            qos: port.qos,
+            accepted,
+            codec: "",
+            publish: true,
+        });
+        if here {
+            self.records.outputs.push(OutputRecord {
+                port: format!("{}.{}", node.name, port.field()),
+                hub: hub.clone(),
+            });
+        }
+        Ok(PortSlot::Output(hub))
+    }
+
+    /// A codec node's slot: its hub (listed in `streams`; a decoder's output never leaves
+    /// its partition), and its queue, which follows its stream's QoS.
+    fn codec_slot(&mut self, node: &CodecNode) -> CodecSlot {
+        let partition = self.layout.partition_of(&node.placement.to_string());
+        let signal = self.make.signal();
+        let hub = self
+            .make
+            .hub(codec_output_stream(node), codec_output_type(node), None);
+        let encode = node.kind == CodecKind::Encode;
+        self.streams.push(StreamHub {
+            name: codec_output_stream(node).to_owned(),
+            hub: hub.clone(),
+            partition,
+            qos: node.qos,
+            accepted: vec![schema(if encode {
+                node.codec.encoded()
+            } else {
+                node.codec.message()
+            })],
+            codec: if encode { node.codec.name() } else { "" },
+            publish: encode,
+        });
+        CodecSlot {
+            partition,
+            here: self.layout.is_here(partition),
+            hub,
+            queue: self.make.queue(node.qos.history, &signal),
+            signal,
+            subscription: None,
+        }
+    }
+
+    /// Phase `links`: subscribe each receiving queue that runs here to its sending hub,
+    /// across partitions through the receiving partition's ingress of the stream.
+    pub(super) fn links(&mut self) -> Result<(), StartError> {
+        let plan = Arc::clone(&self.plan);
+        plan.links().try_for_each(|link| self.link(link))
+    }
+
+    /// One link: its receiving queue, if it runs here, subscribed to its sending hub (or
+    /// to the ingress of the stream when the link crosses partitions); its row listed.
+    fn link(&mut self, link: &Link) -> Result<(), StartError> {
+        let (Some(hub), Some(to)) = (self.sending_hub(link.from), self.receiving(link.to)) else {
+            return Ok(());
+        };
+        let (Some(from_part), Some(to_part)) =
+            (self.partition_at(link.from), self.partition_at(link.to))
+        else {
+            return Ok(());
+        };
+        let crosses = self.transport.is_some() && from_part != to_part;
+        if crosses {
+            self.plan_remote(&hub, to_part);
+        }
+        if !self.layout.is_here(to_part) {
+            // Its receiving end runs elsewhere.
+            return Ok(());
+        }
+        let hub = if crosses {
+            match self.ingress_hub(&hub, to_part)? {
+                Some(ingress) => ingress,
+                None => return Ok(()),
+            }
+        } else {
+            hub
+        };
+        let (id, counters) = hub.subscribe(to.queue, to.wants, to.demand);
+        match link.to {
+            Endpoint::Port { instance, .. } => {
+                if let Some(slot) = self.instances.get_mut(instance) {
+                    slot.subscriptions.push((hub.clone(), id));
+                }
+            }
+            Endpoint::Codec(codec) => {
+                if let Some(slot) = self.codecs.get_mut(codec) {
+                    slot.subscription = Some((hub.clone(), id));
+                }
+            }
+            _ => {}
+        }
+        self.records.links.push(LinkRecord {
+            from: end_name(&self.plan, link.from),
+            to: end_name(&self.plan, link.to),
+            stream: if link.stream.is_empty() {
+                hub.stream.clone()
+            } else {
+                link.stream.clone()
+            },
+            counters,
+        });
+        Ok(())
+    }
+
+    /// The slot of port `port` of instance `instance`.
+    fn port(&self, instance: InstanceIndex, port: PortIndex) -> Option<&PortSlot> {
+        self.instances.get(instance)?.ports.get(port)
+    }
+
+    /// The hub a link starts from: an output's, or a codec node's.
+    fn sending_hub(&self, end: Endpoint) -> Option<Arc<Hub>> {
+        match end {
+            Endpoint::Port { instance, port } => self.port(instance, port)?.hub().cloned(),
+            Endpoint::Codec(id) => Some(self.codecs.get(id)?.hub.clone()),
+            _ => None,
+        }
+    }
+
+    /// Where a link delivers: an input's queue (its messages of the port's wire type,
+    /// always), or a codec node's (only while the node's output is wanted).
+    fn receiving(&self, end: Endpoint) -> Option<Receiving> {
+        match end {
+            Endpoint::Port { instance, port } => Some(Receiving {
+                queue: self.port(instance, port)?.queue()?.clone(),
+                wants: Wants::Message(delivered_type(self.plan.port(instance, port)?)),
+                demand: Demand::Always,
+            }),
+            Endpoint::Codec(id) => {
+                let (slot, node) = (self.codecs.get(id)?, self.plan.codec_node(id)?);
+                Some(Receiving {
+                    queue: slot.queue.clone(),
+                    wants: match node.kind {
+                        CodecKind::Encode => Wants::Any,
+                        _ => Wants::Message(node.codec.encoded().name()),
+                    },
+                    demand: Demand::Via(slot.hub.clone()),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The partition a link's end runs in.
+    fn partition_at(&self, end: Endpoint) -> Option<usize> {
+        match end {
+            Endpoint::Port { instance, .. } => Some(self.instances.get(instance)?.partition),
+            Endpoint::Codec(id) => Some(self.codecs.get(id)?.partition),
+            _ => None,
+        }
+    }
+
+    /// Notes that the stream of `hub` is planned to reach partition `to`.
+    fn plan_remote(&mut self, hub: &Arc<Hub>, to: usize) {
+        let Some(source) = self.streams.iter().find(|s| Arc::ptr_eq(&s.hub, hub)) else {
+            return;
+        };
+        let entry = (source.name.clone(), self.layout.name(to).to_owned());
+        if !self.planned_remote.contains(&entry) {
+            self.planned_remote.push(entry);
+        }
+    }
+
+    /// The hub of partition `to`'s ingress of the stream of `hub` (one per stream and
+    /// partition, fed by the transport), opened on first use.
+    fn ingress_hub(&mut self, hub: &Arc<Hub>, to: usize) -> Result<Option<Arc<Hub>>, StartError> {
+        let (Some(transport), Some(source)) = (
+            &self.transport,
+            self.streams.iter().find(|s| Arc::ptr_eq(&s.hub, hub)),
+        ) else {
+            return Ok(None);
+        };
+        let partition = self.layout.name(to);
+        if let Some(ingress) = self
+            .records
+            .ingresses
+            .iter()
+            .find(|g| g.key == source.name && g.partition == partition)
+        {
+            return Ok(Some(ingress.hub.clone()));
+        }
+        let ingress_hub = self.make.hub(&source.name, source.hub.message, None);
+        let ingress = Ingress::open(
+            transport.as_ref(),
+            partition,
+            &source.name,
+            source.qos,
+            ingress_hub.clone(),
+            source.accepted.clone(),
+        )
+        .map_err(|error| StartError::Transport {
+            stream: source.name.clone(),
+            error,
+        })?;
+        self.records.ingresses.push(ingress);
+        Ok(Some(ingress_hub))
+    }
+
+    /// Phase `bind ports`: bind every port of the modules that run here to its hub or
+    /// queue, through the erased seam; list their inputs.
+    pub(super) fn bind_ports(&mut self) -> Result<(), StartError> {
+        for (id, slot) in self.instances.iter_mut() {
+            let Some(node) = self.plan.instance(id).filter(|_| slot.here) else {
+                continue;
+            };
+            let Some(module) = slot.module.as_mut() else {
+                continue;
+            };
+            let ports = &slot.ports;
+            let mut failure = None;
+            module.visit_ports(&mut |p, port| {
+                let result = match ports.get(PortIndex::new(p)) {
+                    Some(PortSlot::Output(hub)) => port.bind_output(p, hub.clone()),
+                    Some(PortSlot::Input(queue)) => port.bind_input(p, queue.clone()),
+                    None => Ok(()),
+                };
+                if let Err(error) = result
+                    && failure.is_none()
+                {
+                    failure = Some((p, error));
+                }
+            });
+            if let Some((p, error)) = failure {
+                let field = node.port(PortIndex::new(p)).map_or("?", PlanPort::field);
+                return Err(StartError::Bind {
+                    port: format!("{}.{field}", node.name),
+                    error,
+                });
+            }
+            for port in node.ports() {
+                if let Some(queue) = ports.get(port.index).and_then(PortSlot::queue) {
+                    self.records.inputs.push(InputRecord {
+                        port: format!("{}.{}", node.name, port.field()),
+                        stream: port.stream.clone(),
+                        queue: queue.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Phase `triggers`: read each module's trigger (after binding, so that it can name
+    /// bound ports) and refuse one that cannot fire.
+    pub(super) fn triggers(&mut self) -> Result<(), StartError> {
+        for (id, slot) in self.instances.iter_mut() {
+            let Some(module) = slot.module.as_mut() else {
+                continue;
+            };
+            slot.trigger = module
+                .behaviour()
+                .map_or(Trigger::AnyInput, |node| node.trigger());
+            if slot.here
+                && let Some(node) = self.plan.instance(id)
+            {
+                check_trigger(node, &slot.trigger, &slot.ports)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a link delivers.
+struct Receiving {
+    /// The receiving queue.
+    queue: Arc<InputQueue>,
+    /// What it takes.
+    wants: Wants,
+    /// When its producer must produce for it.
+    demand: Demand,
+}
+
+/// Refuses a trigger of `node` that cannot fire, given its `ports`.
+fn check_trigger(
+    node: &InstanceNode,
+    trigger: &Trigger,
+    ports: &Slots<PortIndex, PortSlot>,
+) -> Result<(), StartError> {
+    let is_input = |index: usize| {
+        ports
+            .get(PortIndex::new(index))
+            .and_then(PortSlot::queue)
+            .is_some()
+    };
+    let has_inputs = ports.iter().any(|(_, port)| port.queue().is_some());
+    let bad = |reason: String| StartError::BadTrigger {
+        instance: node.name.clone(),
+        module_type: node.module_type,
+        reason,
+    };
+    let named = |port: &streamwire_core::PortRef| -> Result<(), StartError> {
+        match port.index() {
+            Some(index) if is_input(index) => Ok(()),
+            _ => Err(bad(format!(
+                "its trigger names `{}`, which is not a bound input of this module",
+                port.type_name()
+            ))),
+        }
+    };
+    match trigger {
+        Trigger::AnyInput if !has_inputs => Err(bad(
+            "it has no inputs, so the default trigger (any input) never fires: return \
+             `Trigger::Period(..)` or `Trigger::FreeRunning` from `Node::trigger`"
+                .to_owned(),
+        )),
+        Trigger::Input(port) => named(port),
+        Trigger::All(inputs) => {
+            if inputs.is_empty() {
+                return Err(bad("its `all` trigger names no inputs".to_owned()));
+            }
+            inputs.iter().try_for_each(named)
+        }
+        Trigger::Period(period) if period.is_zero() => Err(bad(
+            "its period is zero: use `Trigger::FreeRunning` to step as fast as possible".to_owned(),
+        )),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,285 @@
+//! What a run keeps to be counted: one record per instance, output, input, link, codec
+//! node, tap and wire end, holding the live counters; [`Records::snapshot`] reads them
+//! into [`RunStats`] (`RunHandle::stats`, and the final report).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use streamwire_core::DropReason;
+
+use crate::hub::{Hub, LinkCounters};
+use crate::partition::{Ingress, SenderRecord};
+use crate::queue::InputQueue;
+use crate::worker::{CodecCounters, InstanceCounters, Shared};
+
+use super::{
+    CodecRole, CodecStats, DropCounts, InputStats, InstanceStats, LinkStats, OutputStats, RunStats,
+    TapStats,
+};
+
+/// Everything `stats()` reads, built once by the run builder.
+pub(crate) struct Records {
+    /// Every instance of the plan, in plan order, whether it runs here or not.
+    pub(crate) instances: Vec<InstanceRecord>,
+    /// Every output of an instance that runs here.
+    pub(crate) outputs: Vec<OutputRecord>,
+    /// Every input of an instance that runs here.
+    pub(crate) inputs: Vec<InputRecord>,
+    /// Every link whose receiving end runs here.
+    pub(crate) links: Vec<LinkRecord>,
+    /// Every codec node that runs here: the plan's, the tap encoders, the decodes of
+    /// ready-made bytes.
+    pub(crate) codecs: Vec<CodecRecord>,
+    /// Every tap attached so far (taps come and go while the run goes on).
+    pub(crate) taps: Mutex<Vec<TapRecord>>,
+    /// A step running longer than this marks its instance stalled.
+    pub(crate) stall_after: Duration,
+    /// Streams leaving a partition of this process.
+    pub(crate) senders: Vec<SenderRecord>,
+    /// Streams entering a partition of this process (the planned ones; a tap's own
+    /// ingress is not listed).
+    pub(crate) ingresses: Vec<Ingress>,
+}
+
+/// One instance of the plan.
+pub(crate) struct InstanceRecord {
+    /// Its full name.
+    pub(crate) name: String,
+    /// Its module type.
+    pub(crate) module_type: &'static str,
+    /// Its thread's counters.
+    pub(crate) counters: Arc<InstanceCounters>,
+    /// Whether it runs in this process (only those are reported here).
+    pub(crate) here: bool,
+}
+
+/// One output port.
+pub(crate) struct OutputRecord {
+    /// `instance.port`.
+    pub(crate) port: String,
+    /// The hub it publishes into (its stream, its publish count).
+    pub(crate) hub: Arc<Hub>,
+}
+
+/// One input port.
+pub(crate) struct InputRecord {
+    /// `instance.port`.
+    pub(crate) port: String,
+    /// The stream it takes.
+    pub(crate) stream: String,
+    /// Its queue (deliveries, drops, latency).
+    pub(crate) queue: Arc<InputQueue>,
+}
+
+/// One link of the plan.
+pub(crate) struct LinkRecord {
+    /// The sending end's name.
+    pub(crate) from: String,
+    /// The receiving end's name.
+    pub(crate) to: String,
+    /// The stream it carries.
+    pub(crate) stream: String,
+    /// What its subscription handed over.
+    pub(crate) counters: Arc<LinkCounters>,
+}
+
+/// One codec node.
+pub(crate) struct CodecRecord {
+    /// Encode or decode.
+    pub(crate) role: CodecRole,
+    /// The codec's name.
+    pub(crate) codec: &'static str,
+    /// The stream it encodes or decodes.
+    pub(crate) stream: String,
+    /// Where it runs, as the report says it.
+    pub(crate) placement: String,
+    /// Its thread's counters.
+    pub(crate) counters: Arc<CodecCounters>,
+    /// For the decode of ready-made bytes: the producer's hub, which counts it.
+    pub(crate) passthrough_of: Option<Arc<Hub>>,
+    /// The node's input queue (none for the decode of ready-made bytes, which has none).
+    pub(crate) queue: Option<Arc<InputQueue>>,
+}
+
+/// One tap.
+pub(crate) struct TapRecord {
+    /// The stream it listens to.
+    pub(crate) stream: String,
+    /// Its keep-last queue.
+    pub(crate) queue: Arc<InputQueue>,
+    /// Cleared when it detaches.
+    pub(crate) attached: Arc<AtomicBool>,
+}
+
+impl Records {
+    /// No rows yet.
+    pub(crate) fn new(stall_after: Duration) -> Records {
+        Records {
+            instances: Vec::new(),
+            outputs: Vec::new(),
+            inputs: Vec::new(),
+            links: Vec::new(),
+            codecs: Vec::new(),
+            taps: Mutex::new(Vec::new()),
+            stall_after,
+            senders: Vec::new(),
+            ingresses: Vec::new(),
+        }
+    }
+
+    /// A snapshot of every counter, as the run's `shared` state sees it now.
+    pub(crate) fn snapshot(&self, shared: &Shared) -> RunStats {
+        RunStats {
+            elapsed: shared.started.elapsed(),
+            instances: self.instance_stats(shared),
+            outputs: self
+                .outputs
+                .iter()
+                .map(|o| OutputStats {
+                    port: o.port.clone(),
+                    stream: o.hub.stream.clone(),
+                    published: o.hub.published.load(Ordering::Relaxed),
+                })
+                .collect(),
+            inputs: self
+                .inputs
+                .iter()
+                .map(|i| InputStats {
+                    port: i.port.clone(),
+                    stream: i.stream.clone(),
+                    delivered: i.queue.delivered.load(Ordering::Relaxed),
+                    dropped: drops(&i.queue),
+                    latency: i.queue.latency(),
+                })
+                .collect(),
+            links: self
+                .links
+                .iter()
+                .map(|l| LinkStats {
+                    from: l.from.clone(),
+                    to: l.to.clone(),
+                    stream: l.stream.clone(),
+                    messages: l.counters.messages.load(Ordering::Relaxed),
+                    content_bytes: l.counters.content_bytes.load(Ordering::Relaxed),
+                })
+                .collect(),
+            codecs: self
+                .codecs
+                .iter()
+                .filter(|c| c.is_listed())
+                .map(CodecRecord::stats)
+                .collect(),
+            taps: self.tap_stats(),
+            wire: self
+                .senders
+                .iter()
+                .map(SenderRecord::stats)
+                .chain(self.ingresses.iter().map(Ingress::stats))
+                .collect(),
+        }
+    }
+
+    /// The instances that run here; a step begun longer ago than `stall_after` is stalled.
+    fn instance_stats(&self, shared: &Shared) -> Vec<InstanceStats> {
+        let now_mark = shared.mark();
+        let stall = u64::try_from(self.stall_after.as_nanos()).unwrap_or(u64::MAX);
+        self.instances
+            .iter()
+            .filter(|i| i.here)
+            .map(|i| {
+                let c = &i.counters;
+                let began = c.step_began.load(Ordering::SeqCst);
+                InstanceStats {
+                    name: i.name.clone(),
+                    module_type: i.module_type.to_owned(),
+                    steps: c.steps.load(Ordering::Relaxed),
+                    cpu: Duration::from_nanos(c.cpu_nanos.load(Ordering::Relaxed)),
+                    longest_step: Duration::from_nanos(
+                        c.longest_step_nanos.load(Ordering::Relaxed),
+                    ),
+                    stalled: began != 0 && now_mark.saturating_sub(began) > stall,
+                    finished: c.finished.load(Ordering::SeqCst),
+                    counters: c
+                        .counters
+                        .lock()
+                        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.get())).collect())
+                        .unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    fn tap_stats(&self) -> Vec<TapStats> {
+        self.taps
+            .lock()
+            .map(|taps| {
+                taps.iter()
+                    .map(|t| TapStats {
+                        stream: t.stream.clone(),
+                        attached: t.attached.load(Ordering::SeqCst),
+                        delivered: t.queue.delivered.load(Ordering::Relaxed),
+                        dropped: t.queue.dropped(DropReason::QueueFull),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl CodecRecord {
+    /// The decode of ready-made bytes is listed once it has done something; every other
+    /// node always.
+    fn is_listed(&self) -> bool {
+        self.passthrough_of
+            .as_ref()
+            .and_then(|h| h.passthrough.as_ref())
+            .is_none_or(|p| {
+                p.decoded.load(Ordering::Relaxed) + p.failed.load(Ordering::Relaxed) > 0
+            })
+    }
+
+    fn stats(&self) -> CodecStats {
+        let n = &self.counters;
+        let (done, failed) = match self
+            .passthrough_of
+            .as_ref()
+            .and_then(|h| h.passthrough.as_ref())
+        {
+            Some(p) => (
+                p.decoded.load(Ordering::Relaxed),
+                p.failed.load(Ordering::Relaxed),
+            ),
+            None => (
+                n.done.load(Ordering::Relaxed),
+                n.failed.load(Ordering::Relaxed),
+            ),
+        };
+        CodecStats {
+            role: self.role,
+            codec: self.codec.to_owned(),
+            stream: self.stream.clone(),
+            placement: self.placement.clone(),
+            done,
+            skipped: n.skipped.load(Ordering::Relaxed),
+            dropped: self
+                .queue
+                .as_ref()
+                .map_or(0, |q| q.dropped(DropReason::QueueFull)),
+            passed_through: n.passed_through.load(Ordering::Relaxed),
+            failed,
+            bytes_in: n.bytes_in.load(Ordering::Relaxed),
+            bytes_out: n.bytes_out.load(Ordering::Relaxed),
+            busy: Duration::from_nanos(n.busy_nanos.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// An input queue's drops, by reason.
+fn drops(queue: &InputQueue) -> DropCounts {
+    let mut counts = DropCounts::default();
+    for reason in DropReason::ALL {
+        counts.set(reason, queue.dropped(reason));
+    }
+    counts
+}
