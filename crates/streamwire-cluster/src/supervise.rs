@@ -146,7 +146,7 @@ impl<'a> Supervisor<'a> {
         let (reason, failure) = outcome?;
         Ok(ClusterReport {
             workers: std::mem::take(&mut self.summaries).into_values().collect(),
-            report: merge(reason, failure, stragglers, reports),
+            report: RunReport::merge(reason, failure, stragglers, reports),
         })
     }
 
@@ -395,16 +395,11 @@ impl<'a> Supervisor<'a> {
         }
         if now >= self.next_progress {
             self.next_progress = now + PROGRESS;
-            let live: Vec<(String, RunReport)> = lock(&self.coordinator.board)
-                .live
-                .iter()
-                .map(|(p, stats)| {
-                    let report =
-                        RunReport::new(EndReason::Stopped, None, Vec::new(), stats.clone());
-                    (p.clone(), report)
-                })
-                .collect();
-            (self.progress)(&merge(EndReason::Stopped, None, Vec::new(), live).stats);
+            let mut merged = RunStats::default();
+            for stats in lock(&self.coordinator.board).live.values() {
+                merged.merge(stats.clone());
+            }
+            (self.progress)(&merged);
         }
         Ok(None)
     }
@@ -547,32 +542,4 @@ fn kill(child: &Child) {
     ) {
         tracing::warn!("cannot kill worker pid {pid}: {error}");
     }
-}
-
-/// One report of the reports of every worker.
-fn merge(
-    reason: EndReason,
-    failure: Option<String>,
-    mut stragglers: Vec<String>,
-    reports: Vec<(String, RunReport)>,
-) -> RunReport {
-    let mut stats = RunStats::default();
-    for (process, report) in reports {
-        let s = report.stats;
-        stats.elapsed = stats.elapsed.max(s.elapsed);
-        stats.instances.extend(s.instances);
-        stats.outputs.extend(s.outputs);
-        stats.inputs.extend(s.inputs);
-        stats.links.extend(s.links);
-        stats.codecs.extend(s.codecs);
-        stats.taps.extend(s.taps);
-        stats.wire.extend(s.wire);
-        stragglers.extend(
-            report
-                .stragglers
-                .into_iter()
-                .map(|t| format!("{t} (in {process})")),
-        );
-    }
-    RunReport::new(reason, failure, stragglers, stats)
 }

@@ -36,7 +36,6 @@ use streamwire::prelude::*;
 use crate::demo::{DemoError, RateConfig, RecordConfig, ReplayConfig};
 use crate::detector::Detector;
 use crate::mapper::Mapper;
-use crate::replay::ReplaySource;
 use crate::sinks::{BusySink, RecordingSink};
 use crate::world::{SimCamera, SimDepth, SimLidar, SimOdometry};
 
@@ -184,28 +183,15 @@ pub fn bench_blueprint(
 ) -> Result<Blueprint, DemoError> {
     let mut bp = Blueprint::new();
     let on_robot = |process: &str| Placement::process(process).on_host("robot");
-    let record = |name: &str| {
-        config
-            .record
-            .dir
-            .as_ref()
-            .map(|dir| dir.join(format!("{name}.jsonl")))
-    };
+    let record = |name: &str| config.record.path(name);
     let camera_process = match kind {
         BenchBlueprint::Basic => "camera",
         _ => "sensors",
     };
     match &config.replay.dir {
         Some(dir) => {
-            let mut replay = ReplaySource {
-                dir: dir.clone(),
-                fps: config.fps.or(config.replay.fps),
-                looping: config.replay.looping,
-                rate: config.replay.rate,
-                pass_through: config.replay.pass_through,
-                limit: config.replay.limit,
-                ..ReplaySource::default()
-            };
+            let mut replay = config.replay.source(dir);
+            replay.fps = config.fps.or(config.replay.fps);
             let schedule = replay.scan()?;
             if let Some(fps) = config.fps
                 && schedule.recorded

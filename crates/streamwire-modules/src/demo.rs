@@ -95,6 +95,21 @@ impl Default for ReplayConfig {
     }
 }
 
+impl ReplayConfig {
+    /// The replay source these settings describe, playing `dir` (not yet scanned).
+    pub fn source(&self, dir: &std::path::Path) -> ReplaySource {
+        ReplaySource {
+            dir: dir.to_owned(),
+            fps: self.fps,
+            looping: self.looping,
+            rate: self.rate,
+            pass_through: self.pass_through,
+            limit: self.limit,
+            ..ReplaySource::default()
+        }
+    }
+}
+
 /// A sensor's rate (`depth.*`, `lidar.*`, `odometry.*`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -139,6 +154,15 @@ pub struct JpegConfig {
 pub struct RecordConfig {
     /// A folder for `<instance>.jsonl` files (none: no recording).
     pub dir: Option<PathBuf>,
+}
+
+impl RecordConfig {
+    /// Where instance `name` records (none without a folder).
+    pub fn path(&self, name: &str) -> Option<PathBuf> {
+        self.dir
+            .as_ref()
+            .map(|dir| dir.join(format!("{name}.jsonl")))
+    }
 }
 
 /// Everything the demo lets a user set, by dotted key (`camera.fps`, `replay.dir`,
@@ -302,13 +326,7 @@ impl DemoConfig {
 /// and timestamps) here, so a folder that cannot play fails before the run.
 pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
     let mut bp = Blueprint::new();
-    let record = |name: &str| {
-        config
-            .record
-            .dir
-            .as_ref()
-            .map(|dir| dir.join(format!("{name}.jsonl")))
-    };
+    let record = |name: &str| config.record.path(name);
     let camera_name = "camera";
     let camera_placement = Placement::process("sensors").on_host("robot");
     let camera_of = |layout: Layout| match layout {
@@ -317,15 +335,7 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
     };
     match &config.replay.dir {
         Some(dir) => {
-            let replay = ReplaySource {
-                dir: dir.clone(),
-                fps: config.replay.fps,
-                looping: config.replay.looping,
-                rate: config.replay.rate,
-                pass_through: config.replay.pass_through,
-                limit: config.replay.limit,
-                ..ReplaySource::default()
-            };
+            let replay = config.replay.source(dir);
             replay.scan()?;
             let camera = bp.add(camera_name, replay);
             if config.layout != Layout::OneProcess {
