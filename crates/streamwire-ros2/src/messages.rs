@@ -186,8 +186,8 @@ impl RosMessage for DepthImage {
 
 const COMPRESSED_IMAGE: &str = "sensor_msgs/msg/CompressedImage";
 
-/// The size of a JPEG (its first start-of-frame marker) or PNG (its IHDR chunk).
-fn encoded_size(data: &[u8]) -> Option<(u32, u32)> {
+/// The size of a JPEG (read by the JPEG codec's header reader) or a PNG (its IHDR chunk).
+fn encoded_size(data: &bytes::Bytes) -> Option<(u32, u32)> {
     const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
     if data.starts_with(PNG_SIGNATURE) {
         let be32 = |at: usize| Some(u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?));
@@ -196,28 +196,8 @@ fn encoded_size(data: &[u8]) -> Option<(u32, u32)> {
     if !data.starts_with(&[0xFF, 0xD8]) {
         return None;
     }
-    let be16 = |at: usize| Some(u16::from_be_bytes(data.get(at..at + 2)?.try_into().ok()?));
-    let mut at = 2;
-    // Every step moves forward by at least 2 bytes: the loop ends.
-    loop {
-        if *data.get(at)? != 0xFF {
-            return None;
-        }
-        let marker = *data.get(at + 1)?;
-        match marker {
-            // Fill bytes before a marker.
-            0xFF => at += 1,
-            // Start of frame (baseline, progressive, ...): height then width.
-            0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => {
-                let height = be16(at + 5)?;
-                let width = be16(at + 7)?;
-                return Some((u32::from(width), u32::from(height)));
-            }
-            // Start of scan before any frame header: not a JPEG we can size.
-            0xDA | 0xD9 => return None,
-            _ => at = at.checked_add(2 + usize::from(be16(at + 2)?))?,
-        }
-    }
+    let jpeg = CompressedImage::from_jpeg(data.clone()).ok()?;
+    Some((jpeg.original_width(), jpeg.original_height()))
 }
 
 impl RosMessage for CompressedImage {

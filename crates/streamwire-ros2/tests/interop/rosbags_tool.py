@@ -29,14 +29,15 @@ def store(msg_dir):
     return typestore
 
 
-def to_json(value):
+def to_json(ts, value):
+    """A message as plain JSON: its fields only (rosbags' dataclasses also hold constants)."""
     if isinstance(value, np.ndarray):
         return value.tolist()
-    if hasattr(value, "__dataclass_fields__"):
-        return {name: to_json(getattr(value, name)) for name in value.__dataclass_fields__
-                if not name.startswith("__")}
+    if hasattr(value, "__msgtype__"):
+        fields = ts.fielddefs[value.__msgtype__][1]
+        return {name: to_json(ts, getattr(value, name)) for name, _ in fields}
     if isinstance(value, list):
-        return [to_json(v) for v in value]
+        return [to_json(ts, v) for v in value]
     return value
 
 
@@ -80,7 +81,7 @@ def run(ts, op):
     if kind == "roundtrip":
         msg = ts.deserialize_cdr(bytes.fromhex(op["cdr"]), op["type"])
         again = bytes(ts.serialize_cdr(msg, op["type"]))
-        return {"cdr": again.hex(), "value": to_json(msg)}
+        return {"cdr": again.hex(), "value": to_json(ts, msg)}
     if kind == "make":
         return make(ts, op["case"])
     raise ValueError(f"unknown op {kind}")
