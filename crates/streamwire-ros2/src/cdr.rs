@@ -344,3 +344,66 @@ impl CdrReader {
         Ok(values)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligns_from_the_end_of_the_header() {
+        let mut w = CdrWriter::new();
+        w.u8(1);
+        w.u16(2);
+        w.u8(3);
+        w.u32(4);
+        w.u8(5);
+        w.f64(6.0);
+        let bytes = w.finish();
+        assert_eq!(
+            &bytes[4..],
+            &[
+                1, 0, 2, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x18, 0x40
+            ]
+        );
+        let mut r = CdrReader::new(Bytes::from(bytes)).unwrap();
+        assert_eq!(r.u8("a").unwrap(), 1);
+        assert_eq!(r.u16("b").unwrap(), 2);
+        assert_eq!(r.u8("c").unwrap(), 3);
+        assert_eq!(r.u32("d").unwrap(), 4);
+        assert_eq!(r.u8("e").unwrap(), 5);
+        assert_eq!(r.f64("f").unwrap(), 6.0);
+        assert_eq!(r.remaining(), 0);
+    }
+
+    #[test]
+    fn strings_and_bytes() {
+        let mut w = CdrWriter::new();
+        w.string("", "empty").unwrap();
+        w.bytes(&[9, 8, 7], "data").unwrap();
+        let bytes = Bytes::from(w.finish());
+        assert_eq!(&bytes[4..], &[1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 9, 8, 7]);
+        let mut r = CdrReader::new(bytes.clone()).unwrap();
+        assert_eq!(&*r.string("empty").unwrap(), "");
+        let data = r.bytes("data").unwrap();
+        assert_eq!(&data[..], &[9, 8, 7]);
+        // A slice of the input, not a copy.
+        assert_eq!(data.as_ptr(), bytes[16..].as_ptr());
+    }
+
+    #[test]
+    fn a_zero_length_string_has_no_nul() {
+        let bytes = Bytes::from(vec![0, 1, 0, 0, 0, 0, 0, 0]);
+        let mut r = CdrReader::new(bytes).unwrap();
+        assert!(matches!(
+            r.string("name"),
+            Err(CdrError::NotTerminated { offset: 4, .. })
+        ));
+    }
+
+    #[test]
+    fn invalid_utf8_is_refused() {
+        let bytes = Bytes::from(vec![0, 1, 0, 0, 2, 0, 0, 0, 0xFF, 0]);
+        let mut r = CdrReader::new(bytes).unwrap();
+        assert!(matches!(r.string("name"), Err(CdrError::NotUtf8 { .. })));
+    }
+}

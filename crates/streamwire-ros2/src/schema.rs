@@ -575,9 +575,9 @@ fn json_string(text: &str) -> String {
 }
 
 /// One type as rosapi describes it (`rosapi_msgs/TypeDef`): parallel lists of field
-/// names, types (`.msg` names: `float64`, `std_msgs/Header`), array lengths (-1 for a
-/// single value or an unbounded sequence, else the length or bound), example values, and
-/// the constants.
+/// names, types (`.msg` names: `float64`, `std_msgs/Header`), array lengths (as rosapi:
+/// -1 for a single value, 0 for an unbounded sequence, else the length or bound), example
+/// values, and the constants.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TypeDef {
     /// `package/Type`.
@@ -587,7 +587,7 @@ pub struct TypeDef {
     pub fieldnames: Vec<String>,
     /// Field types without array brackets.
     pub fieldtypes: Vec<String>,
-    /// -1, or the fixed length or bound of an array field.
+    /// -1 for a single value, 0 for a sequence, else the array's length or bound.
     pub fieldarraylen: Vec<i64>,
     /// An example value of each field, as text (`0`, `""`, `false`, `{}`, `[]`).
     pub examples: Vec<String>,
@@ -617,7 +617,7 @@ impl TypeDef {
                 (Repeat::Array(n) | Repeat::Bounded(n), _) => {
                     (i64::try_from(n).unwrap_or(i64::MAX), "[]")
                 }
-                (Repeat::Sequence, _) => (-1, "[]"),
+                (Repeat::Sequence, _) => (0, "[]"),
                 (Repeat::Single, BaseType::Nested(_)) => (-1, "{}"),
                 (Repeat::Single, BaseType::String(_)) => (-1, ""),
                 (Repeat::Single, BaseType::Primitive("bool")) => (-1, "False"),
@@ -629,5 +629,108 @@ impl TypeDef {
             typedef.examples.push(example.to_owned());
         }
         typedef
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_arrays_bounds_defaults_and_constants() {
+        let def = MsgDef::parse(
+            "acme/Thing",
+            "# a comment\n\
+             string GREETING=hi # not a comment\n\
+             int32 ANSWER = 42 # a comment\n\
+             \n\
+             string<=8 name \"x\"\n\
+             float64[3] xyz\n\
+             Part[<=2] parts\n\
+             geometry_msgs/msg/Pose[] poses\n",
+        )
+        .unwrap();
+        assert_eq!(def.name, "acme/msg/Thing");
+        assert_eq!(def.constants[0].value, "hi # not a comment");
+        assert_eq!(def.constants[1].value, "42");
+        let types: Vec<String> = def.fields.iter().map(|f| f.ty.to_string()).collect();
+        assert_eq!(
+            types,
+            [
+                "string<=8",
+                "float64[3]",
+                "acme/Part[<=2]",
+                "geometry_msgs/Pose[]"
+            ]
+        );
+        assert_eq!(def.fields[0].default.as_deref(), Some("\"x\""));
+    }
+
+    #[test]
+    fn refuses_bad_lines_and_names() {
+        for text in [
+            "float64",
+            "float64[ x",
+            "float64[-1] x",
+            "uint8[2] C=1",
+            "a/b/c/d x",
+        ] {
+            assert!(
+                matches!(
+                    MsgDef::parse("acme/msg/T", text),
+                    Err(SchemaError::Parse { line: 1, .. })
+                ),
+                "{text}"
+            );
+        }
+        assert!(matches!(
+            MsgDef::parse("not a name", ""),
+            Err(SchemaError::BadName { .. })
+        ));
+    }
+
+    #[test]
+    fn a_missing_definition_names_its_user() {
+        let sources = [MsgSource {
+            name: "acme/msg/Outer",
+            text: "Inner inner\n",
+        }];
+        assert_eq!(
+            RosSchema::resolve("acme/msg/Outer", &sources),
+            Err(SchemaError::Unknown {
+                name: "acme/msg/Inner".into(),
+                used_by: "acme/msg/Outer".into()
+            })
+        );
+    }
+
+    #[test]
+    fn every_shipped_definition_resolves() {
+        for source in STANDARD {
+            let schema = RosSchema::standard(source.name).unwrap();
+            assert_eq!(schema.name(), source.name);
+            assert!(schema.rihs01().starts_with("RIHS01_"));
+            assert_eq!(schema.rihs01().len(), 7 + 64);
+        }
+    }
+
+    #[test]
+    fn an_empty_type_hashes_with_rosidls_placeholder_field() {
+        let sources = [MsgSource {
+            name: "acme/msg/Empty",
+            text: "# nothing\n",
+        }];
+        let schema = RosSchema::resolve("acme/msg/Empty", &sources).unwrap();
+        let mut json = String::new();
+        description_json(schema.root(), &mut json);
+        assert!(json.contains("structure_needs_at_least_one_member"));
+    }
+
+    #[test]
+    fn json_strings_escape_as_python_does() {
+        assert_eq!(
+            json_string("a\"b\\é😀"),
+            "\"a\\\"b\\\\\\u00e9\\ud83d\\ude00\""
+        );
     }
 }
