@@ -132,10 +132,15 @@ pub enum DecodeError {
 }
 
 impl DecodeError {
+    /// The streamwire constructor refused what `ros_type` held.
     fn invalid(
         ros_type: &'static str,
-    ) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> DecodeError {
-        move |source| DecodeError::Invalid { ros_type, source }
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> DecodeError {
+        DecodeError::Invalid {
+            ros_type,
+            source: Box::new(source),
+        }
     }
 }
 

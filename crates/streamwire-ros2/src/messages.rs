@@ -18,14 +18,8 @@ use crate::{
 fn clip(value: &str) -> String {
     match value.char_indices().nth(64) {
         None => value.to_owned(),
-        Some((cut, _)) => format!("{}...", &value[..cut]),
+        Some((cut, _)) => format!("{}...", value.get(..cut).unwrap_or_default()),
     }
-}
-
-fn boxed(
-    e: impl std::error::Error + Send + Sync + 'static,
-) -> Box<dyn std::error::Error + Send + Sync> {
-    Box::new(e)
 }
 
 // ---- sensor_msgs/msg/Image ------------------------------------------------------------
@@ -84,7 +78,6 @@ impl RosMessage for SensorImage {
         let is_bigendian = r.u8("is_bigendian")?;
         let step = r.u32("step")?;
         let data = r.bytes("data")?;
-        let invalid = DecodeError::invalid(IMAGE);
         if let Ok(depth_encoding) = encoding.parse::<DepthEncoding>() {
             if is_bigendian != 0 {
                 return Err(DecodeError::Unmapped {
@@ -95,7 +88,7 @@ impl RosMessage for SensorImage {
                 });
             }
             let depth = DepthImage::new(width, height, depth_encoding, step, data)
-                .map_err(|e| invalid(boxed(e)))?;
+                .map_err(|e| DecodeError::invalid(IMAGE, e))?;
             return Ok(SensorImage::Depth(
                 depth.with_stamp(stamp).with_frame_id(frame_id),
             ));
@@ -109,8 +102,8 @@ impl RosMessage for SensorImage {
             });
         };
         // One byte per channel: the byte order does not matter.
-        let image =
-            Image::new(width, height, image_encoding, step, data).map_err(|e| invalid(boxed(e)))?;
+        let image = Image::new(width, height, image_encoding, step, data)
+            .map_err(|e| DecodeError::invalid(IMAGE, e))?;
         Ok(SensorImage::Color(
             image.with_stamp(stamp).with_frame_id(frame_id),
         ))
@@ -227,7 +220,7 @@ impl RosMessage for CompressedImage {
             });
         };
         let image = CompressedImage::new(format, data, width, height)
-            .map_err(|e| DecodeError::invalid(COMPRESSED_IMAGE)(boxed(e)))?;
+            .map_err(|e| DecodeError::invalid(COMPRESSED_IMAGE, e))?;
         Ok(image.with_stamp(stamp).with_frame_id(frame_id))
     }
 }
@@ -285,7 +278,7 @@ impl RosMessage for PointCloud {
         let data = r.bytes("data")?;
         let is_dense = r.bool("is_dense")?;
         let cloud = PointCloud::new(fields, width, height, point_step, row_step, data)
-            .map_err(|e| DecodeError::invalid(POINT_CLOUD2)(boxed(e)))?;
+            .map_err(|e| DecodeError::invalid(POINT_CLOUD2, e))?;
         Ok(cloud
             .with_bigendian(is_bigendian)
             .with_dense(is_dense)
@@ -397,7 +390,7 @@ impl RosMessage for Odometry {
         let pose_covariance = read_covariance(r, "pose.covariance")?;
         let twist = read_twist(r, "twist.twist")?;
         let twist_covariance = read_covariance(r, "twist.covariance")?;
-        let invalid = |e| DecodeError::invalid(ODOMETRY)(boxed(e));
+        let invalid = |e| DecodeError::invalid(ODOMETRY, e);
         Odometry::new(frame_id, child_frame_id, pose, twist)
             .map_err(invalid)?
             .with_stamp(stamp)
@@ -463,7 +456,7 @@ impl RosMessage for OccupancyGrid {
             height,
             cells,
         )
-        .map_err(|e| DecodeError::invalid(OCCUPANCY_GRID)(boxed(e)))?;
+        .map_err(|e| DecodeError::invalid(OCCUPANCY_GRID, e))?;
         Ok(grid.with_stamp(stamp))
     }
 }
@@ -545,7 +538,7 @@ impl RosMessage for Detections {
                 label,
                 score as f32,
             )
-            .map_err(|e| DecodeError::invalid(DETECTION_2D_ARRAY)(boxed(e)))?;
+            .map_err(|e| DecodeError::invalid(DETECTION_2D_ARRAY, e))?;
             boxes.push(detection);
         }
         Ok(Detections {
@@ -589,7 +582,7 @@ impl RosMessage for Transforms {
                 rotation: read_quaternion(r, "transforms.transform.rotation")?,
             });
         }
-        Transforms::new(transforms).map_err(|e| DecodeError::invalid(TF_MESSAGE)(boxed(e)))
+        Transforms::new(transforms).map_err(|e| DecodeError::invalid(TF_MESSAGE, e))
     }
 }
 

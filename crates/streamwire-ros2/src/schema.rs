@@ -359,9 +359,9 @@ impl fmt::Display for FieldType {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RosSchema {
-    root: String,
-    /// The root and every type it uses, by full name.
-    defs: BTreeMap<String, MsgDef>,
+    root: MsgDef,
+    /// Every type the root uses, by full name.
+    used: BTreeMap<String, MsgDef>,
 }
 
 impl RosSchema {
@@ -397,35 +397,42 @@ impl RosSchema {
             }
             defs.insert(name, def);
         }
-        Ok(RosSchema { root, defs })
+        let root = defs.remove(&root).ok_or_else(|| SchemaError::Unknown {
+            name: root.clone(),
+            used_by: root,
+        })?;
+        Ok(RosSchema { root, used: defs })
     }
 
     /// The root type's full name, `package/msg/Type`.
     pub fn name(&self) -> &str {
-        &self.root
+        &self.root.name
     }
 
     /// The definition of `name` (the root or a type it uses).
     pub fn def(&self, name: &str) -> Option<&MsgDef> {
-        self.defs.get(name)
+        if name == self.root.name {
+            Some(&self.root)
+        } else {
+            self.used.get(name)
+        }
     }
 
     /// The root's definition.
     pub fn root(&self) -> &MsgDef {
-        // `resolve` always inserts the root; a schema is never built otherwise.
-        &self.defs[&self.root]
+        &self.root
     }
 
     /// The root, then every type it uses in the order first used (depth first), each once.
     pub fn in_order(&self) -> Vec<&MsgDef> {
         let mut seen = HashSet::new();
-        let mut order = Vec::with_capacity(self.defs.len());
-        self.visit(&self.root, &mut seen, &mut order);
+        let mut order = Vec::with_capacity(self.used.len() + 1);
+        self.visit(&self.root.name, &mut seen, &mut order);
         order
     }
 
     fn visit<'a>(&'a self, name: &str, seen: &mut HashSet<String>, order: &mut Vec<&'a MsgDef>) {
-        let Some(def) = self.defs.get(name) else {
+        let Some(def) = self.def(name) else {
             return;
         };
         if !seen.insert(name.to_owned()) {
@@ -477,8 +484,8 @@ impl RosSchema {
         let mut json = String::from("{\"type_description\": ");
         description_json(self.root(), &mut json);
         json.push_str(", \"referenced_type_descriptions\": [");
-        let referenced = self.defs.values().filter(|d| d.name != self.root);
-        for (index, def) in referenced.enumerate() {
+        // A type that uses itself is not a ROS type; `used` never holds the root.
+        for (index, def) in self.used.values().enumerate() {
             if index > 0 {
                 json.push_str(", ");
             }

@@ -124,7 +124,7 @@ fn bad_headers_and_values_are_typed_errors() {
 
     // A bool that is 7: PointCloud2's is_dense, the last byte.
     let mut cloud = common::clouds().remove(0).cdr;
-    *cloud.last_mut().unwrap() = 7;
+    *cloud.last_mut().expect("bytes") = 7;
     assert!(matches!(
         PointCloud::from_cdr(cloud),
         Err(DecodeError::Cdr(CdrError::NotBool { value: 7, .. }))
@@ -154,7 +154,7 @@ fn garbage_never_panics() {
             state ^= state >> 7;
             state ^= state << 17;
             // Mostly small values, so that lengths are sometimes plausible.
-            bytes.push(if state % 3 == 0 {
+            bytes.push(if state.is_multiple_of(3) {
                 (state >> 8) as u8
             } else {
                 (state % 8) as u8

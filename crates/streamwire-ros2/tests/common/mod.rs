@@ -1,6 +1,10 @@
 //! What the tests share: one sample message or more of every mapped type, and the
 //! reference tools (rosbags in a Python venv, Foxglove's libraries in node_modules).
 #![allow(dead_code, unreachable_pub, reason = "each test binary uses a part")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test samples: a failure is the test failing"
+)]
 
 use std::fmt::Debug;
 use std::io::{Read, Write};
