@@ -132,8 +132,9 @@ pub enum DecodeError {
 }
 
 impl DecodeError {
-    /// The streamwire constructor refused what `ros_type` held.
-    fn invalid(
+    /// [`DecodeError::Invalid`]: the message's constructor refused what `ros_type` held
+    /// (for a user's [`RosMessage::read_cdr`] too).
+    pub fn invalid(
         ros_type: &'static str,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> DecodeError {
