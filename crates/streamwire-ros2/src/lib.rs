@@ -8,15 +8,15 @@
 //!
 //! | streamwire | ROS 2 type |
 //! |---|---|
-//! | [`Image`](streamwire_msgs::Image), [`DepthImage`](streamwire_msgs::DepthImage) | `sensor_msgs/msg/Image` (read as [`SensorImage`]: the `encoding` picks) |
-//! | [`CompressedImage`](streamwire_msgs::CompressedImage) | `sensor_msgs/msg/CompressedImage` |
-//! | [`PointCloud`](streamwire_msgs::PointCloud) | `sensor_msgs/msg/PointCloud2` |
-//! | [`Odometry`](streamwire_msgs::Odometry) | `nav_msgs/msg/Odometry` |
-//! | [`Twist`](streamwire_msgs::Twist) | `geometry_msgs/msg/Twist` |
-//! | [`OccupancyGrid`](streamwire_msgs::OccupancyGrid) | `nav_msgs/msg/OccupancyGrid` |
-//! | [`Detections`](streamwire_msgs::Detections) | `vision_msgs/msg/Detection2DArray` |
-//! | [`Transforms`](streamwire_msgs::Transforms) | `tf2_msgs/msg/TFMessage` |
-//! | [`LogRecord`](streamwire_msgs::LogRecord) | `rcl_interfaces/msg/Log` |
+//! | [`Image`], [`DepthImage`] | `sensor_msgs/msg/Image` (read as [`SensorImage`]: the `encoding` picks) |
+//! | [`CompressedImage`] | `sensor_msgs/msg/CompressedImage` |
+//! | [`PointCloud`] | `sensor_msgs/msg/PointCloud2` |
+//! | [`Odometry`] | `nav_msgs/msg/Odometry` |
+//! | [`Twist`] | `geometry_msgs/msg/Twist` |
+//! | [`OccupancyGrid`] | `nav_msgs/msg/OccupancyGrid` |
+//! | [`Detections`] | `vision_msgs/msg/Detection2DArray` |
+//! | [`Transforms`] | `tf2_msgs/msg/TFMessage` |
+//! | [`LogRecord`] | `rcl_interfaces/msg/Log` |
 //!
 //! Where a ROS type holds more than the built-in message, the rules of RFC.md ("ROS 2
 //! types") apply; a value no rule can carry is refused with
@@ -48,7 +48,7 @@
 //!
 //! Implement [`RosMessage`]: name the ROS 2 type, give its `.msg` text (types this crate
 //! ships, [`schema::STANDARD`], need not be repeated), and write and read its fields in
-//! the order of the text with [`CdrWriter`](cdr::CdrWriter) and [`CdrReader`](cdr::CdrReader).
+//! the order of the text with [`cdr::CdrWriter`] and [`cdr::CdrReader`].
 //!
 //! ```
 //! use streamwire_ros2::cdr::{CdrReader, CdrWriter};
