@@ -7,6 +7,14 @@
 //! of the input, never a copy. Every length read from the input is checked against the
 //! bytes that remain before anything is allocated for it, so a truncated buffer or a
 //! lying length is a [`CdrError`], never a large allocation or a panic.
+//!
+//! Why not `cdr-encoding` (the workspace's CDR crate, used for the wire frame's head) with
+//! serde: the built-in messages are not ROS-shaped, so each mapping reads and writes
+//! fields by hand anyway (mirror structs would add a copy of every field); serde's
+//! deserializer can at best borrow `&[u8]`, not hand out slices of a shared `Bytes`, and
+//! reads a `uint8[]` element by element; its sequences pre-allocate from the declared
+//! length (capped, but up to a megabyte per sequence). What remains, alignment and
+//! little-endian primitives, is the few lines below, checked byte for byte against rosbags.
 
 use std::sync::Arc;
 
