@@ -12,6 +12,8 @@
 //! | [`Detections`] | `vision_msgs/Detection2DArray` (boxes) | `streamwire/Detections` |
 //! | [`OccupancyGrid`] | `nav_msgs/OccupancyGrid` | `streamwire/OccupancyGrid` |
 //! | [`Twist`] | `geometry_msgs/Twist` (a velocity command) | `streamwire/Twist` |
+//! | [`Transforms`] | `tf2_msgs/TFMessage` (frame transforms, `/tf`) | `streamwire/Transforms` |
+//! | [`LogRecord`] | `rcl_interfaces/Log` (a log line, `/rosout`) | `streamwire/LogRecord` |
 //!
 //! Every message is cheap to clone (pixels and points are shared [`bytes::Bytes`], names
 //! are `Arc<str>`), has a sensor `stamp` and a `frame_id`, and is valid by construction:
@@ -160,9 +162,11 @@ mod compressed;
 mod depth;
 mod image;
 mod layout;
+mod log;
 mod odometry;
 pub mod pcd;
 mod perception;
+mod transforms;
 
 pub use cloud::{PointCloud, PointCloudError, PointDatatype, PointField, PointScalar};
 pub use codecs::{Jpeg, JpegPixels, Zstd};
@@ -170,11 +174,13 @@ pub use compressed::{CompressedFormat, CompressedImage, Compression, FormatError
 pub use depth::{DepthEncoding, DepthImage};
 pub use image::{Image, ImageEncoding};
 pub use layout::{LayoutError, ParseEncodingError};
+pub use log::{LogLevel, LogRecord};
 pub use odometry::{
     Covariance6, Odometry, OdometryError, Pose, QUATERNION_TOLERANCE, Quaternion, Twist, Vector3,
 };
 pub use pcd::PcdError;
 pub use perception::{DetectionBox, Detections, OccupancyGrid, PerceptionError};
+pub use transforms::{TransformError, TransformStamped, Transforms};
 
 /// Every built-in message carries its sensor stamp, so inputs of them can be paired by
 /// it (`pair_by_stamp`).
@@ -196,6 +202,12 @@ stamped!(
     Odometry,
     OccupancyGrid
 );
+
+impl streamwire_core::Stamped for LogRecord {
+    fn stamp(&self) -> streamwire_core::Timestamp {
+        self.stamp
+    }
+}
 
 impl streamwire_core::Stamped for Detections {
     fn stamp(&self) -> streamwire_core::Timestamp {

@@ -7,8 +7,9 @@ use serde::de::DeserializeOwned;
 use streamwire_core::{AnyMessage, Message, Timestamp};
 use streamwire_msgs::{
     CompressedFormat, CompressedImage, Compression, DepthEncoding, DepthImage, FormatError, Image,
-    ImageEncoding, LayoutError, Odometry, OdometryError, PointCloud, PointCloudError,
-    PointDatatype, PointField, Pose, Quaternion, RawEncoding, Twist, Vector3,
+    ImageEncoding, LayoutError, LogLevel, LogRecord, Odometry, OdometryError, PointCloud,
+    PointCloudError, PointDatatype, PointField, Pose, Quaternion, RawEncoding, TransformError,
+    TransformStamped, Transforms, Twist, Vector3,
 };
 
 fn padded_image() -> Image {
@@ -619,4 +620,66 @@ fn detections_and_grids_round_trip_and_validate() {
     let at = bytes.windows(2).position(|w| w == [0x00, 0x64]).unwrap();
     bytes[at + 1] = 0x65;
     assert!(ciborium::from_reader::<OccupancyGrid, _>(&bytes[..]).is_err());
+}
+
+fn transforms() -> Transforms {
+    Transforms::new(vec![TransformStamped {
+        stamp: Timestamp::from_nanos(77),
+        parent_frame_id: "base_link".into(),
+        child_frame_id: "camera".into(),
+        translation: Vector3::new(0.1, -0.2, 0.3),
+        rotation: Quaternion::from_yaw(1.0),
+    }])
+    .expect("valid")
+}
+
+#[test]
+fn transforms_validate_and_round_trip() {
+    assert_eq!(Transforms::TYPE_NAME, "streamwire/Transforms");
+    json_round_trip(&transforms());
+    cbor_round_trip(&transforms());
+    any_round_trip(&transforms());
+    any_round_trip(&Transforms::default());
+    let mut bad = transforms().transforms().to_vec();
+    bad.push(bad[0].clone());
+    bad[1].rotation = Quaternion::new(0.0, 0.0, 0.0, 2.0);
+    assert_eq!(
+        Transforms::new(bad.clone()),
+        Err(TransformError::NotUnitQuaternion {
+            index: 1,
+            norm: 2.0
+        })
+    );
+    bad[1].rotation = Quaternion::IDENTITY;
+    bad[1].translation.x = f64::INFINITY;
+    assert_eq!(
+        Transforms::new(bad),
+        Err(TransformError::NotFinite { index: 1 })
+    );
+    // Deserializing runs the same checks.
+    let mut value = serde_json::to_value(transforms()).expect("to JSON");
+    value["transforms"][0]["rotation"]["w"] = 5.0.into();
+    assert!(serde_json::from_value::<Transforms>(value).is_err());
+}
+
+#[test]
+fn log_records_round_trip_and_levels_are_ros_numbers() {
+    assert_eq!(LogRecord::TYPE_NAME, "streamwire/LogRecord");
+    let record = LogRecord::new(LogLevel::Fatal, "planner", "no path")
+        .with_stamp(Timestamp::from_nanos(3))
+        .with_location("planner.rs", "plan", 120);
+    json_round_trip(&record);
+    cbor_round_trip(&record);
+    any_round_trip(&record);
+    let numbers: Vec<u8> = LogLevel::ALL.iter().map(|l| l.ros_level()).collect();
+    assert_eq!(numbers, [10, 20, 30, 40, 50]);
+    for level in LogLevel::ALL {
+        assert_eq!(LogLevel::from_ros_level(level.ros_level()), Some(level));
+    }
+    assert_eq!(LogLevel::from_ros_level(0), None);
+    assert!(LogLevel::Debug < LogLevel::Fatal);
+    // An unknown level is refused when deserializing.
+    let mut value = serde_json::to_value(&record).expect("to JSON");
+    value["level"] = "Loud".into();
+    assert!(serde_json::from_value::<LogRecord>(value).is_err());
 }

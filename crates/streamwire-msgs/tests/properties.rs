@@ -5,7 +5,8 @@ use proptest::prelude::*;
 use streamwire_core::{Codec, CodecParams, Timestamp};
 use streamwire_msgs::{
     CompressedImage, DepthEncoding, DepthImage, Image, ImageEncoding, Jpeg, PointCloud,
-    PointDatatype, PointField, Zstd,
+    PointDatatype, PointField, QUATERNION_TOLERANCE, Quaternion, TransformStamped, Transforms,
+    Vector3, Zstd,
 };
 
 fn image_encoding() -> impl Strategy<Value = ImageEncoding> {
@@ -229,6 +230,36 @@ proptest! {
         if let Ok(cloud) = PointCloud::from_pcd(&pcd) {
             prop_assert_eq!((cloud.width(), cloud.height()), (width, height));
             prop_assert_eq!(cloud.points().count(), cloud.len());
+        }
+    }
+
+    /// `Transforms::new` accepts exactly the finite transforms with unit rotations, and
+    /// what it accepts round-trips through JSON.
+    #[test]
+    fn transforms_accept_exactly_finite_unit_rotations(
+        values in prop::collection::vec(prop::array::uniform7(prop_oneof![
+            -2.0f64..2.0, Just(f64::NAN), Just(f64::INFINITY), Just(0.0), Just(1.0),
+        ]), 0..4),
+    ) {
+        let transforms: Vec<TransformStamped> = values.iter().map(|v| TransformStamped {
+            stamp: Timestamp::from_nanos(1),
+            parent_frame_id: "a".into(),
+            child_frame_id: "b".into(),
+            translation: Vector3::new(v[0], v[1], v[2]),
+            rotation: Quaternion::new(v[3], v[4], v[5], v[6]),
+        }).collect();
+        let valid = transforms.iter().all(|t| {
+            let (v, q) = (t.translation, t.rotation);
+            [v.x, v.y, v.z, q.x, q.y, q.z, q.w].iter().all(|c| c.is_finite())
+                && (q.norm() - 1.0).abs() <= QUATERNION_TOLERANCE
+        });
+        match Transforms::new(transforms) {
+            Ok(tf) => {
+                prop_assert!(valid);
+                let json = serde_json::to_string(&tf).expect("valid");
+                prop_assert_eq!(serde_json::from_str::<Transforms>(&json).expect("valid"), tf);
+            }
+            Err(_) => prop_assert!(!valid),
         }
     }
 }
