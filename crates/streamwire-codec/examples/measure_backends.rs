@@ -92,6 +92,8 @@ struct Stats {
     cpu_ms: Vec<f64>,
     bytes: Vec<f64>,
     psnr: Vec<f64>,
+    /// Frames whose file is byte for byte libjpeg-turbo's.
+    same_as_turbo: usize,
 }
 
 fn time(rounds: usize) {
@@ -115,6 +117,7 @@ fn time(rounds: usize) {
     for round in 1..=rounds {
         let mut stats = vec![Stats::default(); contenders.len()];
         for (index, source) in sources.iter().enumerate() {
+            let mut files = vec![Vec::new(); contenders.len()];
             for k in 0..contenders.len() {
                 let c = (k + index + round) % contenders.len();
                 let start = thread_cpu_ms();
@@ -127,6 +130,10 @@ fn time(rounds: usize) {
                 stats[c]
                     .psnr
                     .push(psnr(source, &buffer).expect("same size"));
+                files[c] = file;
+            }
+            for (c, file) in files.iter().enumerate() {
+                stats[c].same_as_turbo += usize::from(*file == files[turbo]);
             }
         }
         print!("round {round}: CPU ms/frame median");
@@ -139,9 +146,9 @@ fn time(rounds: usize) {
         last = stats;
     }
     println!(
-        "\n| contender | CPU ms/frame (median of round medians) | x turbo | bytes/frame | vs turbo | PSNR dB mean | vs turbo |"
+        "\n| contender | CPU ms/frame (median of round medians) | x turbo | bytes/frame | vs turbo | PSNR dB mean | vs turbo | files identical to turbo's |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     let turbo_cpu = median(&round_medians[turbo]);
     let turbo_bytes = mean(&last[turbo].bytes);
     let turbo_psnr = mean(&last[turbo].psnr);
@@ -150,10 +157,12 @@ fn time(rounds: usize) {
         let bytes = mean(&last[c].bytes);
         let db = mean(&last[c].psnr);
         println!(
-            "| {name} | {cpu:.3} | {:.2} | {bytes:.0} | {:+.2}% | {db:.3} | {:+.3} dB |",
+            "| {name} | {cpu:.3} | {:.2} | {bytes:.0} | {:+.2}% | {db:.3} | {:+.3} dB | {} of {} |",
             cpu / turbo_cpu,
             (bytes / turbo_bytes - 1.0) * 100.0,
-            db - turbo_psnr
+            db - turbo_psnr,
+            last[c].same_as_turbo,
+            last[c].bytes.len()
         );
     }
 }

@@ -16,8 +16,8 @@ use std::process::Command;
 
 use common::{Rng, smooth_image};
 use streamwire_codec::jpeg::{
-    Backend, ChromaDownsampling, EncodeOptions, JpegDecoder, JpegError, PixelFormat, PixelsRef,
-    Subsampling, Threads, encode, max_encoded_len, psnr,
+    Backend, ChromaDownsampling, DecodeLimits, EncodeOptions, JpegDecoder, JpegError, PixelFormat,
+    PixelsRef, Subsampling, Threads, encode, max_encoded_len, psnr,
 };
 use streamwire_testdata as data;
 
@@ -339,10 +339,11 @@ fn noise_at_quality_100_stays_within_the_output_bound() {
 
 /// How far under jpeg-encoder's PSNR (against the source pixels) a backend's decoded output
 /// may be, frame by frame, on the real frames at the default options (q75 4:2:0, averaged
-/// chroma, strips). Measured on the 280 frames (`examples/measure_backends.rs`), means:
-/// jpeg-encoder 49.74 dB, libjpeg-turbo-rs and rusty_jpeg within a few hundredths of a dB of it
-/// (see RFC.md, "Faster pure-Rust JPEG encoders"). 0.5 dB is room for rounding differences in
-/// the DCT and colour conversion, not for a broken quantiser or chroma path (those cost dBs).
+/// chroma, strips). Measured on the 280 frames unsplit (`examples/measure_backends.rs time`),
+/// mean PSNR: jpeg-encoder 49.738 dB, libjpeg-turbo 49.739, libjpeg-turbo-rs 49.739 (the same
+/// bytes as libjpeg-turbo), rusty_jpeg 49.565 (0.17 dB under). 0.5 dB is room for rounding
+/// differences in the DCT and colour conversion, not for a broken quantiser, colour
+/// conversion or chroma placement (those cost whole dBs).
 const PSNR_TOLERANCE_DB: f64 = 0.5;
 
 /// On 28 real frames spread over the 280: every backend's decoded output is within
@@ -382,4 +383,81 @@ fn real_frames_decode_within_the_stated_psnr_of_jpeg_encoder() {
             );
         }
     }
+}
+
+/// The sizes the decoder's fuzz corpus (`fuzz/corpus/decode`) declares, used as encoder input
+/// sizes for every backend, format and subsampling, unsplit and in strips: each encodes and
+/// decodes back to its size. Declared sizes over 4 megapixels (the hostile 16000x16000 and
+/// 60000x60000 headers) are encoded as their first 16 rows, RGB 4:2:0 only (time).
+#[test]
+fn decoder_fuzz_corpus_sizes_encode_with_every_backend() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/decode");
+    let mut sizes = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).expect("corpus directory") {
+        let input = std::fs::read(entry.expect("corpus entry").path()).expect("corpus file");
+        // A corpus input is a selector byte (the output format) and then the file. Its frame
+        // header is read directly: the decoder refuses the hostile ones before their size.
+        if let Some((width, height)) = declared_size(input.get(1..).unwrap_or_default()) {
+            let height = if u64::from(width) * u64::from(height) > 4 << 20 {
+                height.min(16)
+            } else {
+                height
+            };
+            sizes.insert((width, height));
+        }
+    }
+    println!("sizes: {sizes:?}");
+    assert!(sizes.len() >= 6, "only {sizes:?}");
+    // Wider than the default limits allow: the hostile headers' widths.
+    let decoder = JpegDecoder::new(DecodeLimits {
+        max_width: 65535,
+        max_height: 65535,
+        max_decoded_bytes: 1 << 30,
+        ..DecodeLimits::default()
+    })
+    .with_threads(Threads::Unsplit);
+    for (width, height) in sizes {
+        let wide = width > 4096;
+        let formats: &[PixelFormat] = if wide {
+            &[PixelFormat::Rgb8]
+        } else {
+            &PixelFormat::ALL
+        };
+        let subsamplings: &[Subsampling] = if wide {
+            &[Subsampling::S420]
+        } else {
+            &SUBSAMPLINGS
+        };
+        for backend in backends() {
+            for &format in formats {
+                for &subsampling in subsamplings {
+                    let step = width as usize * format.bytes_per_pixel();
+                    let data = noisy_image(width, height, format, step);
+                    let pixels = PixelsRef::new(width, height, step, format, &data).unwrap();
+                    for threads in [Threads::Unsplit, Threads::Auto] {
+                        let label =
+                            format!("{backend} {format} {subsampling} {width}x{height} {threads}");
+                        let opts = options(backend, subsampling, threads);
+                        let jpeg =
+                            encode(&pixels, &opts).unwrap_or_else(|e| panic!("{label}: {e}"));
+                        let decoded = decoder.decode(&jpeg.data, out_format(format)).unwrap();
+                        assert_eq!((decoded.width, decoded.height), (width, height), "{label}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The (width, height) of the first SOF0/SOF1/SOF2 frame header in `file`, if any and not 0.
+fn declared_size(file: &[u8]) -> Option<(u32, u32)> {
+    let at = file
+        .windows(2)
+        .position(|w| w[0] == 0xFF && (0xC0..=0xC2).contains(&w[1]))?;
+    let field = |offset: usize| -> Option<u32> {
+        let bytes = file.get(at + offset..at + offset + 2)?;
+        Some(u32::from(u16::from_be_bytes([bytes[0], bytes[1]])))
+    };
+    let (height, width) = (field(5)?, field(7)?);
+    (width > 0 && height > 0).then_some((width, height))
 }
