@@ -37,7 +37,9 @@ pub use streamwire_codec::jpeg::{Backend, ChromaDownsampling, Subsampling, Threa
 /// `threads` (`auto` default: strip-parallel encode and decode with restart markers on the
 /// shared pool; a number caps the threads; `unsplit` writes files without restart markers and
 /// decodes on the calling thread), `encoder` (`jpeg-encoder` default; `turbo` for
-/// libjpeg-turbo, accepted only in builds with this crate's `turbo` feature). A parameter left
+/// libjpeg-turbo, accepted only in builds with this crate's `turbo` feature; the pure-Rust
+/// candidates `libjpeg-turbo-rs` and `rusty_jpeg`, only with streamwire-codec's features of
+/// those names). A parameter left
 /// at its default is not listed by [`Jpeg::params`] when it is one of those added later
 /// (`threads`, `encoder`), so plans read as before.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,9 +129,11 @@ impl Jpeg {
                 return Err(CodecError::InvalidParam {
                     key: "encoder".to_owned(),
                     value: encoder.to_string(),
-                    reason: "this build has no libjpeg-turbo: enable the `turbo` feature of \
-                             streamwire-msgs (or streamwire-codec)"
-                        .to_owned(),
+                    reason: format!(
+                        "this build has no {encoder} encoder: enable the `{}` feature of \
+                         streamwire-codec",
+                        encoder.feature().unwrap_or("default")
+                    ),
                 });
             }
             jpeg.encoder = encoder;

@@ -25,9 +25,13 @@
 
 mod decode;
 mod encode;
+#[cfg(feature = "libjpeg-turbo-rs")]
+mod ljt_rs;
 mod markers;
 mod parallel_decode;
 mod pixels;
+#[cfg(feature = "rusty_jpeg")]
+mod rusty;
 mod strips;
 #[cfg(feature = "turbo")]
 mod turbo;
@@ -37,7 +41,7 @@ use std::num::NonZeroUsize;
 use std::str::FromStr;
 
 pub use decode::{DecodeLimits, DecodedJpeg, JpegDecoder, JpegHeader};
-pub use encode::{EncodedJpeg, encode};
+pub use encode::{EncodedJpeg, encode, max_encoded_len};
 pub use pixels::{LayoutError, PixelFormat, PixelsRef};
 
 /// Chroma subsampling of a colour JPEG (greyscale JPEGs have no chroma).
@@ -200,6 +204,11 @@ impl FromStr for Threads {
 }
 
 /// The library that encodes.
+///
+/// Every backend takes the same [`EncodeOptions`], refuses the same inputs with the same
+/// errors, and writes baseline JFIF files that zune-jpeg and libjpeg-turbo's `djpeg` read.
+/// The pure-Rust candidates evaluated against jpeg-encoder (RFC.md, "Faster pure-Rust JPEG
+/// encoders") are behind their own features, off by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Backend {
     /// jpeg-encoder: pure Rust, its AVX2 path picked at run time. The default.
@@ -211,16 +220,54 @@ pub enum Backend {
     /// [`ChromaDownsampling::TopLeft`] is refused. With threads, its strips are eight at most
     /// (restart interval `ceil(MCU rows / 8)` MCU rows): each strip is one libjpeg-turbo call.
     Turbo,
+    /// libjpeg-turbo-rs, a pure-Rust port of libjpeg-turbo (accurate integer DCT), only with
+    /// this crate's `libjpeg-turbo-rs` feature. It always averages subsampled chroma
+    /// ([`ChromaDownsampling::TopLeft`] is refused); with threads it goes through the strip
+    /// encoder (one restart interval per MCU row), as jpeg-encoder does.
+    LibjpegTurboRs,
+    /// rusty_jpeg, a fork of jpeg-encoder with more SIMD kernels, only with this crate's
+    /// `rusty_jpeg` feature. It always averages subsampled chroma
+    /// ([`ChromaDownsampling::TopLeft`] is refused); with threads it goes through the strip
+    /// encoder (one restart interval per MCU row), as jpeg-encoder does.
+    RustyJpeg,
 }
 
 impl Backend {
+    /// Every backend, whether or not this build has it.
+    pub const ALL: [Self; 4] = [
+        Self::JpegEncoder,
+        Self::Turbo,
+        Self::LibjpegTurboRs,
+        Self::RustyJpeg,
+    ];
+
     /// Whether this build can encode with the backend.
     #[must_use]
     pub const fn is_available(self) -> bool {
         match self {
             Self::JpegEncoder => true,
             Self::Turbo => cfg!(feature = "turbo"),
+            Self::LibjpegTurboRs => cfg!(feature = "libjpeg-turbo-rs"),
+            Self::RustyJpeg => cfg!(feature = "rusty_jpeg"),
         }
+    }
+
+    /// The feature of this crate that adds the backend (`None`: always built).
+    #[must_use]
+    pub const fn feature(self) -> Option<&'static str> {
+        match self {
+            Self::JpegEncoder => None,
+            Self::Turbo => Some("turbo"),
+            Self::LibjpegTurboRs => Some("libjpeg-turbo-rs"),
+            Self::RustyJpeg => Some("rusty_jpeg"),
+        }
+    }
+
+    /// Whether the backend can keep the top-left chroma sample ([`ChromaDownsampling::TopLeft`]):
+    /// only jpeg-encoder can; the others always average.
+    #[must_use]
+    pub const fn can_keep_top_left_chroma(self) -> bool {
+        matches!(self, Self::JpegEncoder)
     }
 }
 
@@ -229,6 +276,8 @@ impl fmt::Display for Backend {
         f.write_str(match self {
             Self::JpegEncoder => "jpeg-encoder",
             Self::Turbo => "turbo",
+            Self::LibjpegTurboRs => "libjpeg-turbo-rs",
+            Self::RustyJpeg => "rusty_jpeg",
         })
     }
 }
@@ -236,15 +285,19 @@ impl fmt::Display for Backend {
 impl FromStr for Backend {
     type Err = String;
 
-    /// Accepts `jpeg-encoder` and `turbo` (whether or not this build has it).
+    /// Accepts `jpeg-encoder`, `turbo`, `libjpeg-turbo-rs` and `rusty_jpeg` (whether or not
+    /// this build has them).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim() {
-            "jpeg-encoder" => Ok(Self::JpegEncoder),
-            "turbo" => Ok(Self::Turbo),
-            other => Err(format!(
-                "unknown JPEG encoder `{other}`: expected jpeg-encoder or turbo"
-            )),
-        }
+        let wanted = s.trim();
+        Self::ALL
+            .into_iter()
+            .find(|backend| backend.to_string() == wanted)
+            .ok_or_else(|| {
+                format!(
+                    "unknown JPEG encoder `{wanted}`: expected jpeg-encoder, turbo, \
+                     libjpeg-turbo-rs or rusty_jpeg"
+                )
+            })
     }
 }
 
@@ -330,7 +383,8 @@ pub enum JpegError {
     Encoder(String),
     /// The backend asked for is not in this build.
     #[error(
-        "the {backend} JPEG encoder is not in this build: enable streamwire-codec's `turbo` feature"
+        "the {backend} JPEG encoder is not in this build: enable streamwire-codec's `{}` feature",
+        .backend.feature().unwrap_or("default")
     )]
     BackendUnavailable {
         /// The backend asked for.

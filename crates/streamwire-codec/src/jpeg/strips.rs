@@ -1,18 +1,28 @@
 //! Strip-parallel encoding: one restart interval per MCU row, pieces of whole MCU rows encoded
-//! concurrently by jpeg-encoder with the same tables, stitched into one baseline JPEG.
+//! concurrently by one backend (jpeg-encoder, libjpeg-turbo-rs or rusty_jpeg) with the same
+//! tables, stitched into one baseline JPEG.
 //!
 //! A restart marker resets the DC predictions and byte-aligns the entropy-coded data, so an
-//! interval's bytes depend only on its own pixels. jpeg-encoder, told to restart every
-//! `mcu_columns` MCUs, therefore writes for a piece of rows exactly the bytes the whole image
+//! interval's bytes depend only on its own pixels. An encoder told to restart every
+//! `mcu_columns` MCUs therefore writes for a piece of rows exactly the bytes the whole image
 //! would have for those rows, except that its restart markers count from RST0: the stitch
 //! renumbers them (`RSTn` with `n` = interval index before it, mod 8), and inserts the marker
-//! between pieces. The result is byte for byte the file jpeg-encoder writes for the whole
+//! between pieces. The result is byte for byte the file the backend writes for the whole
 //! image with that restart interval, whatever the number of pieces (a test checks this).
 
 use rayon::prelude::*;
 
-use super::encode::encode_piece;
 use super::{EncodeOptions, JpegError, PixelFormat, PixelsRef, Subsampling};
+
+/// Encodes `pixels` (`width`x`height`) as one JFIF file with one backend, with a restart
+/// marker every `restart_interval` MCUs if given.
+pub(crate) type PieceEncoder = fn(
+    pixels: &PixelsRef<'_>,
+    width: u16,
+    height: u16,
+    options: &EncodeOptions,
+    restart_interval: Option<u16>,
+) -> Result<Vec<u8>, JpegError>;
 
 /// The MCU of a frame in pixels: (width, height).
 pub(crate) fn mcu_size(format: PixelFormat, subsampling: Subsampling) -> (u32, u32) {
@@ -26,13 +36,14 @@ pub(crate) fn mcu_size(format: PixelFormat, subsampling: Subsampling) -> (u32, u
     }
 }
 
-/// Encodes `pixels` in strips of one MCU row with a restart marker between strips, using up
-/// to `options.threads` threads of rayon's global pool.
+/// Encodes `pixels` in strips of one MCU row with a restart marker between strips, each piece
+/// with `encode_piece`, using up to `options.threads` threads of rayon's global pool.
 pub(super) fn encode(
     pixels: &PixelsRef<'_>,
     width: u16,
     height: u16,
     options: &EncodeOptions,
+    encode_piece: PieceEncoder,
 ) -> Result<Vec<u8>, JpegError> {
     let (mcu_width, mcu_height) = mcu_size(pixels.format(), options.subsampling);
     let mcu_columns = u32::from(width).div_ceil(mcu_width);
@@ -114,6 +125,17 @@ pub(super) fn stitch(
     }
     out.extend_from_slice(&[0xFF, 0xD9]);
     Ok(out)
+}
+
+/// The pixels of `pixels` with rows packed (`step` = `width` * bytes per pixel): borrowed
+/// when they already are, else copied, for the backends that take no row stride.
+#[cfg(any(feature = "libjpeg-turbo-rs", feature = "rusty_jpeg"))]
+pub(super) fn packed<'a>(pixels: &PixelsRef<'a>) -> std::borrow::Cow<'a, [u8]> {
+    if pixels.is_packed() {
+        std::borrow::Cow::Borrowed(pixels.data())
+    } else {
+        std::borrow::Cow::Owned(pixels.rows().flatten().copied().collect())
+    }
 }
 
 /// Rows `[top, bottom)` of `pixels` as their own image.
