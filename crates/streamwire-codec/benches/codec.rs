@@ -240,23 +240,7 @@ fn strip_benches(c: &mut Criterion) {
                 b.iter(|| encode(black_box(&pixels), &options).expect("encode"));
             });
         }
-        let mut compressor = turbojpeg::Compressor::new().expect("turbojpeg");
-        compressor.set_quality(i32::from(quality)).expect("quality");
-        compressor
-            .set_subsamp(turbojpeg::Subsamp::Sub2x2)
-            .expect("subsampling");
-        group.bench_function("libjpeg_turbo", |b| {
-            b.iter(|| {
-                let image = turbojpeg::Image {
-                    pixels: black_box(rgb.as_slice()),
-                    width: WIDTH as usize,
-                    pitch: WIDTH as usize * 3,
-                    height: HEIGHT as usize,
-                    format: turbojpeg::PixelFormat::RGB,
-                };
-                compressor.compress_to_vec(image).expect("turbo encode")
-            });
-        });
+        libjpeg_turbo_encode(&mut group, quality, &rgb);
         group.finish();
 
         let strips = encode(
@@ -284,25 +268,62 @@ fn strip_benches(c: &mut Criterion) {
                 });
             });
         }
-        let mut decompressor = turbojpeg::Decompressor::new().expect("turbojpeg");
-        let mut output = vec![0u8; rgb.len()];
-        group.bench_function("libjpeg_turbo", |b| {
-            b.iter(|| {
-                let image = turbojpeg::Image {
-                    pixels: output.as_mut_slice(),
-                    width: WIDTH as usize,
-                    pitch: WIDTH as usize * 3,
-                    height: HEIGHT as usize,
-                    format: turbojpeg::PixelFormat::RGB,
-                };
-                decompressor
-                    .decompress(black_box(&strips), image)
-                    .expect("turbo decode");
-            });
-        });
+        libjpeg_turbo_decode(&mut group, &strips, rgb.len());
         group.finish();
     }
 }
+
+type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
+
+/// libjpeg-turbo's encode beside ours (only with the `turbo` feature, which needs cmake and
+/// nasm: a plain `cargo bench` builds with cargo and gcc alone).
+#[cfg(feature = "turbo")]
+fn libjpeg_turbo_encode(group: &mut Group<'_>, quality: u8, rgb: &[u8]) {
+    let mut compressor = turbojpeg::Compressor::new().expect("turbojpeg");
+    compressor.set_quality(i32::from(quality)).expect("quality");
+    compressor
+        .set_subsamp(turbojpeg::Subsamp::Sub2x2)
+        .expect("subsampling");
+    group.bench_function("libjpeg_turbo", |b| {
+        b.iter(|| {
+            let image = turbojpeg::Image {
+                pixels: black_box(rgb),
+                width: WIDTH as usize,
+                pitch: WIDTH as usize * 3,
+                height: HEIGHT as usize,
+                format: turbojpeg::PixelFormat::RGB,
+            };
+            compressor.compress_to_vec(image).expect("turbo encode")
+        });
+    });
+}
+
+#[cfg(not(feature = "turbo"))]
+fn libjpeg_turbo_encode(_: &mut Group<'_>, _: u8, _: &[u8]) {}
+
+/// libjpeg-turbo's decode beside ours (only with the `turbo` feature).
+#[cfg(feature = "turbo")]
+fn libjpeg_turbo_decode(group: &mut Group<'_>, strips: &[u8], len: usize) {
+    let mut decompressor = turbojpeg::Decompressor::new().expect("turbojpeg");
+    let mut output = vec![0u8; len];
+    group.bench_function("libjpeg_turbo", |b| {
+        b.iter(|| {
+            let image = turbojpeg::Image {
+                pixels: output.as_mut_slice(),
+                width: WIDTH as usize,
+                pitch: WIDTH as usize * 3,
+                height: HEIGHT as usize,
+                format: turbojpeg::PixelFormat::RGB,
+            };
+            decompressor
+                .decompress(black_box(strips), image)
+                .expect("turbo decode");
+        });
+    });
+}
+
+#[cfg(not(feature = "turbo"))]
+fn libjpeg_turbo_decode(_: &mut Group<'_>, _: &[u8], _: usize) {}
 
 criterion_group!(benches, jpeg_benches, strip_benches, zstd_benches);
 criterion_main!(benches);

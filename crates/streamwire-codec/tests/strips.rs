@@ -162,7 +162,9 @@ fn djpeg(file: &[u8], label: &str) -> Option<Vec<u8>> {
     let output = match Command::new("djpeg").arg("-pnm").arg(&path).output() {
         Ok(output) => output,
         Err(error) => {
-            println!("skipped: djpeg not runnable ({error}); install libjpeg-turbo-progs");
+            streamwire_testdata::skip(format!(
+                "djpeg not runnable ({error}); install libjpeg-turbo-progs"
+            ));
             return None;
         }
     };

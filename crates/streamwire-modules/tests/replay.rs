@@ -314,10 +314,10 @@ fn the_real_frames_replay_at_their_recorded_rate() {
     let data = streamwire_testdata::dir();
     let frames_dir = data.join("cockatoo_720p/frames");
     if !frames_dir.is_dir() {
-        println!(
-            "skipped: the real data is not at {} (set STREAMWIRE_DATA)",
+        streamwire_testdata::skip(format!(
+            "the real data is not at {} (set STREAMWIRE_DATA)",
             data.display()
-        );
+        ));
         return;
     }
     let replay = ReplaySource {

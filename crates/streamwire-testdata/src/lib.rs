@@ -10,7 +10,8 @@
 //! message when it is missing: such a test must fail, not silently pass. Benches and
 //! examples that can fall back to synthetic input check [`dir`] themselves.
 //!
-//! [`alloc`] holds the one counting allocator of the workspace's tests.
+//! [`alloc`] holds the one counting allocator of the workspace's tests; [`require`] the
+//! one rule for tests that would skip for a missing tool (`STREAMWIRE_REQUIRE=all`).
 //!
 //! Every function here panics on a missing or malformed file: it is test support, where a
 //! panic with the path in the message is the useful outcome.
@@ -18,6 +19,9 @@
 use std::path::{Path, PathBuf};
 
 pub mod alloc;
+pub mod require;
+
+pub use require::skip;
 
 /// Number of frames of the cockatoo sequence.
 pub const COCKATOO_FRAMES: usize = 280;

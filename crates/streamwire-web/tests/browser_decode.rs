@@ -89,7 +89,7 @@ function runBench() {
 #[ignore = "a benchmark: run with --ignored --nocapture"]
 fn browser_decode_json_against_cbor() -> anyhow::Result<()> {
     if !Path::new("/usr/bin/chromium").exists() {
-        println!("skipped: /usr/bin/chromium is absent");
+        streamwire_testdata::skip("/usr/bin/chromium is absent");
         return Ok(());
     }
     let viewer = include_str!("../src/viewer.html");

@@ -88,10 +88,10 @@ fn camera_to_browser_latency_of_720p_jpeg() -> anyhow::Result<()> {
     }
     let data = streamwire_testdata::dir();
     if !data.join("cockatoo_720p/frames").is_dir() {
-        println!(
-            "skipped: no real data at {} (set STREAMWIRE_DATA)",
+        streamwire_testdata::skip(format!(
+            "no real data at {} (set STREAMWIRE_DATA)",
             data.display()
-        );
+        ));
         return Ok(());
     }
     const COUNT: usize = 300;

@@ -107,7 +107,9 @@ pub fn chromium_present() -> bool {
     if Path::new(CHROMIUM).exists() {
         return true;
     }
-    println!("skipped: {CHROMIUM} is absent (apt-get install chromium)");
+    streamwire_testdata::skip(format!(
+        "{CHROMIUM} is absent (apt-get install chromium)"
+    ));
     false
 }
 
