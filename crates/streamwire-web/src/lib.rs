@@ -12,6 +12,19 @@
 //!   `/rosapi/topics_and_raw_types`, and `status` messages for every error;
 //! - `/stats`: per topic and per client counts as JSON (what the viewer shows).
 //!
+//! Only the operator's own pages and tools get in. Every route asks for the run's token
+//! ([`RelayConfig::token`]: by default a new random one each run, in the URL the relay
+//! logs and [`RelayAddress::url`] gives), as `?token=` or `Authorization: Bearer`;
+//! without it the answer is 401. A websocket from a browser page must also come from an
+//! allowed origin (the relay's own, and [`RelayConfig::allowed_origins`]), or gets 403; a
+//! client sending no `Origin` (roslib in Node, roslibpy) needs only the token. A connection
+//! must send its headers within [`RelayConfig::header_timeout`], an upgrade complete within
+//! [`RelayConfig::handshake_timeout`], a websocket silent (not even answering pings) for
+//! [`RelayConfig::idle_timeout`] is closed with 1001, and at most
+//! [`RelayConfig::max_connections`] are open at once (503 beyond). Broken frames are closed
+//! with their RFC 6455 codes: 1002 (unmasked, reserved opcode), 1007 (text not UTF-8),
+//! 1009 (too big). Each refusal and timeout is counted, refusals logged once per burst.
+//!
 //! Browsers subscribe while the run goes on, through the run's taps
 //! ([`Context::taps`](streamwire_core::Context::taps)). An image stream is tapped as its
 //! JPEG bytes (the camera's encode node feeds the relay; nothing decodes), depth as
@@ -24,7 +37,9 @@
 //! cannot starve a small one), and a client that stops reading is disconnected after
 //! [`RelayConfig::stall_timeout`]. At most [`RelayConfig::max_clients`] are served at
 //! once. Counts go to the run's report as the instance's counters (`dropped`,
-//! `stalled_disconnects`, `bad_input`, `refused_clients`, ...), and each client's drops
+//! `stalled_disconnects`, `bad_input`, `refused_clients`, `refused_token`,
+//! `refused_origin`, `refused_connections`, `header_timeouts`, `idle_disconnects`,
+//! `replies_dropped`, ...), and each client's drops
 //! as `dropped:<client>` (the name it connected with, `?client=<name>`; the first 32
 //! clients that dropped anything by name, later ones together as
 //! `dropped:other_clients`).
