@@ -123,8 +123,10 @@ pub struct RelayConfig {
     /// from its previous response (default 10 s): silent, half-sent and idle HTTP
     /// connections are closed (`header_timeouts`).
     pub header_timeout: Duration,
-    /// How long a websocket upgrade may take from its request to the open websocket
-    /// (default 10 s; `handshake_timeouts`).
+    /// How long a websocket upgrade may take from the relay's `101` answer to the open
+    /// websocket (default 10 s; `handshake_timeouts`). hyper hands the socket over once
+    /// the `101` is written, so this bounds a write that cannot complete; the request
+    /// before it is bounded by `header_timeout`, the websocket after it by `idle_timeout`.
     pub handshake_timeout: Duration,
     /// How long a websocket may stay silent (no frame, no answer to the relay's pings,
     /// sent every third of it) before it is closed with code 1001 (default 30 s;
