@@ -10,10 +10,10 @@ use streamwire::prelude::*;
 use streamwire_cli::Cli;
 use streamwire_modules::bench::{BenchBlueprint, ReplayBenchConfig, bench_blueprint};
 use streamwire_modules::demo::{DemoConfig, DemoError, Layout, demo_blueprint};
-use streamwire_web::{RelayConfig, WebRelay};
+use streamwire_web::{RelayConfig, RelayToken, WebRelay};
 
 /// The `demo` blueprint's keys: the demo's own (`camera.fps`, `replay.dir`, `busy.work_ms`,
-/// ...) and the web relay's (`web.port`, `web.enabled`).
+/// ...) and the web relay's (`web.port`, `web.enabled`, `web.token`, `web.allowed_origins`).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 struct StockDemo {
@@ -30,6 +30,11 @@ struct WebSettings {
     enabled: bool,
     /// Its port on 127.0.0.1 (0: a free one).
     port: u16,
+    /// `random` (a new token each run, in the URL printed), `none` (no token), or a token.
+    token: RelayToken,
+    /// Origins whose pages may open the websocket besides the relay's own, comma-separated
+    /// (`https://app.foxglove.dev`).
+    allowed_origins: String,
 }
 
 impl Default for WebSettings {
@@ -37,6 +42,8 @@ impl Default for WebSettings {
         WebSettings {
             enabled: true,
             port: streamwire_web::DEFAULT_PORT,
+            token: RelayToken::Random,
+            allowed_origins: String::new(),
         }
     }
 }
@@ -46,7 +53,18 @@ fn demo(config: StockDemo) -> Result<Blueprint, DemoError> {
     if config.web.enabled {
         // The relay wants the camera's JPEG bytes: it sits on the operator's laptop, fed
         // by the encode node in the camera's process, with no decode anywhere for it.
-        let relay = RelayConfig::default().with_port(config.web.port);
+        let relay = RelayConfig {
+            token: config.web.token.clone(),
+            allowed_origins: config
+                .web
+                .allowed_origins
+                .split(',')
+                .map(str::trim)
+                .filter(|origin| !origin.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            ..RelayConfig::default().with_port(config.web.port)
+        };
         let address = relay.address.clone();
         let web = blueprint.add("web", WebRelay::new(relay));
         blueprint.place(&web, Placement::process("ui").on_host("laptop"));
@@ -54,8 +72,16 @@ fn demo(config: StockDemo) -> Result<Blueprint, DemoError> {
         // Say where to point a browser once the relay listens (a `graph` or `config`
         // never starts it; the thread then just ends with the process).
         std::thread::spawn(move || {
-            if let Some(addr) = address.wait(Duration::from_secs(30)) {
-                eprintln!("viewer: open http://{addr}/ in a browser");
+            if address.wait(Duration::from_secs(30)).is_some()
+                && let Some(url) = address.url()
+            {
+                if address.token().is_some() {
+                    eprintln!("viewer: open {url} in a browser (the token is this run's)");
+                } else {
+                    eprintln!(
+                        "viewer: open {url} in a browser (no token: web.token=none lets any program on this machine connect)"
+                    );
+                }
             }
         });
     }

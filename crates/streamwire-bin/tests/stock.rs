@@ -77,6 +77,35 @@ fn run_demo_for_a_second() {
     );
     assert!(stdout.starts_with("run stopped after"), "{stdout}");
     assert!(stdout.contains("detector.frames"), "{stdout}");
+    // The viewer's URL carries this run's token (48 hex digits).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let token = stderr
+        .split("viewer: open http://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split("/?token=").nth(1))
+        .map(|rest| rest.chars().take_while(char::is_ascii_hexdigit).count());
+    assert_eq!(token, Some(48), "{stderr}");
+}
+
+#[test]
+fn the_demo_relay_takes_its_token_and_origins_from_web_keys() {
+    let out = streamwire(&[
+        "config",
+        "demo",
+        "-o",
+        "web.token=none",
+        "-o",
+        "web.allowed_origins=https://app.foxglove.dev",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("web.token"), "{stdout}");
+    assert!(stdout.contains("https://app.foxglove.dev"), "{stdout}");
+    // A token that cannot go into a URL is refused, saying what a token is.
+    let out = streamwire(&["config", "demo", "-o", "web.token=a&b"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("letters, digits"), "{stderr}");
 }
 
 #[test]

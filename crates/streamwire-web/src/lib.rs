@@ -12,6 +12,19 @@
 //!   `/rosapi/topics_and_raw_types`, and `status` messages for every error;
 //! - `/stats`: per topic and per client counts as JSON (what the viewer shows).
 //!
+//! Only the operator's own pages and tools get in. Every route asks for the run's token
+//! ([`RelayConfig::token`]: by default a new random one each run, in the URL the relay
+//! logs and [`RelayAddress::url`] gives), as `?token=` or `Authorization: Bearer`;
+//! without it the answer is 401. A websocket from a browser page must also come from an
+//! allowed origin (the relay's own, and [`RelayConfig::allowed_origins`]), or gets 403; a
+//! client sending no `Origin` (roslib in Node, roslibpy) needs only the token. A connection
+//! must send its headers within [`RelayConfig::header_timeout`], an upgrade complete within
+//! [`RelayConfig::handshake_timeout`], a websocket silent (not even answering pings) for
+//! [`RelayConfig::idle_timeout`] is closed with 1001, and at most
+//! [`RelayConfig::max_connections`] are open at once (503 beyond). Broken frames are closed
+//! with their RFC 6455 codes: 1002 (unmasked, reserved opcode), 1007 (text not UTF-8),
+//! 1009 (too big). Each refusal and timeout is counted, refusals logged once per burst.
+//!
 //! Browsers subscribe while the run goes on, through the run's taps
 //! ([`Context::taps`](streamwire_core::Context::taps)). An image stream is tapped as its
 //! JPEG bytes (the camera's encode node feeds the relay; nothing decodes), depth as
@@ -24,7 +37,9 @@
 //! cannot starve a small one), and a client that stops reading is disconnected after
 //! [`RelayConfig::stall_timeout`]. At most [`RelayConfig::max_clients`] are served at
 //! once. Counts go to the run's report as the instance's counters (`dropped`,
-//! `stalled_disconnects`, `bad_input`, `refused_clients`, ...), and each client's drops
+//! `stalled_disconnects`, `bad_input`, `refused_clients`, `refused_token`,
+//! `refused_origin`, `refused_connections`, `header_timeouts`, `idle_disconnects`,
+//! `replies_dropped`, ...), and each client's drops
 //! as `dropped:<client>` (the name it connected with, `?client=<name>`; the first 32
 //! clients that dropped anything by name, later ones together as
 //! `dropped:other_clients`).
@@ -38,8 +53,10 @@
 //! let mut blueprint = Blueprint::new();
 //! blueprint.add("web", WebRelay::new(config));
 //! let run = blueprint.run(RunOptions::default())?;
-//! if let Some(addr) = address.wait(std::time::Duration::from_secs(5)) {
-//!     println!("open http://{addr}/");
+//! if address.wait(std::time::Duration::from_secs(5)).is_some()
+//!     && let Some(url) = address.url()
+//! {
+//!     println!("open {url}"); // http://127.0.0.1:PORT/?token=<this run's token>
 //! }
 //! # drop(run);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -51,6 +68,8 @@
 //!
 //! [rosbridge v2 protocol]: https://github.com/RobotWebTools/rosbridge_suite/blob/ros2/ROSBRIDGE_PROTOCOL.md
 
+mod access;
+mod listener;
 mod protocol;
 mod server;
 mod typedefs;
@@ -64,6 +83,7 @@ use streamwire_core::{Context, Node, NodeResult, Out, Trigger};
 use streamwire_macros::Module;
 use streamwire_msgs::Twist;
 
+pub use access::RelayToken;
 pub use server::RelayError;
 
 /// rosbridge's port, the relay's default.
@@ -78,8 +98,15 @@ pub struct RelayConfig {
     /// The streams browsers may subscribe to; `None` (the default) is every stream of
     /// the plan.
     pub streams: Option<Vec<String>>,
-    /// When set, a websocket must connect with `?token=<token>`; others are refused.
-    pub token: Option<String>,
+    /// The token every request must carry (`?token=` or `Authorization: Bearer`): by
+    /// default a new random one each run, shown in the URL the run prints
+    /// ([`RelayAddress::url`]); `none` opens the relay (see [`RelayToken`]).
+    pub token: RelayToken,
+    /// Origins whose pages may open the websocket besides the relay's own
+    /// (`http://127.0.0.1:<port>`, `http://localhost:<port>`, `http://[::1]:<port>` and the
+    /// bound address), e.g. `https://app.foxglove.dev`; `*` allows every origin (the
+    /// token still applies). A websocket without an `Origin` (not a browser) is not asked.
+    pub allowed_origins: Vec<String>,
     /// The largest message a client may send, in bytes (default 1 MiB); a larger one
     /// closes its connection with the sizes said.
     pub max_message_bytes: usize,
@@ -88,6 +115,23 @@ pub struct RelayConfig {
     /// The most websocket clients served at once (default 32); one more is told so in a
     /// `status` error and closed (code 1013, try again later).
     pub max_clients: usize,
+    /// The most connections open at once (default 256; lowered to half the process's
+    /// open-files limit when that is less): one more is answered `503` and closed,
+    /// counted (`refused_connections`) and logged once per burst.
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's headers, from its start or
+    /// from its previous response (default 10 s): silent, half-sent and idle HTTP
+    /// connections are closed (`header_timeouts`).
+    pub header_timeout: Duration,
+    /// How long a websocket upgrade may take from the relay's `101` answer to the open
+    /// websocket (default 10 s; `handshake_timeouts`). hyper hands the socket over once
+    /// the `101` is written, so this bounds a write that cannot complete; the request
+    /// before it is bounded by `header_timeout`, the websocket after it by `idle_timeout`.
+    pub handshake_timeout: Duration,
+    /// How long a websocket may stay silent (no frame, no answer to the relay's pings,
+    /// sent every third of it) before it is closed with code 1001 (default 30 s;
+    /// `idle_disconnects`).
+    pub idle_timeout: Duration,
     /// The topic of the browser-fed velocity commands (default `cmd_vel`).
     pub cmd_vel_topic: String,
     /// Where the bound address is published once listening (not a setting).
@@ -100,10 +144,15 @@ impl Default for RelayConfig {
         RelayConfig {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_PORT)),
             streams: None,
-            token: None,
+            token: RelayToken::Random,
+            allowed_origins: Vec::new(),
             max_message_bytes: 1 << 20,
             stall_timeout: Duration::from_secs(5),
             max_clients: 32,
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
             cmd_vel_topic: "cmd_vel".to_owned(),
             address: RelayAddress::default(),
         }
@@ -124,44 +173,82 @@ impl RelayConfig {
         self
     }
 
-    /// Requires `?token=<token>` of websocket clients.
+    /// Asks clients for this token rather than a random one.
     pub fn with_token(mut self, token: impl Into<String>) -> RelayConfig {
-        self.token = Some(token.into());
+        self.token = RelayToken::Fixed(token.into());
+        self
+    }
+
+    /// Asks no token: any program on the machine may connect (and pages of the allowed
+    /// origins). The relay says so when it starts.
+    pub fn without_token(mut self) -> RelayConfig {
+        self.token = RelayToken::Open;
+        self
+    }
+
+    /// Lets pages of `origin` (`https://app.foxglove.dev`) open the websocket too.
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> RelayConfig {
+        self.allowed_origins.push(origin.into());
         self
     }
 }
 
-/// The address the relay bound, shared with whoever built the blueprint (clone it from
-/// [`RelayConfig::address`] before adding the relay). It is also the instance's counter
-/// `port`.
+/// The address the relay bound and the token it asks, shared with whoever built the
+/// blueprint (clone it from [`RelayConfig::address`] before adding the relay). The port is
+/// also the instance's counter `port`.
 #[derive(Clone, Debug, Default)]
-pub struct RelayAddress(Arc<(Mutex<Option<SocketAddr>>, Condvar)>);
+pub struct RelayAddress(Arc<(Mutex<Option<Bound>>, Condvar)>);
+
+/// Where the relay listens and what it asks.
+#[derive(Clone, Debug)]
+struct Bound {
+    address: SocketAddr,
+    token: Option<String>,
+}
 
 impl RelayAddress {
     /// The bound address, once the relay listens.
     pub fn get(&self) -> Option<SocketAddr> {
-        self.0.0.lock().ok().and_then(|a| *a)
+        self.bound().map(|b| b.address)
+    }
+
+    /// The token clients must give, once the relay listens (`None` when it asks none).
+    pub fn token(&self) -> Option<String> {
+        self.bound().and_then(|b| b.token)
+    }
+
+    /// The viewer's URL with the token, `http://127.0.0.1:9090/?token=...`, once the
+    /// relay listens: what a run prints for the operator to open.
+    pub fn url(&self) -> Option<String> {
+        self.bound().map(|b| match b.token {
+            Some(token) => format!("http://{}/?token={token}", b.address),
+            None => format!("http://{}/", b.address),
+        })
     }
 
     /// Waits up to `timeout` for the relay to listen.
     pub fn wait(&self, timeout: Duration) -> Option<SocketAddr> {
         let deadline = Instant::now() + timeout;
         let (lock, ready) = &*self.0;
-        let mut address = lock.lock().ok()?;
-        while address.is_none() {
+        let mut bound = lock.lock().ok()?;
+        while bound.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return None;
             }
-            address = ready.wait_timeout(address, left).ok()?.0;
+            bound = ready.wait_timeout(bound, left).ok()?.0;
         }
-        *address
+        bound.as_ref().map(|b| b.address)
     }
 
-    fn set(&self, address: SocketAddr) {
+    fn bound(&self) -> Option<Bound> {
+        self.0.0.lock().ok().and_then(|b| b.clone())
+    }
+
+    fn set(&self, address: SocketAddr, token: Option<String>) {
         let (lock, ready) = &*self.0;
-        if let Ok(mut a) = lock.lock() {
-            *a = Some(address);
+        if let Ok(mut bound) = lock.lock() {
+            *bound = Some(Bound { address, token });
         }
         ready.notify_all();
     }
@@ -209,7 +296,9 @@ impl Node for WebRelay {
         let running = server::Running::start(&self.config, cx)?;
         // The counter first: whoever waits on the address then finds it in the stats too.
         cx.counter("port").add(running.address().port().into());
-        self.config.address.set(running.address());
+        self.config
+            .address
+            .set(running.address(), running.token().map(str::to_owned));
         self.running = Some(running);
         Ok(())
     }

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
+use axum::extract::{Extension, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use futures_util::{SinkExt, StreamExt};
@@ -28,10 +28,12 @@ use serde_json::json;
 use streamwire_core::{Codec, Context, Counter, Envelope, Message as _, StreamTap, TapService};
 use streamwire_msgs::{CompressedImage, DepthImage, Image, Odometry, PointCloud, Twist, Zstd};
 
-use crate::RelayConfig;
+use crate::access::{Access, BurstLog, Denied, more_since, random_token};
+use crate::listener::{Connection, accept_loop, connection_cap};
 use crate::protocol::{self, Encoding, Op, Refused};
 use crate::typedefs;
 use crate::wire;
+use crate::{RelayConfig, RelayToken};
 
 /// The viewer page: one file, no external downloads.
 const VIEWER: &str = include_str!("viewer.html");
@@ -86,6 +88,11 @@ pub enum RelayError {
     /// The relay's own threads could not start.
     #[error("the web relay cannot start its threads: {0}")]
     Threads(#[source] std::io::Error),
+    /// The operating system gave no random bytes for the run's token.
+    #[error(
+        "the web relay cannot make its token: {0}; set one with the relay's `token` setting (`-o web.token=...`)"
+    )]
+    Token(#[source] getrandom::Error),
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -106,9 +113,25 @@ struct Topic {
 }
 
 /// The relay's counters, in the run's report.
-struct Counters {
+pub(crate) struct Counters {
     clients: Counter,
     refused: Counter,
+    /// Requests without the run's token (401).
+    refused_token: Counter,
+    /// Websockets from a page of a foreign origin (403).
+    refused_origin: Counter,
+    /// Connections beyond the cap (503).
+    pub(crate) refused_connections: Counter,
+    /// Failed accepts (the process out of files).
+    pub(crate) accept_errors: Counter,
+    /// Connections closed for sending no request headers in time.
+    pub(crate) header_timeouts: Counter,
+    /// Websocket upgrades not completed in time.
+    pub(crate) handshake_timeouts: Counter,
+    /// Websockets closed for silence (1001).
+    idle: Counter,
+    /// Control replies (statuses, service responses) dropped from a full queue.
+    replies_dropped: Counter,
     stalled: Counter,
     dropped: Counter,
     bad_input: Counter,
@@ -124,6 +147,14 @@ impl Counters {
         Counters {
             clients: cx.counter("clients"),
             refused: cx.counter("refused_clients"),
+            refused_token: cx.counter("refused_token"),
+            refused_origin: cx.counter("refused_origin"),
+            refused_connections: cx.counter("refused_connections"),
+            accept_errors: cx.counter("accept_errors"),
+            header_timeouts: cx.counter("header_timeouts"),
+            handshake_timeouts: cx.counter("handshake_timeouts"),
+            idle: cx.counter("idle_disconnects"),
+            replies_dropped: cx.counter("replies_dropped"),
             stalled: cx.counter("stalled_disconnects"),
             dropped: cx.counter("dropped"),
             bad_input: cx.counter("bad_input"),
@@ -136,8 +167,24 @@ impl Counters {
     }
 }
 
-struct Shared {
-    config: RelayConfig,
+/// What the logs say once per burst.
+#[derive(Default)]
+pub(crate) struct Logs {
+    refused_token: BurstLog,
+    refused_origin: BurstLog,
+    pub(crate) refused_connections: BurstLog,
+    pub(crate) accept_errors: BurstLog,
+}
+
+pub(crate) struct Shared {
+    pub(crate) config: RelayConfig,
+    /// The token asked and the origins allowed.
+    access: Access,
+    /// The most connections kept open at once (see `listener::connection_cap`).
+    pub(crate) connection_cap: usize,
+    /// Connections open now (a `ConnectionPlace` each).
+    pub(crate) connections_open: AtomicUsize,
+    pub(crate) logs: Logs,
     taps: Arc<dyn TapService>,
     topics: Vec<Arc<Topic>>,
     feeds: Mutex<HashMap<String, Arc<Feed>>>,
@@ -148,7 +195,7 @@ struct Shared {
     departed_drops: Mutex<HashMap<String, u64>>,
     next_client: AtomicU64,
     stopping: AtomicBool,
-    counters: Counters,
+    pub(crate) counters: Counters,
     commands: SyncSender<Twist>,
 }
 
@@ -161,6 +208,56 @@ impl Shared {
     fn is_cmd_vel(&self, name: &str) -> bool {
         let want = self.config.cmd_vel_topic.trim_start_matches('/');
         name.strip_prefix('/').unwrap_or(name) == want
+    }
+
+    /// The answer to a refused request (401 or 403, saying why), counted and logged once
+    /// per burst.
+    fn refuse(&self, denied: Denied) -> Response {
+        match denied {
+            Denied::MissingToken | Denied::WrongToken => {
+                self.counters.refused_token.increment();
+                let why = if denied == Denied::MissingToken {
+                    "this relay asks for its token: open the URL the run printed \
+                     (http://HOST:PORT/?token=...), or give it as `?token=` or \
+                     `Authorization: Bearer`"
+                } else {
+                    "wrong token: open the URL the run printed (http://HOST:PORT/?token=...)"
+                };
+                if let Some(unsaid) = self.logs.refused_token.note() {
+                    tracing::warn!(
+                        "web relay: refused a request: {}{}",
+                        if denied == Denied::MissingToken {
+                            "no token"
+                        } else {
+                            "wrong token"
+                        },
+                        more_since(unsaid)
+                    );
+                }
+                let mut response = (StatusCode::UNAUTHORIZED, format!("{why}\n")).into_response();
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"streamwire\""),
+                );
+                response
+            }
+            Denied::ForeignOrigin(origin) => {
+                self.counters.refused_origin.increment();
+                if let Some(unsaid) = self.logs.refused_origin.note() {
+                    tracing::warn!(
+                        "web relay: refused a websocket from a page of `{origin}` (allowed: {}; \
+                         add it with the relay's `allowed_origins`, `-o web.allowed_origins=...`){}",
+                        self.access.origins().join(", "),
+                        more_since(unsaid)
+                    );
+                }
+                let why = format!(
+                    "pages of `{origin}` may not connect: allow the origin with the relay's \
+                     `allowed_origins` setting\n"
+                );
+                (StatusCode::FORBIDDEN, why).into_response()
+            }
+        }
     }
 }
 
@@ -224,6 +321,8 @@ struct Client {
     dropped: AtomicU64,
     sent: AtomicU64,
     bad_input: AtomicU64,
+    /// Control replies dropped from its full queue.
+    replies_dropped: AtomicU64,
     closed: AtomicBool,
 }
 
@@ -234,8 +333,17 @@ impl Client {
         dropped.saturating_sub(self.reported_drops.swap(dropped, Ordering::Relaxed))
     }
 
-    fn reply(&self, value: serde_json::Value) {
-        self.control.push(Message::Text(value.to_string().into()));
+    fn reply(&self, shared: &Shared, value: serde_json::Value) {
+        self.queue_control(shared, Message::Text(value.to_string().into()));
+    }
+
+    /// Queues a control frame (a reply, a ping, a close); the oldest queued one makes way
+    /// when the queue is full, counted.
+    fn queue_control(&self, shared: &Shared, frame: Message) {
+        if self.control.push(frame) {
+            self.replies_dropped.fetch_add(1, Ordering::Relaxed);
+            shared.counters.replies_dropped.increment();
+        }
         self.wake.notify_one();
     }
 
@@ -248,7 +356,7 @@ impl Client {
         if let Some(id) = refused.id {
             status["id"] = json!(clip(&id, MAX_ID));
         }
-        self.reply(status);
+        self.reply(shared, status);
     }
 }
 
@@ -291,8 +399,18 @@ impl Running {
             .build()
             .map_err(RelayError::Threads)?;
         let (commands_tx, commands) = std::sync::mpsc::sync_channel(COMMAND_QUEUE);
+        let token = match &config.token {
+            RelayToken::Random => Some(random_token().map_err(RelayError::Token)?),
+            RelayToken::Open => None,
+            RelayToken::Fixed(token) => Some(token.clone()),
+        };
+        let (cap, files_limit) = connection_cap(config.max_connections);
         let shared = Arc::new(Shared {
             config: config.clone(),
+            access: Access::new(token, address, &config.allowed_origins),
+            connection_cap: cap,
+            connections_open: AtomicUsize::new(0),
+            logs: Logs::default(),
             taps,
             topics,
             feeds: Mutex::new(HashMap::new()),
@@ -313,17 +431,16 @@ impl Running {
             .route("/stats", get(stats))
             .with_state(shared.clone());
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
-        runtime.spawn(async move {
-            let served = axum::serve(listener, router)
-                .with_graceful_shutdown(async {
-                    let _ = stop.await;
-                })
-                .await;
-            if let Err(error) = served {
-                tracing::warn!(%error, "the web relay's server ended");
-            }
-        });
-        tracing::info!("web relay: open http://{address}/");
+        runtime.spawn(accept_loop(listener, router, shared.clone(), stop));
+        let limit = files_limit.map_or_else(|| "no".to_owned(), |l| l.to_string());
+        match shared.access.token() {
+            Some(token) => tracing::info!(
+                "web relay: open http://{address}/?token={token} (at most {cap} connections; open-files limit {limit})"
+            ),
+            None => tracing::warn!(
+                "web relay: open http://{address}/ - no token (token = none): any program on this machine may connect (at most {cap} connections; open-files limit {limit})"
+            ),
+        }
         Ok(Running {
             address,
             shared,
@@ -336,6 +453,11 @@ impl Running {
 
     pub(crate) fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// The token clients must give (`None`: the relay is open).
+    pub(crate) fn token(&self) -> Option<&str> {
+        self.shared.access.token()
     }
 
     /// Commands browsers published since the last call.
@@ -459,32 +581,38 @@ struct ConnectQuery {
     client: Option<String>,
 }
 
-/// `/`: the viewer page, or (with an upgrade) a rosbridge websocket.
+/// `/`: the viewer page, or (with an upgrade) a rosbridge websocket. Both need the token;
+/// the websocket also an allowed origin (or none: not a browser).
 async fn root(
     State(shared): State<Arc<Shared>>,
     Query(query): Query<ConnectQuery>,
+    headers: HeaderMap,
+    connection: Option<Extension<Arc<Connection>>>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
+    if let Err(denied) = shared.access.check_token(query.token.as_deref(), &headers) {
+        return shared.refuse(denied);
+    }
     let Ok(upgrade) = upgrade else {
         return Html(VIEWER).into_response();
     };
-    if let Some(token) = &shared.config.token
-        && query.token.as_deref() != Some(token.as_str())
-    {
-        shared.counters.refused.increment();
-        let why = if query.token.is_some() {
-            "wrong token"
-        } else {
-            "missing token: connect with ?token=<token>"
-        };
-        return (StatusCode::UNAUTHORIZED, why).into_response();
+    if let Err(denied) = shared.access.check_origin(&headers) {
+        return shared.refuse(denied);
+    }
+    // The websocket keeps its connection's place until it ends.
+    let connection = connection.map(|Extension(c)| c);
+    if let Some(connection) = &connection {
+        connection.upgrading.notify_one();
     }
     let Some(seat) = Seat::claim(&shared) else {
         shared.counters.refused.increment();
         let max_clients = shared.config.max_clients;
         return upgrade
             .max_message_size(1024)
-            .on_upgrade(move |socket| turn_away(socket, max_clients));
+            .on_upgrade(move |socket| async move {
+                turn_away(socket, max_clients).await;
+                drop(connection);
+            });
     };
     let limit = shared.config.max_message_bytes;
     let id = shared.next_client.fetch_add(1, Ordering::Relaxed);
@@ -497,11 +625,26 @@ async fn root(
     upgrade
         .max_message_size(limit)
         .max_frame_size(limit)
-        .on_upgrade(move |socket| serve_client(shared, socket, id, name, seat))
+        .on_upgrade(move |socket| async move {
+            serve_client(shared, socket, id, name, seat).await;
+            drop(connection);
+        })
 }
 
-/// `/stats`: per topic and per client counts.
-async fn stats(State(shared): State<Arc<Shared>>) -> Response {
+#[derive(serde::Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+/// `/stats`: per topic and per client counts (with the token).
+async fn stats(
+    State(shared): State<Arc<Shared>>,
+    Query(query): Query<TokenQuery>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(denied) = shared.access.check_token(query.token.as_deref(), &headers) {
+        return shared.refuse(denied);
+    }
     let feeds = lock(&shared.feeds).clone();
     let topics: Vec<_> = shared
         .topics
@@ -530,6 +673,7 @@ async fn stats(State(shared): State<Arc<Shared>>) -> Response {
                 "dropped": c.dropped.load(Ordering::Relaxed),
                 "sent": c.sent.load(Ordering::Relaxed),
                 "bad_input": c.bad_input.load(Ordering::Relaxed),
+                "replies_dropped": c.replies_dropped.load(Ordering::Relaxed),
                 "topics": topics,
             })
         })
@@ -541,12 +685,24 @@ async fn stats(State(shared): State<Arc<Shared>>) -> Response {
         "totals": {
             "clients": c.clients.get(),
             "refused_clients": c.refused.get(),
+            "refused_token": c.refused_token.get(),
+            "refused_origin": c.refused_origin.get(),
+            "refused_connections": c.refused_connections.get(),
+            "accept_errors": c.accept_errors.get(),
+            "header_timeouts": c.header_timeouts.get(),
+            "handshake_timeouts": c.handshake_timeouts.get(),
+            "idle_disconnects": c.idle.get(),
+            "replies_dropped": c.replies_dropped.get(),
             "dropped": c.dropped.get(),
             "stalled_disconnects": c.stalled.get(),
             "bad_input": c.bad_input.get(),
             "frames_sent": c.frames_sent.get(),
             "bytes_sent": c.bytes_sent.get(),
             "commands": c.commands.get(),
+        },
+        "connections": {
+            "open": shared.connections_open.load(Ordering::Relaxed),
+            "max": shared.connection_cap,
         },
     });
     (
@@ -570,6 +726,7 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
         dropped: AtomicU64::new(0),
         sent: AtomicU64::new(0),
         bad_input: AtomicU64::new(0),
+        replies_dropped: AtomicU64::new(0),
         closed: AtomicBool::new(false),
     });
     shared.counters.clients.increment();
@@ -583,11 +740,27 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
             client.gone.notify_one();
         })
     };
+    // A silent client is pinged every third of the idle timeout (browsers, roslib and
+    // roslibpy answer by themselves), and closed when nothing came for all of it.
+    let idle_timeout = shared.config.idle_timeout;
+    let ping_every = (idle_timeout / 3).max(Duration::from_millis(10));
+    let mut heard = Instant::now();
     loop {
         let frame = tokio::select! {
             frame = stream.next() => frame,
             () = client.gone.notified() => None,
+            () = tokio::time::sleep(ping_every) => {
+                if heard.elapsed() < idle_timeout {
+                    client.queue_control(&shared, Message::Ping(bytes::Bytes::new()));
+                    continue;
+                }
+                shared.counters.idle.increment();
+                let reason = format!("silent for {} ms: no frame, no pong", idle_timeout.as_millis());
+                client.queue_control(&shared, close_frame(1001, reason));
+                break;
+            }
         };
+        heard = Instant::now();
         let Some(frame) = frame else {
             break;
         };
@@ -600,22 +773,13 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
             Ok(Message::Close(_)) => break,
             Ok(_) => continue,
             Err(error) => {
-                // An oversized message, or a broken frame: said in the close, then closed.
-                client.bad_input.fetch_add(1, Ordering::Relaxed);
-                shared.counters.bad_input.increment();
-                let mut reason = format!(
-                    "{error} (the limit is {} bytes)",
-                    shared.config.max_message_bytes
-                );
-                // A close reason is at most 123 bytes.
-                while reason.len() > 123 {
-                    reason.pop();
+                // A broken frame or an oversized message: said in the close, then closed.
+                // A connection that just ended gets nothing.
+                if let Some((code, reason)) = close_for(error, shared.config.max_message_bytes) {
+                    client.bad_input.fetch_add(1, Ordering::Relaxed);
+                    shared.counters.bad_input.increment();
+                    client.queue_control(&shared, close_frame(code, reason));
                 }
-                client.control.push(Message::Close(Some(CloseFrame {
-                    code: 1009,
-                    reason: reason.into(),
-                })));
-                client.wake.notify_one();
                 break;
             }
         };
@@ -631,6 +795,33 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
     // The place is free once the client is gone from the list (as /stats shows it).
     drop(seat);
     forget_client(&shared, &client);
+}
+
+/// The close code and reason for a websocket error (RFC 6455 section 7.4.1), or `None`
+/// when the connection just ended.
+fn close_for(error: axum::Error, limit: usize) -> Option<(u16, String)> {
+    use tungstenite::error::ProtocolError;
+    let error = error.into_inner();
+    match error.downcast_ref::<tungstenite::Error>()? {
+        // 1009: a message too big to process.
+        tungstenite::Error::Capacity(e) => {
+            Some((1009, format!("{e} (the limit is {limit} bytes)")))
+        }
+        // 1007: data inconsistent with the message's type.
+        tungstenite::Error::Utf8(_) => Some((1007, "a text message that is not UTF-8".to_owned())),
+        tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => None,
+        // 1002: a protocol error (an unmasked frame, a reserved opcode or bit, ...).
+        tungstenite::Error::Protocol(e) => Some((1002, e.to_string())),
+        _ => None,
+    }
+}
+
+/// A close frame; the reason cut to the 123 bytes a close frame holds.
+fn close_frame(code: u16, reason: String) -> Message {
+    Message::Close(Some(CloseFrame {
+        code,
+        reason: clip(&reason, 120).into(),
+    }))
 }
 
 fn forget_client(shared: &Shared, client: &Arc<Client>) {
@@ -739,17 +930,19 @@ async fn write_client(
         }
         for frame in frames {
             let closing = matches!(frame, Message::Close(_));
+            let counted = matches!(frame, Message::Text(_) | Message::Binary(_));
             let len = match &frame {
                 Message::Text(t) => t.len(),
                 Message::Binary(b) => b.len(),
                 _ => 0,
             } as u64;
             match tokio::time::timeout(shared.config.stall_timeout, sink.send(frame)).await {
-                Ok(Ok(())) => {
+                Ok(Ok(())) if counted => {
                     client.sent.fetch_add(1, Ordering::Relaxed);
                     shared.counters.frames_sent.increment();
                     shared.counters.bytes_sent.add(len);
                 }
+                Ok(Ok(())) => {}
                 Ok(Err(_)) => {
                     client.closed.store(true, Ordering::SeqCst);
                     return;
@@ -888,7 +1081,7 @@ fn call_service(shared: &Shared, client: &Client, id: Option<String>, service: &
             if let Some(id) = &id {
                 response["id"] = json!(clip(id, MAX_ID));
             }
-            client.reply(response);
+            client.reply(shared, response);
             return client.status_error(shared, Refused { id, msg });
         }
     };
@@ -897,7 +1090,7 @@ fn call_service(shared: &Shared, client: &Client, id: Option<String>, service: &
     if let Some(id) = id {
         response["id"] = json!(clip(&id, MAX_ID));
     }
-    client.reply(response);
+    client.reply(shared, response);
 }
 
 fn unsubscribe(shared: &Shared, client: &Client, topic: &str) {

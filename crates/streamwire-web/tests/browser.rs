@@ -3,7 +3,11 @@
 
 mod common;
 
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::chromium::{Chromium, chromium_present, eval};
@@ -62,7 +66,10 @@ fn the_viewer_shows_live_camera_odometry_cloud_and_depth() -> anyhow::Result<()>
     );
     let chromium = Chromium::launch()?;
     let tab = chromium.tab()?;
-    tab.navigate_to(&format!("http://{}/", run.addr))?;
+    // The URL the relay prints, with its token: the page passes the token on to its
+    // websocket and its /stats.
+    assert!(run.url.contains("/?token="), "{}", run.url);
+    tab.navigate_to(&run.url)?;
     tab.wait_until_navigated()?;
 
     // Live: distinct camera frames on screen, every panel drawn, and the table showing
@@ -139,15 +146,15 @@ fn the_viewer_shows_live_camera_odometry_cloud_and_depth() -> anyhow::Result<()>
     Ok(())
 }
 
-/// A page using the real roslib (vendored by `tests/fixtures/vendor-roslib.sh`).
-fn roslib_page(relay: std::net::SocketAddr) -> String {
-    let roslib = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/roslib/roslib.min.js");
+/// A page using the real roslib (vendored by `tests/fixtures/vendor-roslib.sh`), which
+/// connects with the token in the URL as a roslib user does.
+fn roslib_page(relay: std::net::SocketAddr, token: &str) -> String {
     format!(
         r#"<!doctype html><html><body>
-<script src="file://{roslib}"></script>
+<script src="/roslib.min.js"></script>
 <script>
 window.result = {{ image: 0, odom: 0, jpeg: false, dataType: null, odomRadius: null, topics: null, errors: [] }};
-const ros = new ROSLIB.Ros({{ url: "ws://{relay}" }});
+const ros = new ROSLIB.Ros({{ url: "ws://{relay}/?token={token}" }});
 ros.on("error", (e) => result.errors.push(String(e && e.type || e)));
 ros.on("connection", () => {{
   const image = new ROSLIB.Topic({{ ros, name: "/color_image", messageType: "sensor_msgs/CompressedImage", compression: "cbor" }});
@@ -164,9 +171,87 @@ ros.on("connection", () => {{
   }});
   ros.getTopics((t) => {{ result.topics = t.topics; }}, (e) => result.errors.push(String(e)));
 }});
-</script></body></html>"#,
-        roslib = roslib.display(),
+</script></body></html>"#
     )
+}
+
+/// A web server of the test's own on another port (another origin than the relay's):
+/// serves the roslib page at `/` and roslib at `/roslib.min.js` until dropped.
+struct PageServer {
+    origin: String,
+    page: Arc<Mutex<String>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PageServer {
+    fn start() -> anyhow::Result<PageServer> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let origin = format!("http://{}", listener.local_addr()?);
+        let page = Arc::new(Mutex::new(String::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let roslib = std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/roslib/roslib.min.js"),
+        )?;
+        let thread = {
+            let (page, stop) = (page.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("test page server".to_owned())
+                .spawn(move || {
+                    while !stop.load(Ordering::SeqCst) {
+                        match listener.accept() {
+                            Ok((stream, _)) => {
+                                let html = page.lock().map(|p| p.clone()).unwrap_or_default();
+                                let _ = serve_page(stream, &html, &roslib);
+                            }
+                            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                        }
+                    }
+                })?
+        };
+        Ok(PageServer {
+            origin,
+            page,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for PageServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Answers one request: `/roslib.min.js` or the page.
+fn serve_page(mut stream: TcpStream, html: &str, roslib: &[u8]) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut request = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(());
+        }
+        request.extend_from_slice(&chunk[..n]);
+    }
+    let (body, kind) = if request.starts_with(b"GET /roslib.min.js") {
+        (roslib, "text/javascript")
+    } else {
+        (html.as_bytes(), "text/html")
+    };
+    write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    stream.write_all(body)
 }
 
 #[test]
@@ -174,15 +259,19 @@ fn roslib_subscribes_with_cbor_and_json() -> anyhow::Result<()> {
     if !chromium_present() {
         return Ok(());
     }
+    // The page comes from a server of the test's own: an origin the relay is told to allow.
+    let server = PageServer::start()?;
     let run = start(
-        RelayConfig::default(),
+        RelayConfig::default().allow_origin(server.origin.clone()),
         SyntheticCamera::new(320, 240, 15.0, None),
     );
-    let page = Path::new(env!("CARGO_TARGET_TMPDIR")).join("roslib-page.html");
-    std::fs::write(&page, roslib_page(run.addr))?;
+    let token = run.token.clone().unwrap_or_default();
+    if let Ok(mut page) = server.page.lock() {
+        *page = roslib_page(run.addr, &token);
+    }
     let chromium = Chromium::launch()?;
     let tab = chromium.tab()?;
-    tab.navigate_to(&format!("file://{}", page.display()))?;
+    tab.navigate_to(&format!("{}/", server.origin))?;
     tab.wait_until_navigated()?;
     let deadline = Instant::now() + Duration::from_secs(60);
     let result = loop {
@@ -215,5 +304,43 @@ fn roslib_subscribes_with_cbor_and_json() -> anyhow::Result<()> {
     assert_eq!(result["errors"], serde_json::json!([]), "{result}");
     drop(chromium);
     drop(run);
+    drop(server);
+    Ok(())
+}
+
+/// The same page from an origin the relay was not told about: the browser's websocket is
+/// refused (403), though the page knows the token.
+#[test]
+fn a_page_of_another_origin_is_refused() -> anyhow::Result<()> {
+    if !chromium_present() {
+        return Ok(());
+    }
+    let server = PageServer::start()?;
+    let run = start(
+        RelayConfig::default(),
+        SyntheticCamera::new(64, 48, 10.0, None),
+    );
+    let token = run.token.clone().unwrap_or_default();
+    if let Ok(mut page) = server.page.lock() {
+        *page = roslib_page(run.addr, &token);
+    }
+    let chromium = Chromium::launch()?;
+    let tab = chromium.tab()?;
+    tab.navigate_to(&format!("{}/", server.origin))?;
+    tab.wait_until_navigated()?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while common::stats(&run)["totals"]["refused_origin"] != 1 {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the page's websocket was not refused"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let result = eval(&tab, "JSON.stringify(window.result || null)")?;
+    assert_eq!(result["image"], 0, "{result}");
+    assert_eq!(common::stats(&run)["totals"]["clients"], 0);
+    drop(chromium);
+    drop(run);
+    drop(server);
     Ok(())
 }

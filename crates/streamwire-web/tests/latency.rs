@@ -103,7 +103,8 @@ fn camera_to_browser_latency_of_720p_jpeg() -> anyhow::Result<()> {
         })
         .collect();
     let mean_size = frames.iter().map(Bytes::len).sum::<usize>() / frames.len();
-    let config = RelayConfig::default().with_port(0);
+    // The page is a file: its origin is `null`, allowed here (the token still applies).
+    let config = RelayConfig::default().with_port(0).allow_origin("null");
     let address = config.address.clone();
     let go = Arc::new(AtomicBool::new(false));
     let mut blueprint = Blueprint::new();
@@ -123,6 +124,7 @@ fn camera_to_browser_latency_of_720p_jpeg() -> anyhow::Result<()> {
     let addr = address
         .wait(Duration::from_secs(20))
         .ok_or_else(|| anyhow::anyhow!("the relay did not listen"))?;
+    let token = address.token().unwrap_or_default();
 
     let viewer = include_str!("../src/viewer.html");
     let decoder = viewer
@@ -132,7 +134,7 @@ fn camera_to_browser_latency_of_720p_jpeg() -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("the viewer's decoder"))?;
     let page = format!(
         "<!doctype html><html><body><script>//{decoder}\n{}</script></body></html>",
-        PAGE.replace("ADDR", &addr.to_string())
+        PAGE.replace("ADDR/?", &format!("{addr}/?token={token}&"))
     );
     let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("latency.html");
     std::fs::write(&path, page)?;
@@ -141,7 +143,13 @@ fn camera_to_browser_latency_of_720p_jpeg() -> anyhow::Result<()> {
     tab.navigate_to(&format!("file://{}", path.display()))?;
     tab.wait_until_navigated()?;
     let deadline = Instant::now() + Duration::from_secs(30);
-    while common::stats(addr)["topics"][0]["subscribers"] != 1 {
+    let subscribers = || {
+        let (_, body) = common::http_get(addr, &format!("/stats?token={token}"));
+        serde_json::from_str::<serde_json::Value>(&body).unwrap_or_default()["topics"][0]
+            ["subscribers"]
+            .clone()
+    };
+    while subscribers() != 1 {
         anyhow::ensure!(Instant::now() < deadline, "the page did not subscribe");
         std::thread::sleep(Duration::from_millis(100));
     }

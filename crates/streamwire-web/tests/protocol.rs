@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{SyntheticCamera, TestRun, start, stats};
+use common::{SyntheticCamera, TestRun, relay_counter, start, stats};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use streamwire_web::RelayConfig;
@@ -25,7 +25,8 @@ enum Frame {
 const WAIT: Duration = Duration::from_secs(20);
 
 async fn connect(run: &TestRun, query: &str) -> Ws {
-    let (ws, _) = connect_async(format!("ws://{}/{query}", run.addr))
+    let path = run.with_token(&format!("/{query}"));
+    let (ws, _) = connect_async(format!("ws://{}{path}", run.addr))
         .await
         .expect("connects");
     ws
@@ -93,17 +94,6 @@ fn cbor_get<'a>(value: &'a ciborium::Value, key: &str) -> Option<&'a ciborium::V
 
 fn camera() -> SyntheticCamera {
     SyntheticCamera::new(320, 240, 20.0, None)
-}
-
-/// The relay's counter `name` in the run's report (0 while it has none).
-fn relay_counter(run: &TestRun, name: &str) -> u64 {
-    run.run
-        .stats()
-        .instances
-        .iter()
-        .find(|i| i.name == "web")
-        .and_then(|i| i.counters.iter().find(|(n, _)| n == name))
-        .map_or(0, |(_, v)| *v)
 }
 
 async fn status_error(ws: &mut Ws) -> String {
@@ -382,7 +372,7 @@ async fn unsubscribe_stops_and_throttle_thins() {
             break;
         }
     }
-    let s = stats(run.addr);
+    let s = stats(&run);
     let odom = s["topics"]
         .as_array()
         .expect("topics")
@@ -555,7 +545,7 @@ async fn bad_input_is_answered_and_hurts_nobody() {
             break;
         }
     }
-    let s = stats(run.addr);
+    let s = stats(&run);
     let odom_subscribers = s["topics"]
         .as_array()
         .and_then(|t| t.iter().find(|t| t["topic"] == "/odom"))
@@ -581,27 +571,6 @@ async fn bad_input_is_answered_and_hurts_nobody() {
     for _ in 0..3 {
         next_publish(&mut bystander, "/odom").await;
     }
-    drop(run);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_token_when_set_is_required() {
-    let run = start(RelayConfig::default().with_token("s3cret"), camera());
-    for query in ["", "?token=wrong"] {
-        let refused = connect_async(format!("ws://{}/{query}", run.addr)).await;
-        let Err(tokio_tungstenite::tungstenite::Error::Http(response)) = refused else {
-            panic!("refused, for {query:?}")
-        };
-        assert_eq!(response.status(), 401);
-    }
-    let mut ws = connect(&run, "?token=s3cret").await;
-    send(
-        &mut ws,
-        json!({"op": "call_service", "service": "/rosapi/topics", "id": "ok"}),
-    )
-    .await;
-    assert_eq!(next_reply(&mut ws).await["id"], "ok");
-    assert_eq!(stats(run.addr)["totals"]["clients"], 1);
     drop(run);
 }
 
@@ -663,7 +632,7 @@ async fn a_slow_client_drops_its_own_frames_only() {
             _ => {}
         }
         if received % 40 == 20 {
-            let s = stats(run.addr);
+            let s = stats(&run);
             let dropped = s["clients"]
                 .as_array()
                 .and_then(|c| c.iter().find(|c| c["name"] == "slow"))
@@ -734,7 +703,7 @@ async fn a_client_that_stops_reading_is_disconnected() {
     .await;
     let deadline = std::time::Instant::now() + Duration::from_secs(40);
     loop {
-        let s = stats(run.addr);
+        let s = stats(&run);
         if s["totals"]["stalled_disconnects"].as_u64().unwrap_or(0) >= 1 {
             assert!(
                 !s["clients"]
@@ -777,7 +746,7 @@ async fn clients_beyond_the_limit_are_told_and_closed() {
     };
     assert_eq!(code, 1013, "try again later");
     assert!(reason.contains("at most 2 clients"), "{reason}");
-    let s = stats(run.addr);
+    let s = stats(&run);
     assert_eq!(s["totals"]["refused_clients"], 1, "{s}");
     assert_eq!(s["clients"].as_array().map(Vec::len), Some(2), "{s}");
 
@@ -792,7 +761,7 @@ async fn clients_beyond_the_limit_are_told_and_closed() {
     first.close(None).await.expect("closes");
     drop(first);
     let deadline = std::time::Instant::now() + WAIT;
-    while stats(run.addr)["clients"].as_array().map(Vec::len) != Some(1) {
+    while stats(&run)["clients"].as_array().map(Vec::len) != Some(1) {
         assert!(std::time::Instant::now() < deadline, "the first one left");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

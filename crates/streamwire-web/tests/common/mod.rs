@@ -9,6 +9,7 @@
 )]
 
 pub mod chromium;
+pub mod raw;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -231,7 +232,22 @@ impl Node for CommandSink {
 pub struct TestRun {
     pub run: RunHandle,
     pub addr: SocketAddr,
+    /// The token the relay asks (`None` when it asks none).
+    pub token: Option<String>,
+    /// The URL the relay says to open (with its token).
+    pub url: String,
     pub commands: Arc<Mutex<Vec<Twist>>>,
+}
+
+impl TestRun {
+    /// `path` (which may have a query) with the relay's token added to its query.
+    pub fn with_token(&self, path: &str) -> String {
+        match &self.token {
+            None => path.to_owned(),
+            Some(token) if path.contains('?') => format!("{path}&token={token}"),
+            Some(token) => format!("{path}?token={token}"),
+        }
+    }
 }
 
 /// Starts the camera (`color_image`), odometry (`odom`), the lidar (`cloud`), a command
@@ -274,18 +290,29 @@ pub fn start(config: RelayConfig, camera: SyntheticCamera) -> TestRun {
     TestRun {
         run,
         addr,
+        token: address.token(),
+        url: address.url().unwrap(),
         commands,
     }
 }
 
 /// A plain HTTP GET: (status code, body).
-#[expect(clippy::unwrap_used, reason = "test helper")]
 pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    http_get_with(addr, path, "")
+}
+
+/// A plain HTTP GET with extra header lines (each ending in `\r\n`): (status code, body).
+#[expect(clippy::unwrap_used, reason = "test helper")]
+pub fn http_get_with(addr: SocketAddr, path: &str, headers: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {addr}\r\n{headers}\r\n"
+    )
+    .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let status = response
@@ -300,10 +327,21 @@ pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
     (status, body)
 }
 
-/// The relay's `/stats` as JSON.
+/// The relay's `/stats` as JSON (asked with its token).
 #[expect(clippy::unwrap_used, reason = "test helper")]
-pub fn stats(addr: SocketAddr) -> serde_json::Value {
-    let (status, body) = http_get(addr, "/stats");
+pub fn stats(run: &TestRun) -> serde_json::Value {
+    let (status, body) = http_get(run.addr, &run.with_token("/stats"));
     assert_eq!(status, 200, "{body}");
     serde_json::from_str(&body).unwrap()
+}
+
+/// The relay's counter `name` in the run's report (0 while it has none).
+pub fn relay_counter(run: &TestRun, name: &str) -> u64 {
+    run.run
+        .stats()
+        .instances
+        .iter()
+        .find(|i| i.name == "web")
+        .and_then(|i| i.counters.iter().find(|(n, _)| n == name))
+        .map_or(0, |(_, v)| *v)
 }
