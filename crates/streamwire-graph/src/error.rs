@@ -325,6 +325,11 @@ pub enum Problem {
 }
 
 impl fmt::Display for Problem {
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one arm per problem kind, each the message a person reads: one match keeps \
+                  every message beside its variant, in the enum's order"
+    )]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Problem::InvalidInstanceName { name, reason } => {

@@ -12,7 +12,12 @@ fn skips_for_a_missing_tool() {
 fn run_skipping_test(require: Option<&str>) -> Output {
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("this test binary: {e}"));
     let mut command = Command::new(exe);
-    command.args(["--ignored", "--exact", "skips_for_a_missing_tool", "--nocapture"]);
+    command.args([
+        "--ignored",
+        "--exact",
+        "skips_for_a_missing_tool",
+        "--nocapture",
+    ]);
     command.env_remove(streamwire_testdata::require::VARIABLE);
     if let Some(value) = require {
         command.env(streamwire_testdata::require::VARIABLE, value);
@@ -37,7 +42,9 @@ fn a_skip_passes_saying_why_and_fails_under_require_all() {
         + &String::from_utf8_lossy(&failed.stderr);
     assert!(!failed.status.success(), "{output}");
     assert!(
-        output.contains("STREAMWIRE_REQUIRE=all, and this test cannot run: the-missing-tool is not installed"),
+        output.contains(
+            "STREAMWIRE_REQUIRE=all, and this test cannot run: the-missing-tool is not installed"
+        ),
         "{output}"
     );
 }

@@ -107,9 +107,7 @@ pub fn chromium_present() -> bool {
     if Path::new(CHROMIUM).exists() {
         return true;
     }
-    streamwire_testdata::skip(format!(
-        "{CHROMIUM} is absent (apt-get install chromium)"
-    ));
+    streamwire_testdata::skip(format!("{CHROMIUM} is absent (apt-get install chromium)"));
     false
 }
 
