@@ -102,7 +102,7 @@ pub struct EnvAlias {
     pub var: &'static str,
     /// What it accepts, for people.
     pub accepts: &'static str,
-    /// What setting the key's value means, said for people (`turns compression off`).
+    /// What it does when it sets the key, said for people (`turns compression off`).
     pub effect: &'static str,
     /// Its value as the key's: `Ok(Some(value))`, `Ok(None)` (sets nothing), or what is valid.
     map: fn(&str) -> Result<Option<&'static str>, String>,

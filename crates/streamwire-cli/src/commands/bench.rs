@@ -1,8 +1,6 @@
 //! `bench latency` and `bench replay`: the command-line side of `streamwire_bench` and
 //! `streamwire_replay_bench` (the `bench` feature; without it, `bench` says so).
 
-#[cfg(feature = "bench")]
-use std::io::Write;
 use std::path::PathBuf;
 #[cfg(feature = "bench")]
 use std::process::Command;
