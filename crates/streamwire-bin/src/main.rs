@@ -107,22 +107,24 @@ fn main() -> ExitCode {
             demo(config)
         },
     )
-    // The replay benchmark's blueprints (`bench replay --blueprint basic|full|heavy`).
+    // The replay benchmark's blueprints (`bench replay --blueprint basic|full|heavy`),
+    // named by the modules crate.
     .blueprint(
-        "replay-basic",
+        BenchBlueprint::Basic.registered_name(),
         "benchmark: the camera (or --replay DIR) and one busy sink; two workers; -o mode=raw|codec",
         |config: ReplayBenchConfig| bench_blueprint(BenchBlueprint::Basic, &config),
     )
     .blueprint(
-        "replay-full",
+        BenchBlueprint::Full.registered_name(),
         "benchmark: camera, depth, lidar, odometry -> detector, mapper, viewer, logger; five workers",
         |config: ReplayBenchConfig| bench_blueprint(BenchBlueprint::Full, &config),
     )
     .blueprint(
-        "replay-heavy",
+        BenchBlueprint::Heavy.registered_name(),
         "benchmark: replay-full plus four busy sinks (-o work_ms=N); six workers",
         |config: ReplayBenchConfig| bench_blueprint(BenchBlueprint::Heavy, &config),
     )
+    .bench_blueprints(&BenchBlueprint::REGISTERED_NAMES)
     // A plan of several processes runs as worker processes on zenoh.
     .distributed()
     .main()

@@ -1,19 +1,21 @@
 //! Layered configuration: a blueprint's knobs from its file, the environment and `-o`,
 //! each value with where it came from.
 //!
-//! Keys: `compression` (`auto|on|off`), `jpeg_quality` (1-100), `max_width` (pixels),
-//! `lossy_pixels` (`ignore|warn|error`), `streams.<stream>.<setting>` (a stream's
-//! `compression`, `codec` or codec parameter), and the blueprint's own: `<instance>.<field>`
-//! for a file's `#[config]` fields, `<field>` for a registered blueprint's config type.
-//! Sources, in increasing precedence: the file, the environment (`STREAMWIRE_COMPRESSION`,
+//! Keys: the global settings, one table of them ([`GLOBAL_SETTINGS`]: `compression`
+//! (`auto|on|off`), `jpeg_quality` (1-100), `max_width` (pixels), `lossy_pixels`
+//! (`ignore|warn|error`), each with its environment variable, aliases, check, default and
+//! how it applies), `streams.<stream>.<setting>` (a stream's `compression`, `codec` or
+//! codec parameter), and the blueprint's own: `<instance>.<field>` for a file's
+//! `#[config]` fields, `<field>` for a registered blueprint's config type. Sources, in
+//! increasing precedence: the file, the environment (`STREAMWIRE_COMPRESSION`,
 //! `STREAMWIRE_JPEG_QUALITY`, `STREAMWIRE_MAX_WIDTH`, `STREAMWIRE_LOSSY_PIXELS`, and the
-//! opt-out `STREAMWIRE_COMPRESS_IMAGES=0`), then `-o key=value` (in order). Per-stream
-//! beats global, as the planner applies them.
+//! opt-out `STREAMWIRE_COMPRESS_IMAGES=0`, an alias of `compression=off`), then
+//! `-o key=value` (in order). Per-stream beats global, as the planner applies them.
 
 use std::fmt;
 use std::str::FromStr;
 
-use streamwire_graph::{Compression, Report, StreamSettings};
+use streamwire_graph::{Blueprint, BlueprintFile, Compression, Report, StreamSettings};
 use streamwire_names::did_you_mean;
 
 /// Where a value came from.
@@ -73,46 +75,224 @@ pub struct ConfigError {
     pub message: String,
 }
 
-/// The global keys, with what they accept.
-pub const GLOBAL_KEYS: &[(&str, &str)] = &[
-    ("compression", "auto | on | off"),
-    ("jpeg_quality", "1..=100"),
-    ("max_width", "a width in pixels, >= 1"),
-    ("lossy_pixels", "ignore | warn | error"),
+/// One global setting. Every path that reads, checks, shows or applies a global key goes
+/// through its row of [`GLOBAL_SETTINGS`]: `-o`, the environment (and its aliases), a
+/// blueprint file's own value, `config`'s defaults, the help of `config`, the lists in
+/// error messages, and the blueprint it applies to (made by code or from a file alike).
+pub struct GlobalSetting {
+    /// The key: `-o compression=off`, a blueprint file's top-level `compression:`.
+    pub key: &'static str,
+    /// The environment variable that sets it.
+    pub env: &'static str,
+    /// Other variables that set it, each with how its values map to this key's.
+    pub aliases: &'static [EnvAlias],
+    /// What it accepts, for people.
+    pub accepts: &'static str,
+    /// What `config` shows when nobody sets it.
+    pub default: &'static str,
+    /// Checks a value (`None`) or checks and applies it to a blueprint (`Some`).
+    check_apply: fn(&str, Option<&mut Blueprint>) -> Result<(), String>,
+    /// Its value in a blueprint file, when the file sets it.
+    in_file: fn(&BlueprintFile) -> Option<String>,
+}
+
+/// A second environment variable for a global setting, with values of its own.
+pub struct EnvAlias {
+    /// The variable, e.g. `STREAMWIRE_COMPRESS_IMAGES`.
+    pub var: &'static str,
+    /// What it accepts, for people.
+    pub accepts: &'static str,
+    /// What it does when it sets the key, said for people (`turns compression off`).
+    pub effect: &'static str,
+    /// Its value as the key's: `Ok(Some(value))`, `Ok(None)` (sets nothing), or what is valid.
+    map: fn(&str) -> Result<Option<&'static str>, String>,
+}
+
+impl GlobalSetting {
+    /// Checks a value; `Err` says what is valid.
+    pub fn check(&self, value: &str) -> Result<(), String> {
+        (self.check_apply)(value.trim(), None)
+    }
+
+    /// Checks a value and sets it on `blueprint` (one made by code or from a file).
+    pub fn apply(&self, blueprint: &mut Blueprint, value: &str) -> Result<(), String> {
+        (self.check_apply)(value.trim(), Some(blueprint))
+    }
+
+    /// Its value in `file`, as text, when the file sets it.
+    pub fn in_file(&self, file: &BlueprintFile) -> Option<String> {
+        (self.in_file)(file)
+    }
+}
+
+impl EnvAlias {
+    /// Its value as the setting's: `Ok(None)` when the value sets nothing.
+    pub fn map(&self, value: &str) -> Result<Option<&'static str>, String> {
+        (self.map)(value.trim())
+    }
+}
+
+/// The global settings: the one table of them.
+pub static GLOBAL_SETTINGS: &[GlobalSetting] = &[
+    GlobalSetting {
+        key: "compression",
+        env: "STREAMWIRE_COMPRESSION",
+        aliases: &[EnvAlias {
+            var: "STREAMWIRE_COMPRESS_IMAGES",
+            accepts: "0 (compression off) or 1 (no change)",
+            effect: "turns compression off",
+            map: compress_images,
+        }],
+        accepts: "auto | on | off",
+        default: "auto",
+        check_apply: compression,
+        in_file: |file| file.compression.map(|c| c.to_string()),
+    },
+    GlobalSetting {
+        key: "jpeg_quality",
+        env: "STREAMWIRE_JPEG_QUALITY",
+        aliases: &[],
+        accepts: "1..=100",
+        default: CODEC_DEFAULT,
+        check_apply: jpeg_quality,
+        in_file: |file| file.jpeg_quality.map(|q| q.to_string()),
+    },
+    GlobalSetting {
+        key: "max_width",
+        env: "STREAMWIRE_MAX_WIDTH",
+        aliases: &[],
+        accepts: "a width in pixels, >= 1",
+        default: CODEC_DEFAULT,
+        check_apply: max_width,
+        in_file: |file| file.max_width.map(|w| w.to_string()),
+    },
+    GlobalSetting {
+        key: "lossy_pixels",
+        env: "STREAMWIRE_LOSSY_PIXELS",
+        aliases: &[],
+        accepts: "ignore | warn | error",
+        default: "warn",
+        check_apply: lossy_pixels,
+        in_file: |file| file.lossy_pixels.map(|r| r.to_string()),
+    },
 ];
 
-/// The environment variables read (besides `RUST_LOG`), and their keys.
-pub const ENV_VARS: &[(&str, &str)] = &[
-    ("STREAMWIRE_COMPRESSION", "compression"),
-    ("STREAMWIRE_JPEG_QUALITY", "jpeg_quality"),
-    ("STREAMWIRE_MAX_WIDTH", "max_width"),
-    ("STREAMWIRE_LOSSY_PIXELS", "lossy_pixels"),
-];
+/// What `config` shows for a codec parameter nobody set.
+const CODEC_DEFAULT: &str = "(the codec's default)";
+
+fn compression(value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), String> {
+    let compression = Compression::from_str(value).map_err(|e| e.to_string())?;
+    if let Some(blueprint) = blueprint {
+        blueprint.compression(compression);
+    }
+    Ok(())
+}
+
+/// `STREAMWIRE_COMPRESS_IMAGES`: the opt-out, `0` is `compression=off`, `1` changes nothing.
+fn compress_images(value: &str) -> Result<Option<&'static str>, String> {
+    match value {
+        "0" | "false" | "no" | "off" => Ok(Some("off")),
+        "1" | "true" | "yes" | "on" => Ok(None),
+        other => Err(format!("invalid value `{other}`: expected 0 or 1")),
+    }
+}
+
+fn jpeg_quality(value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), String> {
+    let Ok(quality @ 1..=100) = value.parse::<u8>() else {
+        return Err(format!(
+            "invalid jpeg_quality `{value}`: expected a whole number in 1..=100"
+        ));
+    };
+    if let Some(blueprint) = blueprint {
+        blueprint.codec_default("jpeg_quality", quality);
+    }
+    Ok(())
+}
+
+fn max_width(value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), String> {
+    let width = match value.parse::<u32>() {
+        Ok(width) if width >= 1 => width,
+        _ => {
+            return Err(format!(
+                "invalid max_width `{value}`: expected a width in pixels, >= 1"
+            ));
+        }
+    };
+    if let Some(blueprint) = blueprint {
+        blueprint.codec_default("max_width", width);
+    }
+    Ok(())
+}
+
+fn lossy_pixels(value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), String> {
+    let report = Report::from_str(value).map_err(|e| e.to_string())?;
+    if let Some(blueprint) = blueprint {
+        blueprint.lossy_pixels(report);
+    }
+    Ok(())
+}
+
+/// The row of global key `key`.
+pub fn global(key: &str) -> Option<&'static GlobalSetting> {
+    GLOBAL_SETTINGS.iter().find(|g| g.key == key)
+}
+
+/// Whether `key` is global (a row of the table, or `streams.<stream>.<setting>`), not one
+/// of a blueprint's own keys.
+pub fn is_global(key: &str) -> bool {
+    global(key).is_some() || key.starts_with("streams.")
+}
+
+/// The global keys, then `streams.<stream>.<setting>`, then `own`: the keys an unknown-key
+/// error lists.
+pub fn valid_keys(own: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut keys: Vec<String> = GLOBAL_SETTINGS.iter().map(|g| g.key.to_owned()).collect();
+    keys.push("streams.<stream>.<setting>".to_owned());
+    keys.extend(own);
+    keys
+}
+
+/// The environment variables read as configuration: each setting's own, then the aliases.
+pub fn env_vars() -> Vec<&'static str> {
+    let own = GLOBAL_SETTINGS.iter().map(|g| g.env);
+    let aliases = GLOBAL_SETTINGS
+        .iter()
+        .flat_map(|g| g.aliases.iter().map(|a| a.var));
+    own.chain(aliases).collect()
+}
+
+/// The global settings for people: `config`'s help.
+pub fn help_text() -> String {
+    let width = GLOBAL_SETTINGS
+        .iter()
+        .map(|g| g.key.len())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::from("Global keys (-o KEY=VALUE, or the environment):\n");
+    for g in GLOBAL_SETTINGS {
+        out.push_str(&format!(
+            "  {:width$}  {}; default {}\n  {:width$}  env {}",
+            g.key, g.accepts, g.default, "", g.env
+        ));
+        for alias in g.aliases {
+            out.push_str(&format!(", or {}: {}", alias.var, alias.accepts));
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "  streams.<stream>.<setting>: a stream's compression, codec or codec parameter\n",
+    );
+    out
+}
 
 /// `STREAMWIRE_*` variables that are not configuration (read by other tools).
 const OTHER_ENV_VARS: &[&str] = &["STREAMWIRE_DATA", "STREAMWIRE_LOG"];
 
 /// Checks a global value; `Err` says what is valid.
 pub fn check_global(key: &str, value: &str) -> Result<(), String> {
-    let value = value.trim();
-    match key {
-        "compression" => Compression::from_str(value)
-            .map(drop)
-            .map_err(|e| e.to_string()),
-        "lossy_pixels" => Report::from_str(value).map(drop).map_err(|e| e.to_string()),
-        "jpeg_quality" => match value.parse::<u8>() {
-            Ok(1..=100) => Ok(()),
-            _ => Err(format!(
-                "invalid jpeg_quality `{value}`: expected a whole number in 1..=100"
-            )),
-        },
-        "max_width" => match value.parse::<u32>() {
-            Ok(w) if w >= 1 => Ok(()),
-            _ => Err(format!(
-                "invalid max_width `{value}`: expected a width in pixels, >= 1"
-            )),
-        },
-        _ => Err(format!("`{key}` is not a global setting")),
+    match global(key) {
+        Some(setting) => setting.check(value),
+        None => Err(format!("`{key}` is not a global setting")),
     }
 }
 
@@ -166,7 +346,8 @@ pub fn from_env(
     vars: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Vec<Setting>, ConfigError> {
     let mut out = Vec::new();
-    let mut compress_images: Option<(String, bool)> = None;
+    // Aliases apply after the variables of their own key, which they must not contradict.
+    let mut from_aliases: Vec<(&EnvAlias, String, Setting)> = Vec::new();
     let mut vars: Vec<(String, String)> = vars
         .into_iter()
         .filter(|(k, _)| k.starts_with("STREAMWIRE_"))
@@ -176,65 +357,61 @@ pub fn from_env(
         if OTHER_ENV_VARS.contains(&var.as_str()) {
             continue;
         }
-        if var == "STREAMWIRE_COMPRESS_IMAGES" {
-            let on = match value.trim() {
-                "0" | "false" | "no" | "off" => false,
-                "1" | "true" | "yes" | "on" => true,
-                other => {
-                    return Err(ConfigError {
-                        origin: Source::Env(var),
-                        message: format!("invalid value `{other}`: expected 0 or 1"),
-                    });
-                }
-            };
-            compress_images = Some((var, on));
-            continue;
-        }
-        let Some((_, key)) = ENV_VARS.iter().find(|(v, _)| *v == var) else {
-            let mut valid: Vec<&str> = ENV_VARS.iter().map(|(v, _)| *v).collect();
-            valid.push("STREAMWIRE_COMPRESS_IMAGES");
-            let hint = did_you_mean(&var, valid.iter().copied())
-                .map(|s| format!(" (did you mean `{s}`?)"))
-                .unwrap_or_default();
-            return Err(ConfigError {
-                origin: Source::Env(var.clone()),
-                message: format!(
-                    "unknown variable{hint}; the variables are: {}",
-                    valid.join(", ")
-                ),
-            });
-        };
-        check_global(key, &value).map_err(|message| ConfigError {
+        let error = |message: String| ConfigError {
             origin: Source::Env(var.clone()),
             message,
-        })?;
-        out.push(Setting {
-            key: (*key).to_owned(),
-            value: value.trim().to_owned(),
-            source: Source::Env(var),
-        });
+        };
+        if let Some(setting) = GLOBAL_SETTINGS.iter().find(|g| g.env == var) {
+            setting.check(&value).map_err(error)?;
+            out.push(Setting {
+                key: setting.key.to_owned(),
+                value: value.trim().to_owned(),
+                source: Source::Env(var),
+            });
+        } else if let Some((setting, alias)) = alias_of(&var) {
+            if let Some(mapped) = alias.map(&value).map_err(error)? {
+                let setting = Setting {
+                    key: setting.key.to_owned(),
+                    value: mapped.to_owned(),
+                    source: Source::Env(var.clone()),
+                };
+                from_aliases.push((alias, value.trim().to_owned(), setting));
+            }
+        } else {
+            let valid = env_vars();
+            return Err(error(format!(
+                "unknown variable{}; the variables are: {}",
+                suggest(&var, valid.iter().copied()),
+                valid.join(", ")
+            )));
+        }
     }
-    if let Some((var, false)) = compress_images {
-        // The opt-out is `compression=off`; the two forms must not disagree.
-        if let Some(other) = out.iter().find(|s| s.key == "compression")
-            && other.value != "off"
+    for (alias, given, setting) in from_aliases {
+        if let Some(other) = out
+            .iter()
+            .find(|s| s.key == setting.key && s.value != setting.value)
         {
             return Err(ConfigError {
-                origin: Source::Env(var),
+                origin: setting.source,
                 message: format!(
-                    "`STREAMWIRE_COMPRESS_IMAGES=0` turns compression off, but \
-                     `{}` asks for `compression={}`: unset one of them",
-                    other.source, other.value
+                    "`{}={given}` {}, but `{}` asks for `{}={}`: unset one of them",
+                    alias.var, alias.effect, other.source, other.key, other.value
                 ),
             });
         }
-        out.push(Setting {
-            key: "compression".to_owned(),
-            value: "off".to_owned(),
-            source: Source::Env(var),
-        });
+        out.push(setting);
     }
     Ok(out)
+}
+
+/// The setting whose alias `var` is.
+fn alias_of(var: &str) -> Option<(&'static GlobalSetting, &'static EnvAlias)> {
+    GLOBAL_SETTINGS.iter().find_map(|g| {
+        g.aliases
+            .iter()
+            .find(|a| a.var == var)
+            .map(|alias| (g, alias))
+    })
 }
 
 /// The key the user probably meant, among `valid`.
@@ -242,4 +419,72 @@ pub fn suggest<'a>(key: &str, valid: impl IntoIterator<Item = &'a str>) -> Strin
     did_you_mean(key, valid)
         .map(|s| format!(" (did you mean `{s}`?)"))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> Result<Vec<Setting>, ConfigError> {
+        from_env(vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())))
+    }
+
+    #[test]
+    fn every_variable_of_the_table_sets_its_key() {
+        let values = [
+            ("compression", "off"),
+            ("jpeg_quality", "60"),
+            ("max_width", "640"),
+            ("lossy_pixels", "error"),
+        ];
+        assert_eq!(values.len(), GLOBAL_SETTINGS.len());
+        for (key, value) in values {
+            let row = global(key).unwrap();
+            let settings = env(&[(row.env, value)]).unwrap();
+            assert_eq!(settings.len(), 1);
+            assert_eq!(settings[0].key, key);
+            assert_eq!(settings[0].value, value);
+            assert_eq!(settings[0].source, Source::Env(row.env.to_owned()));
+            assert!(check_global(key, "nonsense").is_err(), "{key}");
+        }
+    }
+
+    #[test]
+    fn the_compress_images_opt_out_is_an_alias_of_compression_off() {
+        assert!(env_vars().contains(&"STREAMWIRE_COMPRESS_IMAGES"));
+        let off = env(&[("STREAMWIRE_COMPRESS_IMAGES", "0")]).unwrap();
+        assert_eq!(off.len(), 1);
+        assert_eq!(
+            (off[0].key.as_str(), off[0].value.as_str()),
+            ("compression", "off")
+        );
+        assert_eq!(env(&[("STREAMWIRE_COMPRESS_IMAGES", "1")]).unwrap(), vec![]);
+        let bad = env(&[("STREAMWIRE_COMPRESS_IMAGES", "maybe")]).unwrap_err();
+        assert_eq!(bad.message, "invalid value `maybe`: expected 0 or 1");
+        // It agrees with the key's own variable, or it is an error.
+        let agreed = env(&[
+            ("STREAMWIRE_COMPRESS_IMAGES", "0"),
+            ("STREAMWIRE_COMPRESSION", "off"),
+        ]);
+        assert_eq!(agreed.unwrap().len(), 2);
+        assert!(
+            env(&[
+                ("STREAMWIRE_COMPRESS_IMAGES", "0"),
+                ("STREAMWIRE_COMPRESSION", "on"),
+            ])
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn the_help_lists_every_key_variable_and_alias() {
+        let help = help_text();
+        for row in GLOBAL_SETTINGS {
+            assert!(help.contains(row.key) && help.contains(row.env), "{help}");
+            for alias in row.aliases {
+                assert!(help.contains(alias.var), "{help}");
+            }
+        }
+        insta::assert_snapshot!(help);
+    }
 }

@@ -1,4 +1,4 @@
-//! Plans for people: `Display` (text) and DOT (Graphviz).
+//! Plans for people: `Display` (text), DOT (Graphviz) and Mermaid.
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
@@ -196,6 +196,56 @@ fn quote(text: &str) -> String {
     }
     out.push('"');
     out
+}
+
+impl Plan {
+    /// The plan as a Mermaid flowchart: instances grouped by process (one subgraph each),
+    /// codec nodes as hexagons, links labelled with their stream and locality.
+    ///
+    /// Paste it into a Markdown ```` ```mermaid ```` block, or render it with `mmdc`.
+    pub fn to_mermaid(&self) -> String {
+        let summary = self.summary();
+        let mut out = String::from("flowchart LR\n");
+        let mut by_process: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for i in &summary.instances {
+            by_process
+                .entry(i.placement.clone())
+                .or_default()
+                .push(format!(
+                    "    {}[\"{} ({})\"]",
+                    mermaid_id(&i.name),
+                    i.name,
+                    i.module_type
+                ));
+        }
+        for c in &summary.codec_nodes {
+            let name = format!("{:?} {} {}", c.kind, c.codec, c.stream).to_lowercase();
+            by_process
+                .entry(c.placement.clone())
+                .or_default()
+                .push(format!("    {}{{{{\"{name}\"}}}}", mermaid_id(&name)));
+        }
+        for (n, (process, nodes)) in by_process.iter().enumerate() {
+            let _ = writeln!(out, "  subgraph p{n}[\"{process}\"]");
+            for node in nodes {
+                let _ = writeln!(out, "  {node}");
+            }
+            out.push_str("  end\n");
+        }
+        for l in &summary.links {
+            let from = mermaid_id(l.from_name.split('.').next().unwrap_or(&l.from_name));
+            let to = mermaid_id(l.to_name.split('.').next().unwrap_or(&l.to_name));
+            let _ = writeln!(out, "  {from} -->|\"{} ({})\"| {to}", l.stream, l.locality);
+        }
+        out
+    }
+}
+
+/// A name as a Mermaid node id: ASCII letters and digits, anything else `_`.
+fn mermaid_id(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
 }
 
 impl fmt::Display for Plan {

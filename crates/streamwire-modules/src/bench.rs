@@ -59,6 +59,20 @@ impl BenchBlueprint {
         BenchBlueprint::Heavy,
     ];
 
+    /// The names they are registered under, in the order of [`BenchBlueprint::ALL`]: the
+    /// blueprints `bench replay` runs (a binary hands them to the CLI, which cannot depend
+    /// on this crate, with `Cli::bench_blueprints`).
+    pub const REGISTERED_NAMES: [&'static str; 3] = ["replay-basic", "replay-full", "replay-heavy"];
+
+    /// The name it is registered under: `replay-basic`, `replay-full`, `replay-heavy`.
+    pub fn registered_name(self) -> &'static str {
+        match self {
+            BenchBlueprint::Basic => Self::REGISTERED_NAMES[0],
+            BenchBlueprint::Full => Self::REGISTERED_NAMES[1],
+            BenchBlueprint::Heavy => Self::REGISTERED_NAMES[2],
+        }
+    }
+
     /// The busy sinks it has unless `sinks` says otherwise.
     pub fn default_sinks(self) -> usize {
         match self {
@@ -320,6 +334,19 @@ mod tests {
                 .count()
         };
         (of(CodecKind::Encode), of(CodecKind::Decode))
+    }
+
+    #[test]
+    fn registered_names_are_replay_and_the_name() {
+        // `streamwire-replay-bench` runs `replay-<name>` for `--blueprint <name>`.
+        let names: Vec<String> = BenchBlueprint::ALL
+            .iter()
+            .map(|b| format!("replay-{b}"))
+            .collect();
+        assert_eq!(names, BenchBlueprint::REGISTERED_NAMES);
+        for b in BenchBlueprint::ALL {
+            assert_eq!(b.registered_name(), format!("replay-{}", b.name()));
+        }
     }
 
     #[test]

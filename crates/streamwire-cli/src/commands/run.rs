@@ -1,0 +1,274 @@
+//! `run`: a blueprint's plan started here (its processes as partitions of this one), or
+//! coordinated as worker processes on zenoh; the status line, then the report.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use streamwire_graph::RunnablePlan;
+use streamwire_runtime::{EndReason, RunOptions, RunReport, Runtime};
+
+use super::{Context, seconds};
+use crate::{Cli, status_line};
+
+/// `run` arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// A registered blueprint's name, or a blueprint file (.yaml, .yml, .json).
+    blueprint: String,
+    /// Stop after this many seconds (default: until Ctrl+C or every module finished).
+    #[arg(long, value_name = "S")]
+    duration: Option<f64>,
+    /// A setting, `key=value` (repeatable); `streamwire config` lists the keys.
+    #[arg(short = 'o', value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Replay this folder of frames: short for `-o replay.dir=DIR` (blueprints with a
+    /// replay source, like `demo`).
+    #[arg(long, value_name = "DIR")]
+    replay: Option<PathBuf>,
+    /// The replay's frame rate when the folder has no timestamps: short for
+    /// `-o replay.fps=N`.
+    #[arg(long, value_name = "N", requires = "replay")]
+    fps: Option<f64>,
+    #[command(flatten)]
+    placement: RunPlacement,
+    /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+}
+
+/// Where `run` runs a plan of several processes.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub(crate) struct RunPlacement {
+    /// Run every process of the plan as a partition of this one process, joined by the
+    /// loopback transport (no workers).
+    #[arg(long)]
+    in_process: bool,
+    /// Start only the processes placed on this host; the others join by hand (`worker
+    /// --connect`). Default: every process of the plan, on this machine.
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
+    /// Where the coordinator listens for workers (repeatable; default
+    /// `tcp/127.0.0.1:0`, a free port on loopback).
+    #[arg(long, value_name = "ENDPOINT")]
+    listen: Vec<String>,
+    /// How long to wait for every worker to be ready.
+    #[arg(long, value_name = "S", default_value_t = 30.0)]
+    join_timeout: f64,
+    /// The run's id, the first chunk of its zenoh keys (default `run<pid>`).
+    #[arg(long, value_name = "ID")]
+    run_id: Option<String>,
+    /// A zenoh configuration file (JSON5) for the coordinator and the workers it starts:
+    /// TLS or mTLS endpoints, user/password authentication, access control.
+    #[arg(long, value_name = "FILE")]
+    zenoh_config: Option<PathBuf>,
+    /// Start the workers without shared memory (`worker --no-shared-memory`): large frames
+    /// between the processes of a host are then copied through TCP.
+    #[arg(long)]
+    no_shared_memory: bool,
+}
+
+/// The placement flags' ids, hidden from `run`'s help in a binary without workers.
+pub(crate) const PLACEMENT_FLAGS: [&str; 7] = [
+    "in_process",
+    "host",
+    "listen",
+    "join_timeout",
+    "run_id",
+    "zenoh_config",
+    "no_shared_memory",
+];
+
+/// Runs `args.blueprint` until its end, prints the report, and writes it to `--report`.
+pub(crate) fn run(cli: &Cli, mut args: Args, cx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
+    if let Some(dir) = &args.replay {
+        args.set.push(format!("replay.dir={}", dir.display()));
+    }
+    if let Some(fps) = args.fps {
+        args.set.push(format!("replay.fps={fps}"));
+    }
+    let built = cli.resolve(&args.blueprint, &cx.env, &args.set)?;
+    let duration = args
+        .duration
+        .map(|s| seconds("--duration", s))
+        .transpose()?;
+    let join_timeout = seconds("--join-timeout", args.placement.join_timeout)?;
+    let runnable = built.blueprint.into_runnable()?;
+    let processes = runnable.plan().processes().len();
+    let (code, report) = if cli.distributed && processes > 1 && !args.placement.in_process {
+        let coordinate = Distributed {
+            args: &args,
+            verbose: cx.verbose,
+            join_timeout,
+            duration,
+        };
+        run_distributed(&coordinate, runnable, cx.stop)?
+    } else {
+        run_here(runnable, duration, cx.stop)?
+    };
+    if let Some(path) = &args.report {
+        let json = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, json + "\n")
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+    }
+    Ok(code)
+}
+
+/// A `run` of a plan of several processes as workers, as the command line gave it.
+struct Distributed<'a> {
+    args: &'a Args,
+    verbose: u8,
+    join_timeout: Duration,
+    duration: Option<Duration>,
+}
+
+/// Starts the workers and coordinates them (the `zenoh` feature); without it, runs here
+/// (`Cli::distributed`, which alone asks for workers, needs the feature).
+fn run_distributed(
+    run: &Distributed<'_>,
+    runnable: RunnablePlan,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<(ExitCode, RunReport)> {
+    #[cfg(feature = "zenoh")]
+    {
+        let placement = &run.args.placement;
+        crate::workers::coordinate(
+            &crate::workers::Coordinate {
+                target: &run.args.blueprint,
+                set: &run.args.set,
+                verbose: run.verbose,
+                host: placement.host.clone(),
+                listen: placement.listen.clone(),
+                run_id: placement.run_id.clone(),
+                join_timeout: run.join_timeout,
+                duration: run.duration,
+                zenoh_config: placement.zenoh_config.clone(),
+                shared_memory: !placement.no_shared_memory,
+            },
+            runnable,
+            stop,
+        )
+    }
+    #[cfg(not(feature = "zenoh"))]
+    {
+        // Only the zenoh coordinator reads the rest.
+        let _ = (&run.args.placement, run.verbose, run.join_timeout);
+        run_here(runnable, run.duration, stop)
+    }
+}
+
+/// The exit status of a run that ended with `report`.
+pub(crate) fn exit_code(report: &RunReport) -> ExitCode {
+    match report.reason {
+        EndReason::Failed => {
+            eprintln!(
+                "error: {}",
+                report
+                    .failure
+                    .as_deref()
+                    .unwrap_or("a module failed (no message)")
+            );
+            ExitCode::FAILURE
+        }
+        _ if !report.stragglers.is_empty() => {
+            eprintln!(
+                "error: did not stop within the deadline: {}",
+                report.stragglers.join(", ")
+            );
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// Runs `f` once on Ctrl+C: only the first handler of a process is installed (a second
+/// `run` in one process keeps it), so `stop` is polled as well.
+pub(crate) fn on_ctrl_c(f: impl Fn() + Send + 'static) {
+    let _ = ctrlc::set_handler(f);
+}
+
+/// Starts the plan here, shows the status line, stops on `--duration`, Ctrl+C or when
+/// every module finished, prints the report; a failed module is the exit status.
+fn run_here(
+    runnable: RunnablePlan,
+    duration: Option<Duration>,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<(ExitCode, RunReport)> {
+    // Each planned process a partition of this one, joined by the loopback.
+    let handle = Runtime::start(
+        runnable,
+        RunOptions {
+            partitions: streamwire_runtime::Partitions::PerProcess,
+            ..RunOptions::default()
+        },
+    )?;
+    let flag = handle.stop_flag();
+    let ctrl_c = stop.clone();
+    on_ctrl_c(move || {
+        ctrl_c.store(true, Ordering::SeqCst);
+        flag.stop();
+    });
+    // Stopped from outside (duration, Ctrl+C), or ended by itself (every module finished,
+    // or one failed and the runtime stopped the rest): only the former asks for a stop,
+    // so a failure is reported as one.
+    let ask_stop = watch(&handle, duration, stop);
+    if ask_stop {
+        handle.stop();
+    }
+    let report: RunReport = handle.wait();
+    println!("{report}");
+    Ok((exit_code(&report), report))
+}
+
+/// Shows the status line (a spinner on a terminal, a plain line a second otherwise) until
+/// the run should stop (`true`: `--duration` or Ctrl+C) or ended by itself (`false`).
+fn watch(
+    handle: &streamwire_runtime::RunHandle,
+    duration: Option<Duration>,
+    stop: &Arc<AtomicBool>,
+) -> bool {
+    let started = Instant::now();
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        bar
+    });
+    let mut previous = handle.stats();
+    let mut last_plain = Instant::now();
+    let ask_stop = loop {
+        std::thread::sleep(Duration::from_millis(200));
+        if stop.load(Ordering::SeqCst) || duration.is_some_and(|d| started.elapsed() >= d) {
+            break true;
+        }
+        let stats = handle.stats();
+        if !stats.instances.is_empty() && stats.instances.iter().all(|i| i.finished) {
+            break false;
+        }
+        let line = status_line(&previous, &stats);
+        match &bar {
+            Some(bar) => {
+                bar.set_message(line);
+                bar.tick();
+            }
+            None if last_plain.elapsed() >= Duration::from_secs(1) => {
+                eprintln!("{line}");
+                last_plain = Instant::now();
+            }
+            None => {}
+        }
+        if last_plain.elapsed() >= Duration::from_secs(1) || bar.is_some() {
+            previous = stats;
+        }
+    };
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    ask_stop
+}

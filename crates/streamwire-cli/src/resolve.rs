@@ -1,0 +1,420 @@
+//! A target (a registered blueprint's name, or a blueprint file) made into a blueprint with
+//! every layer of configuration applied: the blueprint's own values, the environment, `-o`.
+//!
+//! One path for both kinds once the blueprint exists: the global layers (the keys of
+//! [`config::GLOBAL_SETTINGS`] and `streams.*`) are applied to the built [`Blueprint`] by
+//! [`apply_globals`], whether code or a file made it. What differs is what comes before:
+//! a blueprint's own keys (a code blueprint's config type fields, a file's
+//! `<instance>.<field>`) are applied before it is built, because they are what builds it,
+//! and the lowest layer of the global keys is the table's defaults for code (its builder
+//! sets what it sets, unseen) but the file's own values, with their lines, for a file.
+
+use std::path::Path;
+
+use anyhow::{Context as _, anyhow, bail};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use streamwire_core::ModuleConfig;
+use streamwire_graph::{Blueprint, BlueprintFile, FileFormat, KeyLines};
+
+use crate::config::{self, ConfigError, GLOBAL_SETTINGS, Setting, Source};
+use crate::{Cli, IntoBlueprint};
+
+/// How a code blueprint is made from the layers.
+pub(crate) type BuildFn = Box<dyn Fn(&[Setting]) -> Result<Built, anyhow::Error>>;
+
+/// A blueprint registered by name.
+pub(crate) struct Registered {
+    pub(crate) name: String,
+    pub(crate) about: String,
+    pub(crate) kind: RegisteredKind,
+}
+
+pub(crate) enum RegisteredKind {
+    /// Built by code from a serde config type.
+    Code {
+        /// The config type's default, as JSON (its keys are the valid `-o` keys).
+        defaults: serde_json::Map<String, Value>,
+        build: BuildFn,
+    },
+    /// A YAML blueprint shipped in the binary.
+    File { text: String },
+}
+
+/// What a target resolves to, before it runs.
+pub(crate) struct Built {
+    pub(crate) blueprint: Blueprint,
+    /// The effective configuration, for `config`.
+    pub(crate) settings: Vec<Setting>,
+}
+
+impl Cli {
+    /// A target (registered name or file) with every configuration layer applied.
+    pub(crate) fn resolve(
+        &self,
+        target: &str,
+        env: &[(String, String)],
+        flags: &[String],
+    ) -> anyhow::Result<Built> {
+        let mut layers = config::from_env(env.iter().cloned())?;
+        for flag in flags {
+            layers.push(config::parse_flag(flag)?);
+        }
+        if let Some(registered) = self.blueprints.iter().find(|b| b.name == target) {
+            return match &registered.kind {
+                RegisteredKind::Code { build, .. } => build(&layers),
+                RegisteredKind::File { text } => {
+                    let path = format!("<blueprint {}>", registered.name);
+                    let file = BlueprintFile::parse(text, FileFormat::Yaml, Path::new(&path))?;
+                    from_file(file, text, &path, &layers)
+                }
+            };
+        }
+        let path = Path::new(target);
+        let looks_like_file = path.exists()
+            || matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            );
+        if !looks_like_file {
+            let names: Vec<&str> = self.blueprints.iter().map(|b| b.name.as_str()).collect();
+            bail!(
+                "no blueprint `{target}`{}: the registered blueprints are: {} (or give a \
+                 blueprint file: .yaml, .yml, .json)",
+                config::suggest(target, names.iter().copied()),
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            );
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read blueprint file {}", path.display()))?;
+        let file = BlueprintFile::parse(&text, FileFormat::of(path), path)?;
+        from_file(file, &text, &path.display().to_string(), &layers)
+    }
+}
+
+/// The builder of a code blueprint `name`: `C::default()` (flattened in `defaults`) changed
+/// by the layers of its own keys, built by `build`, then the global layers on top.
+pub(crate) fn code_blueprint<C, F, R>(
+    name: String,
+    defaults: serde_json::Map<String, Value>,
+    build: F,
+) -> BuildFn
+where
+    C: Serialize + DeserializeOwned + Default + 'static,
+    F: Fn(C) -> R + 'static,
+    R: IntoBlueprint,
+{
+    Box::new(move |layers: &[Setting]| {
+        let (globals, own): (Vec<Setting>, Vec<Setting>) = layers
+            .iter()
+            .cloned()
+            .partition(|s| config::is_global(&s.key));
+        let (object, mut effective) = own_code_keys(&name, &defaults, &own)?;
+        let config: C = serde_json::from_value(unflatten(object))
+            .map_err(|e| anyhow!("invalid configuration of blueprint `{name}`: {e}"))?;
+        let mut blueprint = build(config)
+            .into_blueprint()
+            .map_err(|e| anyhow!("blueprint `{name}`: {e}"))?;
+        effective.extend(apply_globals(&mut blueprint, default_globals(), &globals)?);
+        Ok(Built {
+            blueprint,
+            settings: effective,
+        })
+    })
+}
+
+/// A code blueprint's own keys: its config's defaults with the layers on top, and the
+/// effective settings.
+fn own_code_keys(
+    name: &str,
+    defaults: &serde_json::Map<String, Value>,
+    own: &[Setting],
+) -> anyhow::Result<(serde_json::Map<String, Value>, Vec<Setting>)> {
+    let mut object = defaults.clone();
+    let mut effective: Vec<Setting> = defaults
+        .iter()
+        .map(|(k, v)| Setting {
+            key: k.clone(),
+            value: value_text(v),
+            source: Source::Registered,
+        })
+        .collect();
+    for s in own {
+        let Some(old) = object.get(&s.key) else {
+            let valid = config::valid_keys(defaults.keys().cloned());
+            return Err(ConfigError {
+                origin: s.source.clone(),
+                message: format!(
+                    "unknown key `{}` for blueprint `{name}`{}; the keys are: {}",
+                    s.key,
+                    config::suggest(&s.key, valid.iter().map(String::as_str)),
+                    valid.join(", ")
+                ),
+            }
+            .into());
+        };
+        let value = parse_value(&s.value, old);
+        object.insert(s.key.clone(), value);
+        set_effective(&mut effective, s);
+    }
+    Ok((object, effective))
+}
+
+/// The global layers (checked here) applied in order to `blueprint`, over `base` (every
+/// global key's value before them); returns the effective global settings.
+fn apply_globals(
+    blueprint: &mut Blueprint,
+    base: Vec<Setting>,
+    layers: &[Setting],
+) -> anyhow::Result<Vec<Setting>> {
+    let mut effective = base;
+    for s in layers {
+        let err = |message: String| ConfigError {
+            origin: s.source.clone(),
+            message,
+        };
+        if s.key.starts_with("streams.") {
+            let (stream, settings) = config::check_stream(&s.key, &s.value).map_err(err)?;
+            blueprint.stream_override(&stream, &settings);
+        } else {
+            match config::global(&s.key) {
+                Some(global) => global.apply(blueprint, &s.value).map_err(err)?,
+                None => return Err(err(format!("`{}` is not a global setting", s.key)).into()),
+            }
+        }
+        set_effective(&mut effective, s);
+    }
+    Ok(effective)
+}
+
+/// Every global key at its default: a code blueprint's lowest layer.
+fn default_globals() -> Vec<Setting> {
+    GLOBAL_SETTINGS
+        .iter()
+        .map(|g| Setting {
+            key: g.key.to_owned(),
+            value: g.default.to_owned(),
+            source: Source::Default,
+        })
+        .collect()
+}
+
+/// A blueprint file with the environment and `-o` layers on top.
+fn from_file(
+    mut file: BlueprintFile,
+    text: &str,
+    path: &str,
+    layers: &[Setting],
+) -> anyhow::Result<Built> {
+    let lines = KeyLines::of(text).unwrap_or_default();
+    let at = |keys: &[&str]| Source::File {
+        path: path.to_owned(),
+        line: lines.line(keys),
+    };
+    let (globals, own): (Vec<Setting>, Vec<Setting>) = layers
+        .iter()
+        .cloned()
+        .partition(|s| config::is_global(&s.key));
+    let base = file_globals(&file, &at);
+    let mut effective = own_file_keys(&mut file, &own, &at)?;
+    let mut blueprint = file.into_blueprint();
+    effective.extend(apply_globals(&mut blueprint, base, &globals)?);
+    Ok(Built {
+        blueprint,
+        settings: effective,
+    })
+}
+
+/// A file's own values of the global keys (or their defaults) and of its streams' settings:
+/// a file blueprint's lowest layer.
+fn file_globals(file: &BlueprintFile, at: &dyn Fn(&[&str]) -> Source) -> Vec<Setting> {
+    let mut out: Vec<Setting> = GLOBAL_SETTINGS
+        .iter()
+        .map(|g| match g.in_file(file) {
+            Some(value) => Setting {
+                key: g.key.to_owned(),
+                value,
+                source: at(&[g.key]),
+            },
+            None => Setting {
+                key: g.key.to_owned(),
+                value: g.default.to_owned(),
+                source: Source::Default,
+            },
+        })
+        .collect();
+    for (stream, settings) in &file.streams {
+        let text_form = settings.to_string();
+        let pairs = text_form
+            .split(',')
+            .map(str::trim)
+            .filter_map(|pair| pair.split_once('='));
+        for (k, v) in pairs {
+            out.push(Setting {
+                key: format!("streams.{stream}.{k}"),
+                value: v.to_owned(),
+                source: at(&["streams", stream]),
+            });
+        }
+    }
+    out
+}
+
+/// A file's own keys (`<instance>.<field>`): each instance's config edited as JSON by the
+/// layers, then read back; returns the effective settings of those keys.
+fn own_file_keys(
+    file: &mut BlueprintFile,
+    own: &[Setting],
+    at: &dyn Fn(&[&str]) -> Source,
+) -> anyhow::Result<Vec<Setting>> {
+    let mut effective: Vec<Setting> = Vec::new();
+    let mut objects: Vec<(String, serde_json::Map<String, Value>)> = Vec::new();
+    for (name, module) in &file.instances.0 {
+        let Value::Object(map) = serde_json::to_value(&**module)? else {
+            bail!("instance `{name}` did not serialize as a map");
+        };
+        for (k, v) in map.iter().filter(|(k, _)| *k != "type") {
+            effective.push(Setting {
+                key: format!("{name}.{k}"),
+                value: value_text(v),
+                source: at(&["instances", name, k]),
+            });
+        }
+        objects.push((name.clone(), map));
+    }
+    let mut changed = vec![false; objects.len()];
+    for s in own {
+        let (index, field) = instance_field(&objects, s)?;
+        let map = &mut objects[index].1;
+        if let Some(old) = map.get(field) {
+            let value = parse_value(&s.value, old);
+            map.insert(field.to_owned(), value);
+        }
+        changed[index] = true;
+        set_effective(&mut effective, s);
+    }
+    for ((name, map), changed) in objects.into_iter().zip(changed) {
+        if !changed {
+            continue;
+        }
+        let module: Box<dyn ModuleConfig> = serde_json::from_value(Value::Object(map))
+            .map_err(|e| anyhow!("invalid configuration of instance `{name}`: {e}"))?;
+        if let Some(slot) = file.instances.0.iter_mut().find(|(n, _)| *n == name) {
+            slot.1 = module;
+        }
+    }
+    Ok(effective)
+}
+
+/// Which instance (its index in `objects`) and config field `setting`'s key names; an
+/// unknown one is an error listing the valid keys.
+fn instance_field<'a>(
+    objects: &[(String, serde_json::Map<String, Value>)],
+    setting: &'a Setting,
+) -> anyhow::Result<(usize, &'a str)> {
+    let unknown = |what: String| -> anyhow::Error {
+        let own = objects.iter().flat_map(|(n, m)| {
+            m.keys()
+                .filter(|k| *k != "type")
+                .map(move |k| format!("{n}.{k}"))
+        });
+        let valid = config::valid_keys(own);
+        ConfigError {
+            origin: setting.source.clone(),
+            message: format!(
+                "{what}{}; the keys are: {}",
+                config::suggest(&setting.key, valid.iter().map(String::as_str)),
+                valid.join(", ")
+            ),
+        }
+        .into()
+    };
+    let key = &setting.key;
+    let Some((instance, field)) = key.rsplit_once('.') else {
+        return Err(unknown(format!("unknown key `{key}`")));
+    };
+    let Some(index) = objects.iter().position(|(n, _)| n == instance) else {
+        return Err(unknown(format!(
+            "unknown key `{key}`: no instance `{instance}`"
+        )));
+    };
+    if !objects[index].1.contains_key(field) {
+        return Err(unknown(format!(
+            "unknown key `{key}`: `{instance}` has no config field `{field}`"
+        )));
+    }
+    Ok((index, field))
+}
+
+/// `{"camera": {"fps": 20}}` as `{"camera.fps": 20}`: every leaf a `-o` key.
+pub(crate) fn flatten(map: serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    for (key, value) in map {
+        match value {
+            Value::Object(inner) if !inner.is_empty() => {
+                for (k, v) in flatten(inner) {
+                    out.insert(format!("{key}.{k}"), v);
+                }
+            }
+            other => {
+                out.insert(key, other);
+            }
+        }
+    }
+    out
+}
+
+/// The inverse of [`flatten`].
+fn unflatten(flat: serde_json::Map<String, Value>) -> Value {
+    fn insert(map: &mut serde_json::Map<String, Value>, parts: &[&str], value: Value) {
+        match parts {
+            [] => {}
+            [last] => {
+                map.insert((*last).to_owned(), value);
+            }
+            [first, rest @ ..] => {
+                let entry = map
+                    .entry((*first).to_owned())
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                if !entry.is_object() {
+                    *entry = Value::Object(serde_json::Map::new());
+                }
+                if let Value::Object(inner) = entry {
+                    insert(inner, rest, value);
+                }
+            }
+        }
+    }
+    let mut root = serde_json::Map::new();
+    for (key, value) in flat {
+        let parts: Vec<&str> = key.split('.').collect();
+        insert(&mut root, &parts, value);
+    }
+    Value::Object(root)
+}
+
+fn set_effective(effective: &mut Vec<Setting>, s: &Setting) {
+    effective.retain(|e| e.key != s.key);
+    effective.push(s.clone());
+}
+
+/// A `-o` value as JSON, read the way the old value is typed: a string field takes the
+/// text as it is, anything else is parsed as YAML/JSON scalar text (`15`, `true`, `0.5`).
+fn parse_value(text: &str, old: &Value) -> Value {
+    if old.is_string() {
+        return Value::String(text.to_owned());
+    }
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
