@@ -286,7 +286,15 @@ pub fn help_text() -> String {
 }
 
 /// `STREAMWIRE_*` variables that are not configuration (read by other tools).
-const OTHER_ENV_VARS: &[&str] = &["STREAMWIRE_DATA", "STREAMWIRE_LOG"];
+const OTHER_ENV_VARS: &[&str] = &[
+    "STREAMWIRE_DATA",
+    "STREAMWIRE_LOG",
+    // The test suite's: every test must run (`.ci/run` sets it for every process it starts).
+    "STREAMWIRE_REQUIRE",
+    // Where the ROS 2 interop tests find their reference implementations.
+    "STREAMWIRE_ROS2_PYTHON",
+    "STREAMWIRE_ROS2_NODE_MODULES",
+];
 
 /// Checks a global value; `Err` says what is valid.
 pub fn check_global(key: &str, value: &str) -> Result<(), String> {

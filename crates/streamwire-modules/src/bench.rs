@@ -11,8 +11,8 @@
 //!   decoded once in each of 4 processes.
 //!
 //! Every process is on host `robot`. Every colour consumer but the detector records its
-//! arrivals (`record.dir`). The camera is a [`ReplaySource`] of `replay.dir`, or the
-//! simulated camera without one.
+//! arrivals (`record.dir`). The camera is a [`ReplaySource`](crate::replay::ReplaySource)
+//! of `replay.dir`, or the simulated camera without one.
 //!
 //! ```
 //! use streamwire_modules::bench::{BenchBlueprint, ImageMode, ReplayBenchConfig, bench_blueprint};
