@@ -234,15 +234,10 @@ pub fn msg_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("msg")
 }
 
-/// Whether a missing tool must fail the test (`STREAMWIRE_REQUIRE=all`) rather than skip it.
-fn required() -> bool {
-    std::env::var("STREAMWIRE_REQUIRE").is_ok_and(|v| v == "all")
-}
-
-/// Prints why a test skips, or fails it under `STREAMWIRE_REQUIRE=all`.
+/// Prints why a test skips, or fails it under `STREAMWIRE_REQUIRE=all`
+/// ([`streamwire_testdata::skip`]).
 fn missing(reason: String) -> Option<PathBuf> {
-    assert!(!required(), "STREAMWIRE_REQUIRE=all and {reason}");
-    println!("skipped: {reason}");
+    streamwire_testdata::skip(reason);
     None
 }
 
