@@ -196,9 +196,30 @@ impl Coordinator {
         let session = transport.session();
         let declarations = Declarations {
             _queryables: vec![
-                declare_join(session, &keys, &board, &sender)?,
-                declare_state(session, &keys, &board, &sender)?,
-                declare_report(session, &keys, &board, &sender)?,
+                answer(
+                    session,
+                    keys.join(),
+                    "the join queryable",
+                    &board,
+                    &sender,
+                    join,
+                )?,
+                answer(
+                    session,
+                    keys.state(),
+                    "the state queryable",
+                    &board,
+                    &sender,
+                    state,
+                )?,
+                answer(
+                    session,
+                    keys.report(),
+                    "the report queryable",
+                    &board,
+                    &sender,
+                    report,
+                )?,
             ],
             _liveliness: declare_liveliness(session, &keys, &sender)?,
         };
@@ -265,50 +286,64 @@ impl Coordinator {
     }
 }
 
-/// Joining: a worker of another plan, another protocol or an unknown process is refused,
-/// naming both sides; a joined one starts over (a restarted worker rejoins).
-fn declare_join(
+/// Declares a queryable on `key` whose every query carries a `Q`: `handle` reads it
+/// against the board and gives the answer and, when there is news, an [`Event`] for the
+/// supervisor. A query without a readable request is logged and left unanswered.
+fn answer<Q, A>(
     session: &zenoh::Session,
-    keys: &Keys,
+    key: String,
+    what: &'static str,
     board: &Arc<Mutex<Board>>,
     events: &Sender<Event>,
-) -> Result<zenoh::query::Queryable<()>, ClusterError> {
+    handle: impl Fn(&mut Board, Q) -> (A, Option<Event>) + Send + Sync + 'static,
+) -> Result<zenoh::query::Queryable<()>, ClusterError>
+where
+    Q: for<'de> serde::Deserialize<'de>,
+    A: serde::Serialize,
+{
     let (board, events) = (board.clone(), events.clone());
     session
-        .declare_queryable(keys.join())
+        .declare_queryable(key)
         .callback(move |query| {
-            let Some(request) = protocol::request::<JoinRequest>(&query) else {
+            let Some(request) = protocol::request::<Q>(&query) else {
                 return;
             };
-            let mut b = lock(&board);
-            let refusal = refusal(&b, &request);
-            let reply = JoinReply {
-                version: protocol::VERSION,
-                accepted: refusal.is_none(),
-                reason: refusal.clone().unwrap_or_default(),
-                run_id: b.run_id.clone(),
-            };
-            let event = match refusal {
-                Some(reason) => Event::Refused(format!(
-                    "refused worker `{}` (pid {}): {reason}",
-                    request.process, request.pid
-                )),
-                None => {
-                    b.shared_memory
-                        .insert(request.process.clone(), request.shared_memory);
-                    b.joined.insert(request.process.clone(), request.pid);
-                    b.ready.remove(&request.process);
-                    b.reports.remove(&request.process);
-                    Event::Joined(request.process)
-                }
-            };
-            drop(b);
+            let (reply, event) = handle(&mut lock(&board), request);
             protocol::reply(&query, &reply);
-            // The supervisor may have ended: nobody left to tell.
-            let _ = events.send(event);
+            if let Some(event) = event {
+                // The supervisor may have ended: nobody left to tell.
+                let _ = events.send(event);
+            }
         })
         .wait()
-        .map_err(engine("the join queryable"))
+        .map_err(engine(what))
+}
+
+/// Joining: a worker of another plan, another protocol or an unknown process is refused,
+/// naming both sides; a joined one starts over (a restarted worker rejoins).
+fn join(b: &mut Board, request: JoinRequest) -> (JoinReply, Option<Event>) {
+    let refusal = refusal(b, &request);
+    let reply = JoinReply {
+        version: protocol::VERSION,
+        accepted: refusal.is_none(),
+        reason: refusal.clone().unwrap_or_default(),
+        run_id: b.run_id.clone(),
+    };
+    let event = match refusal {
+        Some(reason) => Event::Refused(format!(
+            "refused worker `{}` (pid {}): {reason}",
+            request.process, request.pid
+        )),
+        None => {
+            b.shared_memory
+                .insert(request.process.clone(), request.shared_memory);
+            b.joined.insert(request.process.clone(), request.pid);
+            b.ready.remove(&request.process);
+            b.reports.remove(&request.process);
+            Event::Joined(request.process)
+        }
+    };
+    (reply, Some(event))
 }
 
 /// Why `request` may not join, if it may not.
@@ -338,65 +373,27 @@ fn refusal(board: &Board, request: &JoinRequest) -> Option<String> {
 }
 
 /// A joined worker's state (ready, counters), answered with the run's (go, stop).
-fn declare_state(
-    session: &zenoh::Session,
-    keys: &Keys,
-    board: &Arc<Mutex<Board>>,
-    events: &Sender<Event>,
-) -> Result<zenoh::query::Queryable<()>, ClusterError> {
-    let (board, events) = (board.clone(), events.clone());
-    session
-        .declare_queryable(keys.state())
-        .callback(move |query| {
-            let Some(request) = protocol::request::<StateRequest>(&query) else {
-                return;
-            };
-            let mut b = lock(&board);
-            let mut became_ready = false;
-            if b.joined.contains_key(&request.process) {
-                if let Some(stats) = request.stats {
-                    b.live.insert(request.process.clone(), stats);
-                }
-                if request.ready {
-                    became_ready = b.ready.insert(request.process.clone());
-                }
-            }
-            let reply = StateReply {
-                go: b.go,
-                stop: b.stop,
-            };
-            drop(b);
-            protocol::reply(&query, &reply);
-            if became_ready {
-                let _ = events.send(Event::Ready(request.process));
-            }
-        })
-        .wait()
-        .map_err(engine("the state queryable"))
+fn state(b: &mut Board, request: StateRequest) -> (StateReply, Option<Event>) {
+    let mut became_ready = false;
+    if b.joined.contains_key(&request.process) {
+        if let Some(stats) = request.stats {
+            b.live.insert(request.process.clone(), stats);
+        }
+        if request.ready {
+            became_ready = b.ready.insert(request.process.clone());
+        }
+    }
+    let reply = StateReply {
+        go: b.go,
+        stop: b.stop,
+    };
+    (reply, became_ready.then_some(Event::Ready(request.process)))
 }
 
 /// A worker's report, acknowledged.
-fn declare_report(
-    session: &zenoh::Session,
-    keys: &Keys,
-    board: &Arc<Mutex<Board>>,
-    events: &Sender<Event>,
-) -> Result<zenoh::query::Queryable<()>, ClusterError> {
-    let (board, events) = (board.clone(), events.clone());
-    session
-        .declare_queryable(keys.report())
-        .callback(move |query| {
-            let Some(request) = protocol::request::<ReportRequest>(&query) else {
-                return;
-            };
-            lock(&board)
-                .reports
-                .insert(request.process.clone(), request.report);
-            protocol::reply(&query, &true);
-            let _ = events.send(Event::Reported(request.process));
-        })
-        .wait()
-        .map_err(engine("the report queryable"))
+fn report(b: &mut Board, request: ReportRequest) -> (bool, Option<Event>) {
+    b.reports.insert(request.process.clone(), request.report);
+    (true, Some(Event::Reported(request.process)))
 }
 
 /// A worker's liveliness token going away: its session ended (even on another host).

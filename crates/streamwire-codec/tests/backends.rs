@@ -12,7 +12,7 @@
 mod common;
 
 use std::num::NonZeroUsize;
-use std::process::Command;
+use streamwire_testdata::djpeg;
 
 use common::{Rng, smooth_image};
 use streamwire_codec::jpeg::{
@@ -78,44 +78,6 @@ fn out_format(format: PixelFormat) -> PixelFormat {
     }
 }
 
-/// Decodes `file` with Debian's `djpeg` into PNM samples; `None` (skip, said) when djpeg is
-/// not installed, a failure under `STREAMWIRE_REQUIRE=all`.
-fn djpeg(file: &[u8], label: &str) -> Option<Vec<u8>> {
-    let dir = std::env::temp_dir().join(format!("streamwire-backends-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(format!("{}.jpg", label.replace([' ', ':'], "-")));
-    std::fs::write(&path, file).expect("write temp file");
-    let output = Command::new("djpeg").arg("-pnm").arg(&path).output();
-    std::fs::remove_file(&path).expect("remove temp file");
-    let output = match output {
-        Ok(output) => output,
-        Err(error) => {
-            streamwire_testdata::skip(format!(
-                "djpeg not runnable ({error}); install libjpeg-turbo-progs"
-            ));
-            return None;
-        }
-    };
-    assert!(
-        output.status.success(),
-        "djpeg failed on {label}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    // PNM: "P5|P6\n<w> <h>\n255\n" then the samples.
-    let mut fields = 0;
-    let mut pos = 0;
-    while fields < 4 {
-        while output.stdout[pos].is_ascii_whitespace() {
-            pos += 1;
-        }
-        while !output.stdout[pos].is_ascii_whitespace() {
-            pos += 1;
-        }
-        fields += 1;
-    }
-    Some(output.stdout[pos + 1..].to_vec())
-}
-
 /// Every backend, every pixel format and subsampling, odd sizes, packed and padded rows,
 /// unsplit and in strips: zune-jpeg decodes each file to its size, djpeg decodes it to the
 /// same number of samples within a few levels of zune-jpeg (their IDCT and chroma upsampling
@@ -150,7 +112,7 @@ fn every_backend_decodes_with_zune_jpeg_and_djpeg() {
                         assert_eq!((decoded.width, decoded.height), (width, height), "{label}");
                         // djpeg on a subset: one process per file is slow.
                         if threads == Threads::Unsplit && index % 3 == 0 {
-                            let Some(samples) = djpeg(&jpeg.data, &label) else {
+                            let Some(samples) = djpeg::decode(&jpeg.data, &label) else {
                                 continue;
                             };
                             assert_eq!(samples.len(), decoded.data.len(), "{label}");
@@ -204,8 +166,8 @@ fn strip_files_are_pixel_identical_to_unsplit_per_backend() {
                     let decoded = parallel.decode(&split.data, out_format(format)).unwrap();
                     assert!(decoded == expected, "{label}: parallel decode differs");
                     if let (Some(a), Some(b)) = (
-                        djpeg(&unsplit.data, &format!("{label} unsplit")),
-                        djpeg(&split.data, &format!("{label} split")),
+                        djpeg::decode(&unsplit.data, &format!("{label} unsplit")),
+                        djpeg::decode(&split.data, &format!("{label} split")),
                     ) {
                         assert!(a == b, "{label}: djpeg pixels differ");
                     }

@@ -4,7 +4,7 @@
 mod common;
 
 use std::num::NonZeroUsize;
-use std::process::Command;
+use streamwire_testdata::djpeg;
 
 use common::{Rng, smooth_image};
 use streamwire_codec::jpeg::{
@@ -153,42 +153,6 @@ fn strips_cost_little_size_on_a_large_image() {
     assert!(ratio <= 1.01, "strips add {ratio}");
 }
 
-/// Decodes `file` with libjpeg-turbo's `djpeg` into PNM pixels, or `None` without `djpeg`.
-fn djpeg(file: &[u8], label: &str) -> Option<Vec<u8>> {
-    let dir = std::env::temp_dir().join(format!("streamwire-strips-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(format!("{label}.jpg"));
-    std::fs::write(&path, file).expect("write temp file");
-    let output = match Command::new("djpeg").arg("-pnm").arg(&path).output() {
-        Ok(output) => output,
-        Err(error) => {
-            streamwire_testdata::skip(format!(
-                "djpeg not runnable ({error}); install libjpeg-turbo-progs"
-            ));
-            return None;
-        }
-    };
-    std::fs::remove_file(&path).expect("remove temp file");
-    assert!(
-        output.status.success(),
-        "djpeg failed on {label}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    // PNM: "P5|P6\n<w> <h>\n255\n" then the samples.
-    let mut fields = 0;
-    let mut pos = 0;
-    while fields < 4 {
-        while output.stdout[pos].is_ascii_whitespace() {
-            pos += 1;
-        }
-        while !output.stdout[pos].is_ascii_whitespace() {
-            pos += 1;
-        }
-        fields += 1;
-    }
-    Some(output.stdout[pos + 1..].to_vec())
-}
-
 #[test]
 fn djpeg_decodes_strips_to_the_pixels_of_the_unsplit_encode() {
     for case in &CASES {
@@ -200,10 +164,10 @@ fn djpeg_decodes_strips_to_the_pixels_of_the_unsplit_encode() {
                 format!("{width}x{height}-{}-{}", case.format, case.subsampling).replace(':', "");
             let unsplit = encode(&pixels, &options(case, Threads::Unsplit)).unwrap();
             let split = encode(&pixels, &options(case, fixed(2))).unwrap();
-            let Some(expected) = djpeg(&unsplit.data, &format!("{label}-unsplit")) else {
+            let Some(expected) = djpeg::decode(&unsplit.data, &format!("{label}-unsplit")) else {
                 return;
             };
-            let Some(decoded) = djpeg(&split.data, &format!("{label}-split")) else {
+            let Some(decoded) = djpeg::decode(&split.data, &format!("{label}-split")) else {
                 return;
             };
             assert_eq!(decoded.len(), expected.len(), "{label}");
@@ -371,8 +335,8 @@ fn turbo_strips_decode_to_the_pixels_of_its_unsplit_encode() {
             );
             let tag = label.replace([' ', ':'], "-");
             if let (Some(a), Some(b)) = (
-                djpeg(&unsplit.data, &format!("{tag}-unsplit")),
-                djpeg(&split.data, &format!("{tag}-split")),
+                djpeg::decode(&unsplit.data, &format!("{tag}-unsplit")),
+                djpeg::decode(&split.data, &format!("{tag}-split")),
             ) {
                 assert!(a == b, "{label}: djpeg pixels differ");
             }

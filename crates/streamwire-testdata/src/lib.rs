@@ -19,6 +19,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod alloc;
+pub mod djpeg;
 pub mod require;
 
 pub use require::skip;
