@@ -26,10 +26,17 @@
 //! 1009 (too big). Each refusal and timeout is counted, refusals logged once per burst.
 //!
 //! Browsers subscribe while the run goes on, through the run's taps
-//! ([`Context::taps`](streamwire_core::Context::taps)). An image stream is tapped as its
-//! JPEG bytes (the camera's encode node feeds the relay; nothing decodes), depth as
-//! `16UC1` millimetres (a CBOR typed array), clouds as `sensor_msgs/PointCloud2`,
-//! odometry as `nav_msgs/Odometry`, a user's message as serde writes it.
+//! ([`Context::taps`](streamwire_core::Context::taps)). Topics have ROS 2 names and types
+//! (ROS 1 spellings such as `sensor_msgs/Image` are accepted from clients): a camera's
+//! JPEG bytes are `<stream>/compressed` (`sensor_msgs/msg/CompressedImage`, as the
+//! camera's encode node made them), its pixels `<stream>` (`sensor_msgs/msg/Image`,
+//! decoded once in the relay while someone subscribes, counted as `images_decoded`);
+//! depth is `sensor_msgs/msg/Image` (`16UC1`, `uint8[] data` of `step * height` bytes);
+//! every built-in message is written field by field from its ROS 2 CDR
+//! (`nav_msgs/msg/OccupancyGrid`, `vision_msgs/msg/Detection2DArray`, ...); `/tf`
+//! (`tf2_msgs/msg/TFMessage`) comes from the odometry, `/rosout` (`rcl_interfaces/msg/Log`)
+//! from the run's log-record streams at [`RelayConfig::rosout_level`] and above; a user's
+//! message is written as serde writes it.
 //!
 //! Clients never hurt the run or each other: each client has a bounded keep-last queue
 //! per topic (the newest frame wins, the stale one is dropped and counted for that
@@ -71,6 +78,7 @@
 mod access;
 mod listener;
 mod protocol;
+mod rosbridge;
 mod server;
 mod typedefs;
 pub mod wire;
@@ -81,7 +89,7 @@ use std::time::{Duration, Instant};
 
 use streamwire_core::{Context, Node, NodeResult, Out, Trigger};
 use streamwire_macros::Module;
-use streamwire_msgs::Twist;
+use streamwire_msgs::{LogLevel, Twist};
 
 pub use access::RelayToken;
 pub use server::RelayError;
@@ -134,6 +142,8 @@ pub struct RelayConfig {
     pub idle_timeout: Duration,
     /// The topic of the browser-fed velocity commands (default `cmd_vel`).
     pub cmd_vel_topic: String,
+    /// The least severe log records `/rosout` carries (default `warn`).
+    pub rosout_level: LogLevel,
     /// Where the bound address is published once listening (not a setting).
     #[serde(skip)]
     pub address: RelayAddress,
@@ -154,6 +164,7 @@ impl Default for RelayConfig {
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
             cmd_vel_topic: "cmd_vel".to_owned(),
+            rosout_level: LogLevel::Warn,
             address: RelayAddress::default(),
         }
     }

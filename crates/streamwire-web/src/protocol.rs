@@ -23,6 +23,8 @@ pub(crate) enum Op {
     Subscribe {
         id: Option<String>,
         topic: String,
+        /// The type the client expects, if it said.
+        ros_type: Option<String>,
         throttle: Duration,
         queue_length: usize,
         encoding: Encoding,
@@ -132,6 +134,7 @@ fn parse(value: Value) -> Result<Op, Refused> {
                 }
             };
             Ok(Op::Subscribe {
+                ros_type: string_field(&value, "type").filter(|t| !t.is_empty()),
                 id,
                 topic,
                 throttle: Duration::from_millis(throttle),
