@@ -9,8 +9,9 @@ mod slots;
 mod threads;
 mod wiring;
 
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use streamwire_core::{History, MessageInfo, ModuleValue, Trigger};
@@ -236,9 +237,7 @@ impl Make {
     /// A new signal, woken on stop.
     fn signal(&self) -> Arc<Signal> {
         let signal = Signal::new();
-        if let Ok(mut signals) = self.shared.signals.lock() {
-            signals.push(signal.clone());
-        }
+        self.shared.signals.lock().push(signal.clone());
         signal
     }
 
@@ -256,9 +255,7 @@ impl Make {
             self.shared.stopping.clone(),
             passthrough,
         );
-        if let Ok(mut hubs) = self.shared.hubs.lock() {
-            hubs.push(hub.clone());
-        }
+        self.shared.hubs.lock().push(hub.clone());
         hub
     }
 

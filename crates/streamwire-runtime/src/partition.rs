@@ -4,9 +4,10 @@
 //! through an *ingress* (a subscription that reads frames into a hub of the receiving
 //! partition, whose consumers subscribe to it as to any local hub).
 
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex};
 
 use streamwire_core::{DropReason, Envelope, InputBinding, Qos};
 use streamwire_transport::{
@@ -34,7 +35,7 @@ use crate::worker::{Exit, IDLE_RECHECK, Outcome, Shared};
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct StartGate {
-    inner: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    inner: Arc<(Mutex<bool>, parking_lot::Condvar)>,
 }
 
 impl StartGate {
@@ -45,15 +46,13 @@ impl StartGate {
 
     /// Lets the modules start.
     pub fn open(&self) {
-        if let Ok(mut open) = self.inner.0.lock() {
-            *open = true;
-        }
+        *self.inner.0.lock() = true;
         self.inner.1.notify_all();
     }
 
     /// Whether it was opened.
     pub fn is_open(&self) -> bool {
-        self.inner.0.lock().map(|open| *open).unwrap_or(true)
+        *self.inner.0.lock()
     }
 
     pub(crate) fn wake(&self) {
@@ -62,18 +61,11 @@ impl StartGate {
 
     /// Waits until opened or `stopping` is set.
     pub(crate) fn wait(&self, stopping: &AtomicBool) {
-        let Ok(mut open) = self.inner.0.lock() else {
-            return;
-        };
+        let mut open = self.inner.0.lock();
         while !*open && !stopping.load(Ordering::SeqCst) {
-            match self
-                .inner
+            self.inner
                 .1
-                .wait_timeout(open, std::time::Duration::from_millis(50))
-            {
-                Ok((guard, _)) => open = guard,
-                Err(_) => return,
-            }
+                .wait_for(&mut open, std::time::Duration::from_millis(50));
         }
     }
 }
@@ -159,9 +151,7 @@ impl Ingress {
                 };
                 // Loss on the wire is read from the link sequence of every frame that is
                 // a frame at all, before its payload is judged.
-                if let Ok(mut tracker) = counters.tracker.lock()
-                    && let Step::Gap { lost } = tracker.observe(frame.head.link_seq)
-                {
+                if let Step::Gap { lost } = counters.tracker.lock().observe(frame.head.link_seq) {
                     counters.lost.fetch_add(lost, Ordering::Relaxed);
                 }
                 if frame.end_of_stream {

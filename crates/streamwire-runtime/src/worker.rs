@@ -1,10 +1,11 @@
 //! The threads of a run: one per module instance, one per codec node.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use streamwire_core::codec::DynCodec;
@@ -42,15 +43,11 @@ impl Shared {
         if let Some(gate) = &self.gate {
             gate.wake();
         }
-        if let Ok(signals) = self.signals.lock() {
-            for signal in signals.iter() {
-                signal.notify();
-            }
+        for signal in self.signals.lock().iter() {
+            signal.notify();
         }
-        if let Ok(hubs) = self.hubs.lock() {
-            for hub in hubs.iter() {
-                hub.wake_blocked_producers();
-            }
+        for hub in self.hubs.lock().iter() {
+            hub.wake_blocked_producers();
         }
     }
 
@@ -119,10 +116,12 @@ impl RunContext for InstanceContext {
     }
 
     fn counter(&self, name: &str) -> Counter {
-        match self.counters.counters.lock() {
-            Ok(mut counters) => counters.entry(name.to_owned()).or_default().clone(),
-            Err(_) => Counter::new(),
-        }
+        self.counters
+            .counters
+            .lock()
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
     }
 
     fn sleep_until(&self, deadline: Timestamp) -> bool {

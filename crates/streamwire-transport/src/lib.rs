@@ -19,7 +19,8 @@
 //! peers run.
 //!
 //! ```
-//! use std::sync::{Arc, Mutex};
+//! use std::sync::Arc;
+//! use parking_lot::Mutex;
 //! use bytes::Bytes;
 //! use streamwire_core::Qos;
 //! use streamwire_transport::{Loopback, Transport};
@@ -32,11 +33,11 @@
 //! let subscription = transport.subscribe(
 //!     "chatter",
 //!     Qos::DEFAULT,
-//!     Arc::new(move |frame: Bytes| sink.lock().unwrap().push(frame)),
+//!     Arc::new(move |frame: Bytes| sink.lock().push(frame)),
 //! )?;
 //! assert!(publisher.is_matched());
 //! publisher.put(&mut |link_seq| Ok(Bytes::from(format!("hello {link_seq}"))))?;
-//! assert_eq!(got.lock().unwrap()[0], Bytes::from("hello 0"));
+//! assert_eq!(got.lock()[0], Bytes::from("hello 0"));
 //! drop(subscription);
 //! assert!(!publisher.is_matched());
 //! # Ok::<(), streamwire_transport::TransportError>(())

@@ -7,9 +7,9 @@
 //! (roslib in Node, roslibpy) and a page that got around the Origin check (DNS rebinding
 //! gives a page a name of its own choosing for 127.0.0.1, but never the token).
 
+use parking_lot::Mutex;
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, header};
@@ -206,10 +206,7 @@ impl BurstLog {
     /// `Some(n)` when this event is to be logged, `n` being the events since the last
     /// line that were not.
     pub(crate) fn note(&self) -> Option<u64> {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = self.state.lock();
         let now = Instant::now();
         match state.0 {
             Some(at) if now.duration_since(at) < BURST_QUIET => {

@@ -10,11 +10,12 @@
 //! `stall_timeout` before disconnecting the client. Nothing a client does reaches the
 //! run's threads but its commands (`cmd_vel`), through a bounded counted channel.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -98,7 +99,7 @@ pub enum RelayError {
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere must not take the relay down with it: the data is counters and
     // queues, valid at every point.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    m.lock()
 }
 
 /// A topic browsers can subscribe to.

@@ -41,10 +41,11 @@
 //! connects only on the endpoints it is given, by default `tcp/127.0.0.1:0` (loopback, an
 //! ephemeral port).
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -682,7 +683,7 @@ impl Transport for ZenohTransport {
                         std::borrow::Cow::Owned(vec) => Bytes::from(vec),
                     };
                     if let Some(gate) = &gate {
-                        let mut gate = gate.lock().unwrap_or_else(PoisonError::into_inner);
+                        let mut gate = gate.lock();
                         if let Gate::Fetching(held) = &mut *gate {
                             held.push(bytes);
                             return;
@@ -725,22 +726,13 @@ impl Transport for ZenohTransport {
             .declare_token(self.announcement_key(key, partition))
             .wait()
         {
-            Ok(token) => self
-                .inner
-                .announced
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(token),
+            Ok(token) => self.inner.announced.lock().push(token),
             Err(error) => tracing::warn!("announcing {partition} on {key}: {error}"),
         }
     }
 
     fn close(&self) {
-        self.inner
-            .announced
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        self.inner.announced.lock().clear();
         if !self.inner.closed.swap(true, Ordering::SeqCst)
             && let Err(error) = self.inner.session.close().wait()
         {
@@ -757,7 +749,7 @@ struct PublisherShared {
 impl PublisherShared {
     fn set_matched(&self, matched: bool) {
         if self.matched.swap(matched, Ordering::SeqCst) != matched {
-            let listeners = self.listeners.read().map(|l| l.clone()).unwrap_or_default();
+            let listeners = self.listeners.read().clone();
             for listener in listeners {
                 listener(matched);
             }
@@ -773,7 +765,7 @@ struct RecentFrames {
 
 impl RecentFrames {
     fn remember(&self, seq: u64, frame: Bytes) {
-        let mut frames = self.frames.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut frames = self.frames.lock();
         if frames.len() == self.depth {
             frames.pop_front();
         }
@@ -781,7 +773,7 @@ impl RecentFrames {
     }
 
     fn snapshot(&self) -> Vec<(u64, Bytes)> {
-        let frames = self.frames.lock().unwrap_or_else(PoisonError::into_inner);
+        let frames = self.frames.lock();
         frames.iter().cloned().collect()
     }
 }
@@ -826,7 +818,7 @@ impl HistoryFetch {
             Err(error) => tracing::warn!("asking {} for its history: {error}", self.selector),
         }
         remembered.sort_by_key(|(seq, _)| *seq);
-        let mut gate = self.gate.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut gate = self.gate.lock();
         let held = match std::mem::replace(&mut *gate, Gate::Open) {
             Gate::Fetching(held) => held,
             Gate::Open => Vec::new(),
@@ -942,9 +934,7 @@ impl Publisher for ZenohPublisher {
     }
 
     fn on_matching(&self, listener: MatchingListener) {
-        if let Ok(mut listeners) = self.shared.listeners.write() {
-            listeners.push(listener);
-        }
+        self.shared.listeners.write().push(listener);
     }
 
     fn counters(&self) -> PublisherCounters {
