@@ -5,6 +5,7 @@ use parking_lot::RwLock;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{
     AnyMessage, DropReason, Envelope, Header, OutputBinding, PortError, codec::DynCodec,
 };
@@ -75,9 +76,8 @@ pub(crate) struct Hub {
     clock: Arc<dyn Clock>,
     stopping: Arc<AtomicBool>,
     pub(crate) passthrough: Option<Passthrough>,
-    /// True inside a burst of failures: logged once per burst (an atomic, since every
-    /// successful frame clears it).
-    failing: AtomicBool,
+    /// Failures: each counted, logged once per burst.
+    failures: BurstLog,
 }
 
 impl Hub {
@@ -99,7 +99,7 @@ impl Hub {
             clock,
             stopping,
             passthrough,
-            failing: AtomicBool::new(false),
+            failures: BurstLog::default(),
         })
     }
 
@@ -233,7 +233,6 @@ impl Hub {
         match passthrough.codec.decode_any(envelope.message.as_ref()) {
             Ok(message) => {
                 passthrough.decoded.fetch_add(1, Ordering::Relaxed);
-                self.recovered();
                 Some(Envelope {
                     header: envelope.header,
                     message: Arc::from(message),
@@ -249,13 +248,14 @@ impl Hub {
 
     /// Logs the first failure of a burst, with the stream's name; counts all of them.
     pub(crate) fn failed(&self, error: &dyn std::error::Error) {
-        if !self.failing.swap(true, Ordering::Relaxed) {
-            tracing::warn!(stream = %self.stream, "corrupt frame skipped: {error}");
+        if let Some(unsaid) = self.failures.note() {
+            tracing::warn!(
+                stream = %self.stream,
+                "corrupt frame skipped: {}{}",
+                chain(error),
+                more_since(unsaid)
+            );
         }
-    }
-
-    pub(crate) fn recovered(&self) {
-        self.failing.store(false, Ordering::Relaxed);
     }
 
     pub(crate) fn is_stopping(&self) -> bool {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 
+use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{DropReason, Envelope, InputBinding, Qos};
 use streamwire_transport::{
     FrameError, Publisher, Rejection, SequenceTracker, Step, Subscription, Transport,
@@ -94,8 +95,8 @@ pub(crate) struct IngressCounters {
     rejected: [AtomicU64; Rejection::ALL.len()],
     /// A version mismatch is logged once per ingress, with both versions.
     incompatible_logged: AtomicBool,
-    /// Inside a burst of refused frames: logged once per burst.
-    failing: AtomicBool,
+    /// Refused frames: each counted, logged once per burst.
+    refusals: BurstLog,
 }
 
 impl IngressCounters {
@@ -112,8 +113,8 @@ impl IngressCounters {
             if !self.incompatible_logged.swap(true, Ordering::Relaxed) {
                 tracing::warn!(stream = %key, "frame refused: {error}");
             }
-        } else if !self.failing.swap(true, Ordering::Relaxed) {
-            tracing::warn!(stream = %key, "frame refused: {error}");
+        } else if let Some(unsaid) = self.refusals.note() {
+            tracing::warn!(stream = %key, "frame refused: {}{}", chain(error), more_since(unsaid));
         }
     }
 }
@@ -161,7 +162,6 @@ impl Ingress {
                 }
                 match frame.decode_message(&accepted) {
                     Ok(message) => {
-                        counters.failing.store(false, Ordering::Relaxed);
                         hub.forward(Envelope {
                             header: frame.head.header(),
                             message: Arc::from(message),
@@ -262,7 +262,7 @@ pub(crate) struct SenderWorker {
 impl SenderWorker {
     pub(crate) fn run(self, exits: Sender<Exit>) {
         let _span = tracing::info_span!("sender", key = %self.publisher.key()).entered();
-        let mut failing = false;
+        let failures = BurstLog::default();
         loop {
             let since = self.signal.count();
             if self.shared.is_stopping() {
@@ -279,14 +279,18 @@ impl SenderWorker {
                         )
                     });
                     match result {
-                        Ok(()) => failing = false,
+                        Ok(()) => {}
                         Err(TransportError::Closed) => break,
                         Err(error) => {
                             self.failed.fetch_add(1, Ordering::Relaxed);
-                            if !failing {
-                                tracing::warn!(key = %self.publisher.key(), "not sent: {error}");
+                            if let Some(unsaid) = failures.note() {
+                                tracing::warn!(
+                                    key = %self.publisher.key(),
+                                    "not sent: {}{}",
+                                    chain(&error),
+                                    more_since(unsaid)
+                                );
                             }
-                            failing = true;
                         }
                     }
                 }

@@ -467,7 +467,6 @@ impl CodecWorker {
                 c.bytes_in.fetch_add(bytes_in, Ordering::Relaxed);
                 c.bytes_out
                     .fetch_add(content_bytes(message.as_ref()), Ordering::Relaxed);
-                self.output.recovered();
                 self.output.forward(Envelope {
                     header: envelope.header,
                     message,
