@@ -46,7 +46,7 @@ pub enum TapError {
         known: String,
     },
     /// The transport refused the tap's subscription.
-    #[error("cannot tap `{stream}` across partitions: {error}")]
+    #[error("cannot tap `{stream}` across partitions")]
     Transport {
         /// The stream.
         stream: String,

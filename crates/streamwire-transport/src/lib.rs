@@ -76,8 +76,14 @@ pub enum TransportError {
     #[error(transparent)]
     Frame(#[from] FrameError),
     /// The engine beneath failed (a network error, a refused declaration).
-    #[error("transport: {0}")]
-    Engine(String),
+    #[error("transport: cannot {what}")]
+    Engine {
+        /// What the transport was doing ("declare the publisher of `<key>`").
+        what: String,
+        /// The engine's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// Called once per received frame, on the transport's thread: the frame's bytes, shared

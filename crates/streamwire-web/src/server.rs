@@ -1124,7 +1124,13 @@ fn attach(
     let tap = shared
         .taps
         .tap(&topic.stream, Some(topic.tap_as))
-        .map_err(|e| format!("cannot tap `/{}`: {e}", topic.stream))?;
+        .map_err(|e| {
+            format!(
+                "cannot tap `/{}`: {}",
+                topic.stream,
+                streamwire_core::log::chain(e.as_ref())
+            )
+        })?;
     let feed = Arc::new(Feed {
         topic: topic.clone(),
         subscribers: Mutex::new(vec![(client.clone(), entry)]),

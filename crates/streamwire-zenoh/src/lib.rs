@@ -210,24 +210,35 @@ pub enum ZenohError {
     )]
     BadRunId(String),
     /// The configuration was refused.
-    #[error("zenoh configuration `{key}`: {error}")]
+    #[error("zenoh configuration `{key}`")]
     Config {
         /// The configuration key.
         key: &'static str,
         /// zenoh's error.
-        error: String,
+        #[source]
+        error: zenoh::Error,
     },
     /// The session could not open (an endpoint refused, a port taken, credentials
     /// refused).
-    #[error("cannot open the zenoh session: {0}")]
-    Open(String),
+    #[error("cannot open the zenoh session")]
+    Open(#[source] zenoh::Error),
+    /// No free port for an endpoint that asked for port 0.
+    #[error("cannot find a free port on {host}")]
+    FreePort {
+        /// The host of the endpoint.
+        host: String,
+        /// The operating system's error.
+        #[source]
+        error: std::io::Error,
+    },
     /// The zenoh configuration file could not be read.
-    #[error("zenoh configuration file {path}: {error}")]
+    #[error("zenoh configuration file {path}")]
     ConfigFile {
         /// The file.
         path: PathBuf,
         /// zenoh's error.
-        error: String,
+        #[source]
+        error: zenoh::Error,
     },
 }
 
@@ -284,7 +295,7 @@ impl ZenohTransport {
             Some(path) => {
                 zenoh::Config::from_file(path).map_err(|error| ZenohError::ConfigFile {
                     path: path.clone(),
-                    error: error.to_string(),
+                    error,
                 })?
             }
             None => zenoh::Config::default(),
@@ -367,14 +378,9 @@ impl ZenohTransport {
         for (key, value) in settings {
             config
                 .insert_json5(key, &value)
-                .map_err(|error| ZenohError::Config {
-                    key,
-                    error: error.to_string(),
-                })?;
+                .map_err(|error| ZenohError::Config { key, error })?;
         }
-        let session = zenoh::open(config)
-            .wait()
-            .map_err(|error| ZenohError::Open(error.to_string()))?;
+        let session = zenoh::open(config).wait().map_err(ZenohError::Open)?;
         Ok(ZenohTransport {
             inner: Arc::new(Inner {
                 session,
@@ -542,17 +548,27 @@ fn with_free_port(endpoint: &str) -> Result<String, ZenohError> {
         return Ok(endpoint.to_owned());
     };
     let bind_host = host.trim_start_matches('[').trim_end_matches(']');
-    let listener = std::net::TcpListener::bind((bind_host, 0))
-        .map_err(|error| ZenohError::Open(format!("cannot find a free port on {host}: {error}")))?;
+    let listener =
+        std::net::TcpListener::bind((bind_host, 0)).map_err(|error| ZenohError::FreePort {
+            host: host.to_owned(),
+            error,
+        })?;
     let port = listener
         .local_addr()
-        .map_err(|error| ZenohError::Open(error.to_string()))?
+        .map_err(|error| ZenohError::FreePort {
+            host: host.to_owned(),
+            error,
+        })?
         .port();
     Ok(format!("tcp/{host}:{port}"))
 }
 
-fn engine(error: impl std::fmt::Display) -> TransportError {
-    TransportError::Engine(error.to_string())
+/// zenoh's error, kept as the source, saying what was being done.
+fn engine(what: impl Into<String>) -> impl FnOnce(zenoh::Error) -> TransportError {
+    move |source| TransportError::Engine {
+        what: what.into(),
+        source,
+    }
 }
 
 impl Transport for ZenohTransport {
@@ -579,7 +595,7 @@ impl Transport for ZenohTransport {
             })
             .express(state)
             .wait()
-            .map_err(engine)?;
+            .map_err(engine(format!("declare the publisher of `{key}`")))?;
         let shared = Arc::new(PublisherShared {
             matched: AtomicBool::new(false),
             listeners: RwLock::new(Vec::new()),
@@ -593,10 +609,13 @@ impl Transport for ZenohTransport {
                 .callback(move |status| shared.set_matched(status.matching()))
                 .background()
                 .wait()
-                .map_err(engine)?;
+                .map_err(engine(format!("watch the subscribers of `{key}`")))?;
         }
         // The listener reports changes; the status now is asked once.
-        let now = publisher.matching_status().wait().map_err(engine)?;
+        let now = publisher
+            .matching_status()
+            .wait()
+            .map_err(engine(format!("ask who subscribes to `{key}`")))?;
         shared.set_matched(now.matching());
         let (history, queryable) = match history_depth(qos) {
             Some(depth) => {
@@ -621,7 +640,7 @@ impl Transport for ZenohTransport {
                         }
                     })
                     .wait()
-                    .map_err(engine)?;
+                    .map_err(engine(format!("declare the history of `{key}`")))?;
                 (Some(cache), Some(queryable))
             }
             None => (None, None),
@@ -692,7 +711,7 @@ impl Transport for ZenohTransport {
                     sink(bytes);
                 })
                 .wait()
-                .map_err(engine)?
+                .map_err(engine(format!("subscribe to `{key}`")))?
         };
         if let Some(gate) = gate {
             let fetch = HistoryFetch {
@@ -706,7 +725,10 @@ impl Transport for ZenohTransport {
             std::thread::Builder::new()
                 .name("sw-zenoh-history".to_owned())
                 .spawn(move || fetch.run())
-                .map_err(|e| TransportError::Engine(format!("history thread: {e}")))?;
+                .map_err(|error| TransportError::Engine {
+                    what: "start the history thread".to_owned(),
+                    source: Box::new(error),
+                })?;
         }
         Ok(Box::new(ZenohSubscription {
             key: key.to_owned(),
@@ -890,7 +912,10 @@ impl Publisher for ZenohPublisher {
             }
         }
         let len = frame.len() as u64;
-        self.publisher.put(frame).wait().map_err(engine)?;
+        self.publisher
+            .put(frame)
+            .wait()
+            .map_err(engine("send a frame"))?;
         self.frames.fetch_add(1, Ordering::Relaxed);
         self.wire_bytes.fetch_add(len, Ordering::Relaxed);
         Ok(())
