@@ -6,6 +6,7 @@
 //! run before any thread exists; only `spawn` starts threads.
 
 mod slots;
+mod spans;
 mod threads;
 mod wiring;
 

@@ -249,6 +249,8 @@ impl SenderRecord {
 /// transport, one frame each (the frame is built only if someone is subscribed).
 pub(crate) struct SenderWorker {
     pub(crate) thread: usize,
+    /// Its `tracing` span (`process`, `stream`, `port`).
+    pub(crate) span: tracing::Span,
     pub(crate) publisher: Arc<dyn Publisher>,
     /// The codec that made the stream's messages (`jpeg` for an encode node), or empty.
     pub(crate) codec: &'static str,
@@ -261,7 +263,8 @@ pub(crate) struct SenderWorker {
 
 impl SenderWorker {
     pub(crate) fn run(self, exits: Sender<Exit>) {
-        let _span = tracing::info_span!("sender", key = %self.publisher.key()).entered();
+        let span = self.span.clone();
+        let _entered = span.enter();
         let failures = BurstLog::default();
         loop {
             let since = self.signal.count();

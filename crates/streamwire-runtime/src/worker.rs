@@ -151,6 +151,8 @@ impl RunContext for InstanceContext {
 /// One instance's thread: its module, its bound inputs, its outputs.
 pub(crate) struct InstanceWorker {
     pub(crate) thread: usize,
+    /// Its `tracing` span (`process`, `instance`, `module`).
+    pub(crate) span: tracing::Span,
     pub(crate) name: String,
     pub(crate) module_type: &'static str,
     pub(crate) module: Box<dyn ModuleValue>,
@@ -233,7 +235,8 @@ impl InstanceWorker {
             taps: Some(self.taps.clone()),
         };
         let cpu_origin = cpu_time::ThreadTime::try_now().ok();
-        let _span = tracing::info_span!("module", module = %self.name).entered();
+        let span = self.span.clone();
+        let _entered = span.enter();
         if let Some(gate) = &self.shared.gate {
             gate.wait(&self.shared.stopping);
         }
@@ -398,6 +401,8 @@ pub(crate) struct CodecCounters {
 /// One codec node's thread.
 pub(crate) struct CodecWorker {
     pub(crate) thread: usize,
+    /// Its `tracing` span (`process`, `stream`, `port`, `role`, `codec`).
+    pub(crate) span: tracing::Span,
     pub(crate) role: CodecRole,
     pub(crate) codec: Box<dyn DynCodec>,
     /// The encoded message's wire name (what an encoder passes through unchanged).
@@ -412,7 +417,8 @@ pub(crate) struct CodecWorker {
 
 impl CodecWorker {
     pub(crate) fn run(self, exits: Sender<Exit>) {
-        let _span = tracing::info_span!("codec", stream = %self.output.stream).entered();
+        let span = self.span.clone();
+        let _entered = span.enter();
         loop {
             let since = self.signal.count();
             if self.shared.is_stopping() {

@@ -1140,8 +1140,11 @@ fn attach(
     let thread = {
         let shared = shared.clone();
         let feed = feed.clone();
+        // A number first: Linux keeps 15 bytes of a thread's name, and topics share prefixes.
+        static FEEDS: AtomicUsize = AtomicUsize::new(0);
+        let n = FEEDS.fetch_add(1, Ordering::Relaxed);
         std::thread::Builder::new()
-            .name(format!("sw web {}", topic.stream))
+            .name(format!("sw web{n} {}", topic.stream))
             .spawn(move || run_feed(&shared, &feed, tap))
     };
     thread.map_err(|e| format!("cannot start the feed of `/{}`: {e}", topic.stream))?;
