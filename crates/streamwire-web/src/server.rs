@@ -10,11 +10,12 @@
 //! `stall_timeout` before disconnecting the client. Nothing a client does reaches the
 //! run's threads but its commands (`cmd_vel`), through a bounded counted channel.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -100,7 +101,7 @@ pub enum RelayError {
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere must not take the relay down with it: the data is counters and
     // queues, valid at every point.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    m.lock()
 }
 
 /// The relay's counters, in the run's report.
@@ -1086,14 +1087,20 @@ fn attach(
         let tap = shared
             .taps
             .tap(stream, Some(topic.tap_as))
-            .map_err(|e| format!("cannot tap `/{}`: {e}", topic.name))?;
-        // Thread names differ in their first 15 bytes by the feed's number.
+            .map_err(|e| {
+                format!(
+                    "cannot tap `/{}`: {}",
+                    topic.name,
+                    streamwire_core::log::chain(e.as_ref())
+                )
+            })?;
+        // A number first: Linux keeps 15 bytes of a thread's name, and topics share prefixes.
         let number = shared.next_feed.fetch_add(1, Ordering::Relaxed);
         let thread = {
             let shared = shared.clone();
             let feed = feed.clone();
             std::thread::Builder::new()
-                .name(format!("sw web {number} {}", topic.name))
+                .name(format!("sw web{number} {}", topic.name))
                 .spawn(move || {
                     let _span =
                         tracing::info_span!("web feed", stream = %stream_name(&feed), topic = %feed.topic.name)
@@ -1108,6 +1115,7 @@ fn attach(
 }
 
 fn stream_name(feed: &Feed) -> &str {
+    // infallible: a feed without a stream (`/rosout` with no log records) has no name to show
     feed.topic.stream.as_deref().unwrap_or_default()
 }
 

@@ -10,6 +10,7 @@ use streamwire_ros2::schema::RosSchema;
 pub(crate) fn full_text(ros_type: &str) -> String {
     RosSchema::standard(ros_type)
         .map(|schema| schema.full_text())
+        // infallible: a type without a ROS definition has an empty one, as rosapi gives it
         .unwrap_or_default()
 }
 
