@@ -5,11 +5,16 @@
 //! [`RelayAddress`]) and serves, on one port:
 //!
 //! - `/` over HTTP: a live viewer page (no external downloads: everything is in this crate);
-//! - `/` as a websocket: the [rosbridge v2 protocol], the subset clients use, so roslibjs
-//!   and other rosbridge clients work: `subscribe` (`throttle_rate`, `queue_length`,
-//!   `compression` `none` (JSON) or `cbor`), `unsubscribe`, `advertise`/`publish` of
-//!   the relay's `cmd_vel` ([`Twist`]), `call_service` of `/rosapi/topics` and
-//!   `/rosapi/topics_and_raw_types`, and `status` messages for every error;
+//! - `/` as a websocket: the [rosbridge v2 protocol] as rosbridge_suite's ROS 2 branch
+//!   speaks it, so roslib, roslibpy and Foxglove's Rosbridge connection work: `subscribe`
+//!   (several per topic, keyed by `id`: the lowest `throttle_rate`, the largest
+//!   `queue_length`; `fragment_size`; `compression` `none`, `png`, `cbor` or `cbor-raw`),
+//!   `unsubscribe` (by `id`: that subscription only), `advertise`/`publish` of the relay's
+//!   `cmd_vel` ([`Twist`]), `set_level`, `call_service` of the rosapi services (`topics`,
+//!   `topics_and_raw_types`, `topic_type`, `topics_for_type`, `nodes`, `node_details`,
+//!   `publishers`, `subscribers`, `services`, `service_type`, `message_details`,
+//!   `get_time`, `get_param_names`, `get_param`; `set_param` refused: read-only), and
+//!   `status` messages for every error;
 //! - `/stats`: per topic and per client counts as JSON (what the viewer shows).
 //!
 //! Only the operator's own pages and tools get in. Every route asks for the run's token
@@ -69,9 +74,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! `compression: "cbor-raw"` (ROS-serialized bytes) is answered with an "unsupported"
-//! status: streamwire messages have no ROS serialization. Per-message deflate is not
-//! offered (JPEG and CBOR payloads gain little from it).
+//! `compression: "cbor-raw"` sends a built-in message's ROS 2 CDR (what
+//! `typedefs_full_text` defines) with the relay's clock (`secs`, `nsecs`); a user's
+//! message, which has no ROS 2 serialization, is refused it with a status. A subscribe or
+//! advertise naming another type than the topic's is refused with a status. Per-message
+//! deflate is not offered (JPEG and CBOR payloads gain little from it).
 //!
 //! [rosbridge v2 protocol]: https://github.com/RobotWebTools/rosbridge_suite/blob/ros2/ROSBRIDGE_PROTOCOL.md
 

@@ -14,7 +14,7 @@ use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
@@ -26,15 +26,17 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
-use streamwire_core::{Context, Counter, Envelope, StreamTap, TapService};
+use streamwire_core::{Context, Counter, Envelope, StreamTap, TapService, Timestamp};
 use streamwire_msgs::Twist;
 
 use crate::access::{Access, BurstLog, Denied, more_since, random_token};
 use crate::listener::{Connection, accept_loop, connection_cap};
-use crate::protocol::{self, Encoding, Op, Refused};
+use crate::protocol::{self, Op, Refused, StatusLevel};
+use crate::rosbridge::outgoing::{self, Compression};
+use crate::rosbridge::rosapi;
+use crate::rosbridge::subscription::{Effective, Removed, Subscription, Subscriptions};
 use crate::rosbridge::topics::{Topic, short_type, topics_of};
 use crate::rosbridge::{self, topics::Source};
-use crate::typedefs;
 use crate::wire;
 use crate::{RelayConfig, RelayToken};
 
@@ -191,9 +193,16 @@ pub(crate) struct Shared {
     next_client: AtomicU64,
     /// Numbers the feeds' threads.
     next_feed: AtomicU64,
+    /// Numbers fragmented messages (their fragments' `id`).
+    next_fragmented: AtomicU64,
     stopping: AtomicBool,
     pub(crate) counters: Counters,
     commands: SyncSender<Twist>,
+    /// The relay's node name for rosapi (its instance, `/web`).
+    node: String,
+    /// The run clock when the relay started, and the instant it was read: rosapi's
+    /// `get_time` is the run clock now.
+    started: (Timestamp, Instant),
 }
 
 impl Shared {
@@ -258,48 +267,65 @@ impl Shared {
     }
 }
 
-/// A bounded keep-last queue of frames for one client.
-struct Slot {
-    frames: Mutex<VecDeque<Message>>,
-    capacity: usize,
+/// One message for a client: one websocket frame, or its `fragment`s, sent together.
+type Outgoing = Arc<[Message]>;
+
+/// A bounded keep-last queue for one client.
+struct Slot<T> {
+    frames: Mutex<VecDeque<T>>,
+    capacity: AtomicUsize,
     dropped: AtomicU64,
 }
 
-impl Slot {
-    fn new(capacity: usize) -> Slot {
+impl<T> Slot<T> {
+    fn new(capacity: usize) -> Slot<T> {
         Slot {
             frames: Mutex::new(VecDeque::with_capacity(capacity)),
-            capacity: capacity.max(1),
+            capacity: AtomicUsize::new(capacity.max(1)),
             dropped: AtomicU64::new(0),
         }
     }
 
-    /// Queues `frame`; true when the oldest was dropped for it.
-    fn push(&self, frame: Message) -> bool {
-        let mut frames = lock(&self.frames);
-        let full = frames.len() >= self.capacity;
-        if full {
-            frames.pop_front();
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-        frames.push_back(frame);
-        full
+    /// Keeps at most `capacity` from the next push on.
+    fn set_capacity(&self, capacity: usize) {
+        self.capacity.store(capacity.max(1), Ordering::Relaxed);
     }
 
-    fn pop(&self) -> Option<Message> {
+    /// Queues `frame`; true when the oldest was dropped for it.
+    fn push(&self, frame: T) -> bool {
+        let mut frames = lock(&self.frames);
+        let capacity = self.capacity.load(Ordering::Relaxed);
+        let mut dropped = false;
+        while frames.len() >= capacity {
+            frames.pop_front();
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            dropped = true;
+        }
+        frames.push_back(frame);
+        dropped
+    }
+
+    fn pop(&self) -> Option<T> {
         lock(&self.frames).pop_front()
     }
 }
 
-/// One subscription of one client, as its topic's feed sees it.
+/// A client's subscriptions to one topic, as its topic's feed sees them.
 struct ClientTopic {
     /// The topic as the client spelled it (`/odom` or `odom`): replies echo it.
     spelling: String,
-    stream: String,
-    slot: Arc<Slot>,
-    encoding: Encoding,
-    throttle: Duration,
+    /// The topic's name (`odom`): its feed's key.
+    topic: String,
+    slot: Arc<Slot<Outgoing>>,
+    /// The subscriptions by id, and what they combine into.
+    subscriptions: Mutex<(Subscriptions, Effective)>,
     last_sent: Mutex<Option<Instant>>,
+}
+
+impl ClientTopic {
+    fn effective(&self) -> Effective {
+        self.subscriptions.lock().1
+    }
 }
 
 struct Client {
@@ -313,7 +339,7 @@ struct Client {
     wake: tokio::sync::Notify,
     /// Told when the writer ended (the client stalled or left), to end the reader too.
     gone: tokio::sync::Notify,
-    control: Slot,
+    control: Slot<Message>,
     topics: Mutex<Vec<Arc<ClientTopic>>>,
     dropped: AtomicU64,
     sent: AtomicU64,
@@ -321,6 +347,8 @@ struct Client {
     /// Control replies dropped from its full queue.
     replies_dropped: AtomicU64,
     closed: AtomicBool,
+    /// The least severe `status` sent to it (a [`StatusLevel`] as a number; `set_level`).
+    status_level: AtomicU8,
 }
 
 impl Client {
@@ -344,6 +372,13 @@ impl Client {
         self.wake.notify_one();
     }
 
+    /// Sends `status` unless the client asked for less (`set_level`).
+    fn status(&self, shared: &Shared, level: StatusLevel, status: serde_json::Value) {
+        if (level as u8) >= self.status_level.load(Ordering::Relaxed) {
+            self.reply(shared, status);
+        }
+    }
+
     fn status_error(&self, shared: &Shared, refused: Refused) {
         self.bad_input.fetch_add(1, Ordering::Relaxed);
         shared.counters.bad_input.increment();
@@ -353,7 +388,7 @@ impl Client {
         if let Some(id) = refused.id {
             status["id"] = json!(clip(&id, MAX_ID));
         }
-        self.reply(shared, status);
+        self.status(shared, StatusLevel::Error, status);
     }
 }
 
@@ -420,9 +455,12 @@ impl Running {
             departed_drops: Mutex::new(HashMap::new()),
             next_client: AtomicU64::new(1),
             next_feed: AtomicU64::new(1),
+            next_fragmented: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
             counters: Counters::of(cx),
             commands: commands_tx,
+            node: format!("/{}", cx.instance_name().trim_start_matches('/')),
+            started: (cx.now(), Instant::now()),
         });
         let listener = {
             let _entered = runtime.enter();
@@ -676,6 +714,7 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
         bad_input: AtomicU64::new(0),
         replies_dropped: AtomicU64::new(0),
         closed: AtomicBool::new(false),
+        status_level: AtomicU8::new(StatusLevel::Info as u8),
     });
     shared.counters.clients.increment();
     lock(&shared.clients).push(client.clone());
@@ -774,7 +813,7 @@ fn close_frame(code: u16, reason: String) -> Message {
 
 fn forget_client(shared: &Shared, client: &Arc<Client>) {
     for topic in lock(&client.topics).drain(..) {
-        if let Some(feed) = lock(&shared.feeds).get(&topic.stream) {
+        if let Some(feed) = lock(&shared.feeds).get(&topic.topic) {
             lock(&feed.subscribers).retain(|(_, t)| !Arc::ptr_eq(t, &topic));
         }
     }
@@ -860,8 +899,8 @@ async fn write_client(
             let topics = lock(&client.topics);
             let n = topics.len();
             for k in 0..n {
-                if let Some(frame) = topics[(turn + k) % n].slot.pop() {
-                    frames.push(frame);
+                if let Some(outgoing) = topics[(turn + k) % n].slot.pop() {
+                    frames.extend(outgoing.iter().cloned());
                 }
             }
             turn = turn.wrapping_add(1);
@@ -920,7 +959,8 @@ fn handle(shared: &Arc<Shared>, client: &Arc<Client>, op: Op) {
             ros_type,
             throttle,
             queue_length,
-            encoding,
+            compression,
+            fragment_size,
         } => {
             let Some(known) = shared.topic(&topic).cloned() else {
                 let names: Vec<String> = shared
@@ -942,21 +982,36 @@ fn handle(shared: &Arc<Shared>, client: &Arc<Client>, op: Op) {
                 let msg = format!("`{topic}` carries {}, not {asked}", known.ros_type);
                 return client.status_error(shared, Refused { id, msg });
             }
-            unsubscribe(shared, client, &topic);
-            let entry = Arc::new(ClientTopic {
-                spelling: topic,
-                stream: known.name.clone(),
-                slot: Arc::new(Slot::new(queue_length)),
-                encoding,
-                throttle,
-                last_sent: Mutex::new(None),
-            });
-            if let Err(msg) = attach(shared, &known, client, entry.clone()) {
+            if compression == Compression::CborRaw && known.schema.is_none() {
+                let msg = format!(
+                    "compression `cbor-raw` needs a ROS 2 serialization; `{topic}` carries {}, which has none: use `cbor` or `none`",
+                    known.ros_type
+                );
                 return client.status_error(shared, Refused { id, msg });
             }
-            lock(&client.topics).push(entry);
+            let subscription = Subscription {
+                id: id.clone(),
+                throttle,
+                queue_length,
+                compression,
+                fragment_size,
+            };
+            subscribe(shared, client, &known, topic, subscription, id);
         }
-        Op::Unsubscribe { topic, .. } => unsubscribe(shared, client, &topic),
+        Op::Unsubscribe { id, topic } => {
+            if unsubscribe(shared, client, &topic, id.as_deref()) == Removed::UnknownId {
+                let mut status = json!({
+                    "op": "status",
+                    "level": "warning",
+                    // infallible: without an id every subscription goes, so this is said only with one
+                    "msg": clip(&format!("no subscription `{}` on `{topic}`: nothing unsubscribed", id.as_deref().unwrap_or_default()), MAX_REPLY_TEXT),
+                });
+                if let Some(id) = id {
+                    status["id"] = json!(clip(&id, MAX_ID));
+                }
+                client.status(shared, StatusLevel::Warning, status);
+            }
+        }
         Op::Advertise {
             id,
             topic,
@@ -1009,57 +1064,168 @@ fn handle(shared: &Arc<Shared>, client: &Arc<Client>, op: Op) {
                 ),
             }
         }
-        Op::CallService { id, service } => call_service(shared, client, id, &service),
+        Op::CallService { id, service, args } => {
+            call_service(shared, client, id, &service, &args);
+        }
+        Op::SetLevel { level } => client.status_level.store(level as u8, Ordering::Relaxed),
     }
 }
 
-fn call_service(shared: &Shared, client: &Client, id: Option<String>, service: &str) {
-    let topics: Vec<String> = shared
-        .topics
-        .iter()
-        .map(|t| format!("/{}", t.name))
-        .collect();
-    let types: Vec<&str> = shared.topics.iter().map(|t| t.ros_type).collect();
-    let values = match service {
-        "/rosapi/topics" | "rosapi/topics" => json!({"topics": topics, "types": types}),
-        "/rosapi/topics_and_raw_types" | "rosapi/topics_and_raw_types" => {
-            let typedefs: Vec<String> = types.iter().map(|t| typedefs::full_text(t)).collect();
-            json!({"topics": topics, "types": types, "typedefs_full_text": typedefs})
+fn call_service(
+    shared: &Shared,
+    client: &Client,
+    id: Option<String>,
+    service: &str,
+    args: &serde_json::Value,
+) {
+    let service = clip(service, MAX_ID);
+    let answered = match rosapi::service_name(&service) {
+        Some(name) => {
+            let elapsed = u64::try_from(shared.started.1.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            let view = rosapi::RunView {
+                topics: &shared.topics,
+                node: shared.node.clone(),
+                cmd_vel: shared.config.cmd_vel_topic.clone(),
+                now_nanos: shared.started.0.as_nanos().saturating_add(elapsed),
+                params: relay_params(&shared.config),
+            };
+            rosapi::answer(&view, name, args)
+                .map_err(|why| format!("service `{service}` refused: {why}"))
         }
-        other => {
-            let other = clip(other, MAX_ID);
-            let msg = format!(
-                "service `{other}` is unsupported (supported: /rosapi/topics, /rosapi/topics_and_raw_types)"
-            );
-            let mut response =
-                json!({"op": "service_response", "service": other, "values": msg, "result": false});
-            if let Some(id) = &id {
-                response["id"] = json!(clip(id, MAX_ID));
-            }
-            client.reply(shared, response);
-            return client.status_error(shared, Refused { id, msg });
+        None => {
+            let served: Vec<String> = rosapi::SERVICES
+                .iter()
+                .map(|(n, _)| format!("/rosapi/{n}"))
+                .collect();
+            Err(format!(
+                "service `{service}` is not served (served: {})",
+                served.join(", ")
+            ))
         }
     };
-    let mut response =
-        json!({"op": "service_response", "service": service, "values": values, "result": true});
-    if let Some(id) = id {
-        response["id"] = json!(clip(&id, MAX_ID));
+    // rosbridge answers a failed call with `result: false` and the reason as `values`,
+    // and says it in a `status` error too.
+    let (values, result) = match &answered {
+        Ok(values) => (values.clone(), true),
+        Err(msg) => (json!(clip(msg, MAX_REPLY_TEXT)), false),
+    };
+    let mut response = json!({"op": "service_response", "service": service, "values": values, "result": result});
+    if let Some(id) = &id {
+        response["id"] = json!(clip(id, MAX_ID));
     }
     client.reply(shared, response);
+    if let Err(msg) = answered {
+        client.status_error(shared, Refused { id, msg });
+    }
 }
 
-fn unsubscribe(shared: &Shared, client: &Client, topic: &str) {
-    let removed: Vec<Arc<ClientTopic>> = {
-        let mut topics = lock(&client.topics);
-        let (gone, kept) = topics.drain(..).partition(|t| t.spelling == topic);
-        *topics = kept;
-        gone
+/// The relay's parameters for rosapi: its resolved settings, the token left out (only
+/// whether one is asked).
+fn relay_params(config: &RelayConfig) -> Vec<(String, serde_json::Value)> {
+    vec![
+        ("listen".into(), json!(config.listen.to_string())),
+        (
+            "streams".into(),
+            json!(config.streams.clone().unwrap_or_default()), // infallible: no list is every stream, said as an empty one
+        ),
+        (
+            "token_required".into(),
+            json!(!matches!(config.token, RelayToken::Open)),
+        ),
+        ("allowed_origins".into(), json!(config.allowed_origins)),
+        ("max_message_bytes".into(), json!(config.max_message_bytes)),
+        (
+            "stall_timeout_ms".into(),
+            json!(config.stall_timeout.as_millis() as u64),
+        ),
+        ("max_clients".into(), json!(config.max_clients)),
+        ("max_connections".into(), json!(config.max_connections)),
+        (
+            "idle_timeout_ms".into(),
+            json!(config.idle_timeout.as_millis() as u64),
+        ),
+        ("cmd_vel_topic".into(), json!(config.cmd_vel_topic)),
+        (
+            "rosout_level".into(),
+            json!(format!("{:?}", config.rosout_level).to_lowercase()),
+        ),
+    ]
+}
+
+/// Adds `subscription` to the client's subscriptions of `topic` (as it spelled it),
+/// joining the topic's feed on the first.
+fn subscribe(
+    shared: &Arc<Shared>,
+    client: &Arc<Client>,
+    known: &Arc<Topic>,
+    spelling: String,
+    subscription: Subscription,
+    id: Option<String>,
+) {
+    let existing = lock(&client.topics)
+        .iter()
+        .find(|t| t.spelling == spelling)
+        .cloned();
+    if let Some(entry) = existing {
+        let mut subscriptions = entry.subscriptions.lock();
+        subscriptions.0.add(subscription);
+        if let Some(effective) = subscriptions.0.effective() {
+            subscriptions.1 = effective;
+            entry.slot.set_capacity(effective.queue_length);
+        }
+        return;
+    }
+    let mut subscriptions = Subscriptions::default();
+    subscriptions.add(subscription);
+    let Some(effective) = subscriptions.effective() else {
+        return;
     };
-    for entry in removed {
-        if let Some(feed) = lock(&shared.feeds).get(&entry.stream) {
+    let entry = Arc::new(ClientTopic {
+        spelling,
+        topic: known.name.clone(),
+        slot: Arc::new(Slot::new(effective.queue_length)),
+        subscriptions: Mutex::new((subscriptions, effective)),
+        last_sent: Mutex::new(None),
+    });
+    if let Err(msg) = attach(shared, known, client, entry.clone()) {
+        return client.status_error(shared, Refused { id, msg });
+    }
+    lock(&client.topics).push(entry);
+}
+
+/// Removes the client's subscription `id` of `topic`, or all of them without an id;
+/// leaves the topic's feed when none is left.
+fn unsubscribe(shared: &Shared, client: &Client, topic: &str, id: Option<&str>) -> Removed {
+    let mut removed = Removed::Some(0);
+    let emptied: Vec<Arc<ClientTopic>> = {
+        let mut topics = lock(&client.topics);
+        let mut emptied = Vec::new();
+        topics.retain(|entry| {
+            if entry.spelling != topic {
+                return true;
+            }
+            let mut subscriptions = entry.subscriptions.lock();
+            removed = subscriptions.0.remove(id);
+            match subscriptions.0.effective() {
+                Some(effective) => {
+                    subscriptions.1 = effective;
+                    entry.slot.set_capacity(effective.queue_length);
+                    true
+                }
+                None => {
+                    emptied.push(entry.clone());
+                    false
+                }
+            }
+        });
+        emptied
+    };
+    for entry in emptied {
+        if let Some(feed) = lock(&shared.feeds).get(&entry.topic) {
             lock(&feed.subscribers).retain(|(_, t)| !Arc::ptr_eq(t, &entry));
         }
     }
+    removed
 }
 
 /// Adds a subscriber to its topic's feed, starting the feed (a tap and its thread) if
@@ -1119,9 +1285,14 @@ fn stream_name(feed: &Feed) -> &str {
     feed.topic.stream.as_deref().unwrap_or_default()
 }
 
-/// A message of `topic` made from what its stream carried, in every form asked of the
-/// topic; `None` when the topic leaves it out or it cannot be written (counted).
-fn prepare(shared: &Shared, topic: &Topic, envelope: &Envelope) -> Option<rosbridge::Prepared> {
+/// A message of `topic` made from what its stream carried, in the forms `compressions`
+/// need; `None` when the topic leaves it out or it cannot be written (counted).
+fn prepare(
+    shared: &Shared,
+    topic: &Topic,
+    envelope: &Envelope,
+    compressions: &[Compression],
+) -> Option<rosbridge::Prepared> {
     let converted = match topic.convert(&envelope.message) {
         Ok(Some(message)) => message,
         Ok(None) => return None,
@@ -1134,7 +1305,9 @@ fn prepare(shared: &Shared, topic: &Topic, envelope: &Envelope) -> Option<rosbri
     if matches!(topic.source, Source::DecodedImage | Source::DecodedDepth) {
         shared.counters.images_decoded.increment();
     }
-    match rosbridge::prepare(topic, &converted, true, false) {
+    let want_value = compressions.iter().any(|c| c.wants_value());
+    let want_cdr = compressions.contains(&Compression::CborRaw);
+    match rosbridge::prepare(topic, &converted, want_value, want_cdr) {
         Ok(prepared) => Some(prepared),
         Err(error) => {
             shared.counters.unwritable.increment();
@@ -1144,13 +1317,47 @@ fn prepare(shared: &Shared, topic: &Topic, envelope: &Envelope) -> Option<rosbri
     }
 }
 
-/// The frame of a prepared message on `spelling` in `encoding`.
-fn frame_of(prepared: &rosbridge::Prepared, spelling: &str, encoding: Encoding) -> Option<Message> {
-    let value = prepared.value.as_ref()?;
-    Some(match encoding {
-        Encoding::Json => Message::Text(wire::publish_json(spelling, value).into()),
-        Encoding::Cbor => Message::Binary(wire::publish_cbor(spelling, value).into()),
-    })
+/// The frames of a prepared message on `spelling` as `effective` asks: one frame, or the
+/// `fragment`s of a longer text.
+fn frames_of(
+    shared: &Shared,
+    prepared: &rosbridge::Prepared,
+    spelling: &str,
+    effective: Effective,
+) -> Result<Outgoing, String> {
+    let missing = || format!("`{spelling}`: the message was not prepared in this form");
+    let (text, op) = match effective.compression {
+        Compression::CborRaw => {
+            let cdr = prepared.cdr.as_ref().ok_or_else(missing)?;
+            let bytes = outgoing::publish_cbor_raw(spelling, cdr).map_err(|e| e.to_string())?;
+            return Ok(Arc::from([Message::Binary(bytes.into())]));
+        }
+        Compression::Cbor => {
+            let value = prepared.value.as_ref().ok_or_else(missing)?;
+            let bytes = wire::publish_cbor(spelling, value);
+            return Ok(Arc::from([Message::Binary(bytes.into())]));
+        }
+        Compression::Json => {
+            let value = prepared.value.as_ref().ok_or_else(missing)?;
+            (wire::publish_json(spelling, value), "fragment")
+        }
+        Compression::Png => {
+            let value = prepared.value.as_ref().ok_or_else(missing)?;
+            let text = outgoing::publish_png(spelling, value).map_err(|e| e.to_string())?;
+            (text, "png")
+        }
+    };
+    let Some(size) = effective.fragment_size else {
+        return Ok(Arc::from([Message::Text(text.into())]));
+    };
+    let id = format!(
+        "publish {}",
+        shared.next_fragmented.fetch_add(1, Ordering::Relaxed)
+    );
+    Ok(outgoing::fragments(text, size, op, &id)
+        .into_iter()
+        .map(|part| Message::Text(part.into()))
+        .collect())
 }
 
 fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
@@ -1186,7 +1393,8 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
             .iter()
             .filter(|(_, entry)| {
                 let mut last = lock(&entry.last_sent);
-                let due = last.is_none_or(|at| now.duration_since(at) >= entry.throttle);
+                let throttle = entry.effective().throttle;
+                let due = last.is_none_or(|at| now.duration_since(at) >= throttle);
                 if due {
                     *last = Some(now);
                 }
@@ -1197,28 +1405,43 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
         if due.is_empty() {
             continue;
         }
-        let Some(prepared) = prepare(shared, &feed.topic, &envelope) else {
+        let compressions: Vec<Compression> =
+            due.iter().map(|(_, e)| e.effective().compression).collect();
+        let Some(prepared) = prepare(shared, &feed.topic, &envelope, &compressions) else {
             continue;
         };
-        // Each (spelling, encoding) written once per message, whatever the subscribers.
-        let mut written: Vec<(String, Encoding, Message)> = Vec::new();
+        // Each (spelling, compression, fragment size) written once per message, whatever
+        // the subscribers.
+        type Key = (String, Compression, Option<usize>);
+        let mut written: Vec<(Key, Outgoing)> = Vec::new();
         for (client, entry) in due {
-            let frame = match written
-                .iter()
-                .find(|(s, e, _)| *s == entry.spelling && *e == entry.encoding)
-            {
-                Some((_, _, frame)) => frame.clone(),
+            let effective = entry.effective();
+            let key = (
+                entry.spelling.clone(),
+                effective.compression,
+                effective.fragment_size,
+            );
+            let frame = match written.iter().find(|(k, _)| *k == key) {
+                Some((_, frame)) => frame.clone(),
                 None => {
-                    let Some(frame) = frame_of(&prepared, &entry.spelling, entry.encoding) else {
-                        continue;
+                    let frame = match frames_of(shared, &prepared, &entry.spelling, effective) {
+                        Ok(frame) => frame,
+                        Err(error) => {
+                            shared.counters.unwritable.increment();
+                            tracing::debug!(%error, "message not written");
+                            continue;
+                        }
                     };
-                    let len = match &frame {
-                        Message::Text(text) => text.len(),
-                        Message::Binary(bytes) => bytes.len(),
-                        _ => 0,
-                    };
+                    let len: usize = frame
+                        .iter()
+                        .map(|m| match m {
+                            Message::Text(text) => text.len(),
+                            Message::Binary(bytes) => bytes.len(),
+                            _ => 0,
+                        })
+                        .sum();
                     feed.bytes.fetch_add(len as u64, Ordering::Relaxed);
-                    written.push((entry.spelling.clone(), entry.encoding, frame.clone()));
+                    written.push((key, frame.clone()));
                     frame
                 }
             };

@@ -178,7 +178,7 @@ async fn topics_come_from_the_plan() {
 
     send(
         &mut ws,
-        json!({"op": "call_service", "service": "/rosapi/nodes", "id": "n"}),
+        json!({"op": "call_service", "service": "/rosapi/delete_param", "id": "n"}),
     )
     .await;
     let reply = next_reply(&mut ws).await;
@@ -188,9 +188,9 @@ async fn topics_come_from_the_plan() {
         reply["values"]
             .as_str()
             .unwrap_or_default()
-            .contains("unsupported")
+            .contains("not served")
     );
-    assert!(status_error(&mut ws).await.contains("/rosapi/nodes"));
+    assert!(status_error(&mut ws).await.contains("/rosapi/delete_param"));
     drop(run);
 }
 
@@ -539,15 +539,16 @@ async fn bad_input_is_answered_and_hurts_nobody() {
             .await
             .contains("unknown topic `/nowhere`")
     );
+    // A type other than the topic's, and a compression rosbridge does not have.
     send(
         &mut ws,
-        json!({"op": "subscribe", "topic": "/odom", "compression": "cbor-raw"}),
+        json!({"op": "subscribe", "topic": "/odom", "type": "sensor_msgs/msg/Image"}),
     )
     .await;
-    assert!(status_error(&mut ws).await.contains("unsupported"));
+    assert!(status_error(&mut ws).await.contains("carries nav_msgs/msg/Odometry"));
     send(
         &mut ws,
-        json!({"op": "subscribe", "topic": "/odom", "compression": "png"}),
+        json!({"op": "subscribe", "topic": "/odom", "compression": "zip"}),
     )
     .await;
     assert!(status_error(&mut ws).await.contains("unsupported"));
@@ -638,13 +639,13 @@ async fn a_slow_client_drops_its_own_frames_only() {
     let mut slow = connect(&run, "?client=slow").await;
     send(
         &mut slow,
-        json!({"op": "subscribe", "topic": "/color_image", "compression": "cbor"}),
+        json!({"op": "subscribe", "topic": "/color_image/compressed", "compression": "cbor"}),
     )
     .await;
     let mut fast = connect(&run, "?client=fast").await;
     send(
         &mut fast,
-        json!({"op": "subscribe", "topic": "/color_image", "compression": "cbor", "queue_length": 16}),
+        json!({"op": "subscribe", "topic": "/color_image/compressed", "compression": "cbor", "queue_length": 16}),
     )
     .await;
     // The fast client also takes the small odometry stream: the big one must not starve it.

@@ -2,7 +2,10 @@
 //! their ROS 2 shapes (read from the same CDR that `cbor-raw` sends), and the wire forms
 //! rosbridge_suite's ROS 2 branch writes.
 
+pub(crate) mod outgoing;
+pub(crate) mod rosapi;
 pub(crate) mod shape;
+pub(crate) mod subscription;
 pub(crate) mod topics;
 
 use std::sync::Arc;
