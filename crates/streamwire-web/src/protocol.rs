@@ -178,11 +178,15 @@ fn parse(value: Value) -> Result<Op, Refused> {
             let args = match value.get("args") {
                 None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
                 Some(args @ Value::Object(_)) => args.clone(),
-                Some(Value::Array(list)) if list.is_empty() => Value::Object(serde_json::Map::new()),
+                Some(Value::Array(list)) if list.is_empty() => {
+                    Value::Object(serde_json::Map::new())
+                }
                 Some(_) => {
                     return Err(refuse(
                         &id,
-                        format!("`call_service` of `{service}`: `args` must be an object of the request's fields"),
+                        format!(
+                            "`call_service` of `{service}`: `args` must be an object of the request's fields"
+                        ),
                     ));
                 }
             };

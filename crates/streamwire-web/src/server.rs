@@ -1109,7 +1109,8 @@ fn call_service(
         Ok(values) => (values.clone(), true),
         Err(msg) => (json!(clip(msg, MAX_REPLY_TEXT)), false),
     };
-    let mut response = json!({"op": "service_response", "service": service, "values": values, "result": result});
+    let mut response =
+        json!({"op": "service_response", "service": service, "values": values, "result": result});
     if let Some(id) = &id {
         response["id"] = json!(clip(id, MAX_ID));
     }
@@ -1250,16 +1251,13 @@ fn attach(
     // A topic nothing in the run feeds (`/rosout` without log records) keeps its
     // subscribers, silent.
     if let Some(stream) = &topic.stream {
-        let tap = shared
-            .taps
-            .tap(stream, Some(topic.tap_as))
-            .map_err(|e| {
-                format!(
-                    "cannot tap `/{}`: {}",
-                    topic.name,
-                    streamwire_core::log::chain(e.as_ref())
-                )
-            })?;
+        let tap = shared.taps.tap(stream, Some(topic.tap_as)).map_err(|e| {
+            format!(
+                "cannot tap `/{}`: {}",
+                topic.name,
+                streamwire_core::log::chain(e.as_ref())
+            )
+        })?;
         // A number first: Linux keeps 15 bytes of a thread's name, and topics share prefixes.
         let number = shared.next_feed.fetch_add(1, Ordering::Relaxed);
         let thread = {

@@ -179,7 +179,13 @@ fn check_fields(
         let v = &object[&field.name];
         match (&field.ty.base, field.ty.repeat) {
             (BaseType::Nested(name), Repeat::Single) => {
-                check_fields(schema, schema.def(name).expect("resolved"), v, &at, bytes_ok);
+                check_fields(
+                    schema,
+                    schema.def(name).expect("resolved"),
+                    v,
+                    &at,
+                    bytes_ok,
+                );
             }
             (BaseType::Nested(name), _) => {
                 let items: Vec<&Value> = match v {
@@ -187,14 +193,23 @@ fn check_fields(
                     summed => vec![&summed["first"]],
                 };
                 for item in items {
-                    check_fields(schema, schema.def(name).expect("resolved"), item, &at, bytes_ok);
+                    check_fields(
+                        schema,
+                        schema.def(name).expect("resolved"),
+                        item,
+                        &at,
+                        bytes_ok,
+                    );
                 }
             }
             (BaseType::Primitive("uint8"), Repeat::Sequence) => {
                 assert!(bytes_ok(v), "{at} is bytes: {v}");
             }
             (_, Repeat::Single) => assert!(!v.is_array() && !v.is_object(), "{at}: {v}"),
-            (_, _) => assert!(v.is_array() || v.get("$len").is_some(), "{at} is a list: {v}"),
+            (_, _) => assert!(
+                v.is_array() || v.get("$len").is_some(),
+                "{at} is a list: {v}"
+            ),
         }
     }
 }
@@ -234,9 +249,15 @@ fn roslib_in_node_every_service_compression_and_topic() {
             .to_owned()
     };
     for topic in TOPICS {
-        assert!(type_of(topic).contains("/msg/"), "{topic}: ROS 2 type names");
+        assert!(
+            type_of(topic).contains("/msg/"),
+            "{topic}: ROS 2 type names"
+        );
     }
-    assert_eq!(type_of("/color_image/compressed"), "sensor_msgs/msg/CompressedImage");
+    assert_eq!(
+        type_of("/color_image/compressed"),
+        "sensor_msgs/msg/CompressedImage"
+    );
     assert_eq!(type_of("/color_image"), "sensor_msgs/msg/Image");
     assert_eq!(type_of("/depth"), "sensor_msgs/msg/Image");
     assert_eq!(type_of("/map"), "nav_msgs/msg/OccupancyGrid");
@@ -248,7 +269,10 @@ fn roslib_in_node_every_service_compression_and_topic() {
         Some(topics.len() as u64)
     );
     assert_eq!(services["getTopicType"], "nav_msgs/msg/Odometry");
-    assert_eq!(services["getTopicsForType"], serde_json::json!(["/odometry"]));
+    assert_eq!(
+        services["getTopicsForType"],
+        serde_json::json!(["/odometry"])
+    );
     assert_eq!(services["getNodes"], serde_json::json!(["/web"]));
     let details = &services["getNodeDetails"];
     assert!(
@@ -285,7 +309,10 @@ fn roslib_in_node_every_service_compression_and_topic() {
         services["getMessageDetails"][0]["fieldnames"],
         serde_json::json!(["linear", "angular"])
     );
-    assert!(services["decodeTypeDefs"]["linear"].is_object(), "{services}");
+    assert!(
+        services["decodeTypeDefs"]["linear"].is_object(),
+        "{services}"
+    );
     assert!(
         services["getParams"]
             .as_array()
@@ -340,7 +367,10 @@ fn roslib_in_node_every_service_compression_and_topic() {
     }
     // Stamps are exact (`sec`, `nanosec` as integers, no BigInt).
     let stamp = &report["topics"]["/map"]["cbor"]["header"]["stamp"];
-    assert!(stamp["sec"].is_u64() && stamp["nanosec"].is_u64(), "{stamp}");
+    assert!(
+        stamp["sec"].is_u64() && stamp["nanosec"].is_u64(),
+        "{stamp}"
+    );
 
     // `png`, decoded by roslib: the same message shapes.
     for (topic, message) in report["png"].as_object().expect("png") {
@@ -448,7 +478,10 @@ fn roslibpy_services_subscriptions_png_and_driving() {
     // The Twist it published is the run's: one command more.
     let deadline = Instant::now() + Duration::from_secs(10);
     while demo.counter("commands") < commands_before + 1 {
-        assert!(Instant::now() < deadline, "the command did not reach the run");
+        assert!(
+            Instant::now() < deadline,
+            "the command did not reach the run"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     drop(demo);
@@ -638,7 +671,10 @@ fn roslib_in_chromium_through_an_import_map() -> anyhow::Result<()> {
     assert_eq!(report["tf"], "base_link");
     let deadline = Instant::now() + Duration::from_secs(10);
     while demo.counter("commands") < commands_before + 1 {
-        assert!(Instant::now() < deadline, "the page's Twist did not reach the run");
+        assert!(
+            Instant::now() < deadline,
+            "the page's Twist did not reach the run"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     drop(chromium);

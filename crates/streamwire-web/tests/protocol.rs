@@ -545,7 +545,11 @@ async fn bad_input_is_answered_and_hurts_nobody() {
         json!({"op": "subscribe", "topic": "/odom", "type": "sensor_msgs/msg/Image"}),
     )
     .await;
-    assert!(status_error(&mut ws).await.contains("carries nav_msgs/msg/Odometry"));
+    assert!(
+        status_error(&mut ws)
+            .await
+            .contains("carries nav_msgs/msg/Odometry")
+    );
     send(
         &mut ws,
         json!({"op": "subscribe", "topic": "/odom", "compression": "zip"}),

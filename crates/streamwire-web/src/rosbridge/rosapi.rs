@@ -61,13 +61,15 @@ fn string_arg<'v>(args: &'v Value, key: &str) -> Result<&'v str, String> {
 /// The response `values` of rosapi service `name` called with `args`, or why it is
 /// refused.
 pub(crate) fn answer(view: &RunView<'_>, name: &str, args: &Value) -> Result<Value, String> {
-    let topic_names = || -> Vec<String> { view.topics.iter().map(|t| format!("/{}", t.name)).collect() };
+    let topic_names =
+        || -> Vec<String> { view.topics.iter().map(|t| format!("/{}", t.name)).collect() };
     let types = || -> Vec<&str> { view.topics.iter().map(|t| t.ros_type).collect() };
     let find_topic = |asked: &str| {
         let asked = asked.trim_start_matches('/');
         view.topics.iter().find(|t| t.name == asked)
     };
-    let is_cmd_vel = |asked: &str| asked.trim_start_matches('/') == view.cmd_vel.trim_start_matches('/');
+    let is_cmd_vel =
+        |asked: &str| asked.trim_start_matches('/') == view.cmd_vel.trim_start_matches('/');
     Ok(match name {
         "topics" => json!({"topics": topic_names(), "types": types()}),
         "topics_and_raw_types" => {
@@ -98,8 +100,10 @@ pub(crate) fn answer(view: &RunView<'_>, name: &str, args: &Value) -> Result<Val
         "node_details" => {
             let node = string_arg(args, "node")?;
             if node.trim_start_matches('/') == view.node.trim_start_matches('/') {
-                let services: Vec<String> =
-                    SERVICES.iter().map(|(n, _)| format!("/rosapi/{n}")).collect();
+                let services: Vec<String> = SERVICES
+                    .iter()
+                    .map(|(n, _)| format!("/rosapi/{n}"))
+                    .collect();
                 json!({
                     "subscribing": [format!("/{}", view.cmd_vel.trim_start_matches('/'))],
                     "publishing": topic_names(),
@@ -126,8 +130,10 @@ pub(crate) fn answer(view: &RunView<'_>, name: &str, args: &Value) -> Result<Val
             json!({"subscribers": subscribers})
         }
         "services" => {
-            let services: Vec<String> =
-                SERVICES.iter().map(|(n, _)| format!("/rosapi/{n}")).collect();
+            let services: Vec<String> = SERVICES
+                .iter()
+                .map(|(n, _)| format!("/rosapi/{n}"))
+                .collect();
             json!({"services": services})
         }
         "service_type" => {
@@ -239,12 +245,20 @@ mod tests {
     #[test]
     fn message_details_are_rosapis_typedefs() {
         let view = view(&[]);
-        let values =
-            answer(&view, "message_details", &json!({"type": "geometry_msgs/Twist"})).expect("known");
+        let values = answer(
+            &view,
+            "message_details",
+            &json!({"type": "geometry_msgs/Twist"}),
+        )
+        .expect("known");
         let typedefs = values["typedefs"].as_array().expect("a list");
         assert_eq!(typedefs[0]["type"], "geometry_msgs/Twist");
         assert_eq!(typedefs[0]["fieldnames"], json!(["linear", "angular"]));
-        assert!(typedefs.iter().any(|t| t["type"] == "geometry_msgs/Vector3"));
+        assert!(
+            typedefs
+                .iter()
+                .any(|t| t["type"] == "geometry_msgs/Vector3")
+        );
         assert!(answer(&view, "message_details", &json!({"type": "acme/Beep"})).is_err());
     }
 }
