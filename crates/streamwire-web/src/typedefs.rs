@@ -10,7 +10,7 @@ use streamwire_ros2::schema::RosSchema;
 pub(crate) fn full_text(ros_type: &str) -> String {
     RosSchema::standard(ros_type)
         .map(|schema| schema.full_text())
-        // infallible: a type without a ROS definition has an empty one, as rosapi gives it
+        // infallible: only a type with no ROS 2 definition fails (a user's message): it has no full text
         .unwrap_or_default()
 }
 
