@@ -218,36 +218,8 @@ fn schema_of(ros_type: &str) -> RosSchema {
     RosSchema::standard(ros_type).unwrap_or_else(|e| panic!("{ros_type}: {e}"))
 }
 
-#[test]
-fn roslib_in_node_every_service_compression_and_topic() {
-    let Some(node) = node_clients_present() else {
-        return;
-    };
-    let demo = Demo::start(Vec::new());
-    let report = run_tool(
-        &node,
-        &[
-            "roslib_node.mjs".to_owned(),
-            demo.ws_url(),
-            TOPICS.join(","),
-        ],
-        Duration::from_secs(240),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let report: Value = serde_json::from_str(&report).expect("a JSON report");
-    let services = &report["services"];
-
-    // rosapi, through roslib's helpers.
-    let topics = services["getTopics"]["topics"].as_array().expect("topics");
-    let types = services["getTopics"]["types"].as_array().expect("types");
-    let type_of = |topic: &str| {
-        topics
-            .iter()
-            .position(|t| t == topic)
-            .and_then(|i| types[i].as_str())
-            .unwrap_or_else(|| panic!("{topic} listed: {topics:?}"))
-            .to_owned()
-    };
+/// What roslib's rosapi helpers and plain service calls got (see roslib_node.mjs).
+fn check_services(services: &Value, topic_count: usize, type_of: &dyn Fn(&str) -> String) {
     for topic in TOPICS {
         assert!(
             type_of(topic).contains("/msg/"),
@@ -266,7 +238,7 @@ fn roslib_in_node_every_service_compression_and_topic() {
     assert_eq!(type_of("/rosout"), "rcl_interfaces/msg/Log");
     assert_eq!(
         services["getTopicsAndRawTypes"]["typedefs"].as_u64(),
-        Some(topics.len() as u64)
+        Some(topic_count as u64)
     );
     assert_eq!(services["getTopicType"], "nav_msgs/msg/Odometry");
     assert_eq!(
@@ -340,6 +312,64 @@ fn roslib_in_node_every_service_compression_and_topic() {
         serde_json::json!(["/web"])
     );
     assert_eq!(services["unknown"]["ok"], false);
+}
+
+/// Two subscriptions to one topic with different throttles and ids (roslib_node.mjs).
+fn check_throttles(throttle: &Value) {
+    // Two subscriptions, different throttles and ids: the lower throttle while both are
+    // there (several messages within a second), the other alone after one unsubscribe
+    // (still coming, at most one a second by the message stamps).
+    let ids = throttle["ids"].as_array().expect("ids");
+    assert_ne!(ids[0], ids[1]);
+    let secs = |list: &Value| -> Vec<f64> {
+        list.as_array()
+            .expect("stamps")
+            .iter()
+            .filter_map(|s| s.as_str()?.split_once('.'))
+            .map(|(s, n)| s.parse::<f64>().unwrap_or(0.0) + n.parse::<f64>().unwrap_or(0.0) / 1e9)
+            .collect()
+    };
+    let both = secs(&throttle["both"]);
+    assert!(both.len() >= 10);
+    assert!(both[both.len() - 1] - both[0] < 5.0, "both: {both:?}");
+    let alone = secs(&throttle["slowOnly"]);
+    // The first may have been queued before the unsubscribe took effect.
+    for pair in alone[1..].windows(2) {
+        assert!(pair[1] - pair[0] >= 0.9, "slow alone: {alone:?}");
+    }
+}
+
+#[test]
+fn roslib_in_node_every_service_compression_and_topic() {
+    let Some(node) = node_clients_present() else {
+        return;
+    };
+    let demo = Demo::start(Vec::new());
+    let report = run_tool(
+        &node,
+        &[
+            "roslib_node.mjs".to_owned(),
+            demo.ws_url(),
+            TOPICS.join(","),
+        ],
+        Duration::from_secs(240),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let report: Value = serde_json::from_str(&report).expect("a JSON report");
+    let services = &report["services"];
+
+    // rosapi, through roslib's helpers.
+    let topics = services["getTopics"]["topics"].as_array().expect("topics");
+    let types = services["getTopics"]["types"].as_array().expect("types");
+    let type_of = |topic: &str| {
+        topics
+            .iter()
+            .position(|t| t == topic)
+            .and_then(|i| types[i].as_str())
+            .unwrap_or_else(|| panic!("{topic} listed: {topics:?}"))
+            .to_owned()
+    };
+    check_services(services, topics.len(), &type_of);
 
     // Every topic, JSON and CBOR, field by field against its ROS 2 definition.
     for topic in TOPICS {
@@ -390,28 +420,7 @@ fn roslib_in_node_every_service_compression_and_topic() {
         assert!(raw["secs"].as_u64().is_some_and(|s| s > 1_600_000_000));
     }
 
-    // Two subscriptions, different throttles and ids: the lower throttle while both are
-    // there (several messages within a second), the other alone after one unsubscribe
-    // (still coming, at most one a second by the message stamps).
-    let throttle = &report["throttle"];
-    let ids = throttle["ids"].as_array().expect("ids");
-    assert_ne!(ids[0], ids[1]);
-    let secs = |list: &Value| -> Vec<f64> {
-        list.as_array()
-            .expect("stamps")
-            .iter()
-            .filter_map(|s| s.as_str()?.split_once('.'))
-            .map(|(s, n)| s.parse::<f64>().unwrap_or(0.0) + n.parse::<f64>().unwrap_or(0.0) / 1e9)
-            .collect()
-    };
-    let both = secs(&throttle["both"]);
-    assert!(both.len() >= 10);
-    assert!(both[both.len() - 1] - both[0] < 5.0, "both: {both:?}");
-    let alone = secs(&throttle["slowOnly"]);
-    // The first may have been queued before the unsubscribe took effect.
-    for pair in alone[1..].windows(2) {
-        assert!(pair[1] - pair[0] >= 0.9, "slow alone: {alone:?}");
-    }
+    check_throttles(&report["throttle"]);
     drop(demo);
 }
 
