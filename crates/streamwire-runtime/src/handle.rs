@@ -116,11 +116,15 @@ impl RunHandle {
         } else {
             reason
         };
+        // What codec nodes still held is counted on their consumers before the snapshot.
+        self.records.settle();
+        let mut stats = self.stats();
+        stats.add_wire_terms();
         RunReport {
             reason,
             failure: self.failure.clone(),
             stragglers,
-            stats: self.stats(),
+            stats,
         }
     }
 

@@ -10,7 +10,7 @@ use streamwire_core::{
 use streamwire_msgs::{CompressedImage, DepthImage, Image, PointCloud};
 
 use crate::clock::Clock;
-use crate::queue::InputQueue;
+use crate::queue::{Fate, InputQueue};
 
 /// What a subscriber takes from a hub.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +49,9 @@ pub(crate) struct Subscriber {
     pub(crate) wants: Wants,
     pub(crate) demand: Demand,
     pub(crate) link: Arc<LinkCounters>,
+    /// Its module finished: it takes nothing more, and each later publish is counted on
+    /// its row as unmatched (not sent), so that its report still balances.
+    pub(crate) detached: bool,
 }
 
 /// Decodes ready-made bytes published on an `Out<Compressed<..>>` for the pixel
@@ -119,6 +122,7 @@ impl Hub {
                 wants,
                 demand,
                 link: link.clone(),
+                detached: false,
             });
         }
         if !self.open.load(Ordering::SeqCst) {
@@ -140,14 +144,32 @@ impl Hub {
         }
     }
 
+    /// Detaches subscriber `id` (a module that finished): it takes nothing more, but
+    /// stays listed so that every later publish is counted on its row as unmatched.
+    pub(crate) fn detach(&self, id: u64) {
+        let detached = self.subscribers.write().ok().and_then(|mut subscribers| {
+            let subscriber = subscribers.iter_mut().find(|s| s.id == id && !s.detached)?;
+            subscriber.detached = true;
+            Some(subscriber.queue.clone())
+        });
+        if let Some(queue) = detached
+            && self.open.load(Ordering::SeqCst)
+        {
+            queue.upstream_closed();
+        }
+    }
+
     /// True while some subscriber needs this stream.
     pub(crate) fn has_demand(&self) -> bool {
         self.subscribers.read().is_ok_and(|subscribers| {
-            subscribers.iter().any(|s| match &s.demand {
-                Demand::Always => true,
-                Demand::Via(downstream) => downstream.has_demand(),
-                Demand::Remote(publisher) => publisher.is_matched(),
-            })
+            subscribers
+                .iter()
+                .filter(|s| !s.detached)
+                .any(|s| match &s.demand {
+                    Demand::Always => true,
+                    Demand::Via(downstream) => downstream.has_demand(),
+                    Demand::Remote(publisher) => publisher.is_matched(),
+                })
         })
     }
 
@@ -156,7 +178,7 @@ impl Hub {
         if self.open.swap(false, Ordering::SeqCst)
             && let Ok(subscribers) = self.subscribers.read()
         {
-            for s in subscribers.iter() {
+            for s in subscribers.iter().filter(|s| !s.detached) {
                 s.queue.upstream_closed();
             }
         }
@@ -164,9 +186,21 @@ impl Hub {
 
     /// Counts a message lost upstream (a failed decode) on every subscriber's input.
     pub(crate) fn count_on_subscribers(&self, reason: DropReason) {
+        self.account_on_subscribers(Fate::Dropped(reason));
+    }
+
+    /// Counts what became of a message lost upstream on every subscriber's row (a
+    /// detached one counts it as unmatched: it would not have been sent to it).
+    pub(crate) fn account_on_subscribers(&self, fate: Fate) {
+        self.account_on_subscribers_n(fate, 1);
+    }
+
+    /// Counts `n` messages of `fate` on every subscriber's row.
+    pub(crate) fn account_on_subscribers_n(&self, fate: Fate, n: u64) {
         if let Ok(subscribers) = self.subscribers.read() {
             for s in subscribers.iter() {
-                s.queue.count(reason);
+                s.queue
+                    .account_n(if s.detached { Fate::Unmatched } else { fate }, n);
             }
         }
     }
@@ -203,6 +237,10 @@ impl Hub {
         let published_bytes = content_bytes(envelope.message.as_ref());
         let mut decoded: Option<Option<(Envelope, u64)>> = None;
         for s in subscribers.iter() {
+            if s.detached {
+                s.queue.account(Fate::Unmatched);
+                continue;
+            }
             let (delivery, bytes) = match s.wants {
                 Wants::Message(want) if want != published_type => {
                     let wants_pixels_of_ready_made = want == self.message

@@ -16,7 +16,7 @@ use streamwire_transport::{
 
 use crate::clock::Signal;
 use crate::hub::Hub;
-use crate::queue::InputQueue;
+use crate::queue::{Fate, InputQueue};
 use crate::stats::{WireDirection, WireStats};
 use crate::worker::{Exit, IDLE_RECHECK, Outcome, Shared};
 
@@ -99,6 +99,8 @@ pub enum Partitions {
 pub(crate) struct IngressCounters {
     tracker: Mutex<SequenceTracker>,
     lost: AtomicU64,
+    /// Frames that arrived after the run began to stop.
+    in_flight_at_stop: AtomicU64,
     rejected: [AtomicU64; Rejection::ALL.len()],
     /// A version mismatch is logged once per ingress, with both versions.
     incompatible_logged: AtomicBool,
@@ -163,10 +165,18 @@ impl Ingress {
                     && let Step::Gap { lost } = tracker.observe(frame.head.link_seq)
                 {
                     counters.lost.fetch_add(lost, Ordering::Relaxed);
+                    // Each consumer of the stream here lost them: its row says so.
+                    hub.account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
                 }
                 if frame.end_of_stream {
                     // The producer finished: consumers here see their input close.
                     hub.close();
+                    return;
+                }
+                if hub.is_stopping() {
+                    // On the wire when the run stopped: counted, not delivered.
+                    counters.in_flight_at_stop.fetch_add(1, Ordering::Relaxed);
+                    hub.account_on_subscribers(Fate::InFlightAtStop);
                     return;
                 }
                 match frame.decode_message(&accepted) {
@@ -208,6 +218,9 @@ impl Ingress {
             unmatched: 0,
             sender_dropped: 0,
             lost: c.lost.load(Ordering::Relaxed),
+            dropped_upstream: Default::default(),
+            unprocessed_at_stop: 0,
+            in_flight_at_stop: c.in_flight_at_stop.load(Ordering::Relaxed),
             rejected: Rejection::ALL
                 .iter()
                 .zip(&c.rejected)
@@ -237,9 +250,20 @@ impl SenderRecord {
             direction: WireDirection::Out,
             frames: sent.frames,
             wire_bytes: sent.wire_bytes,
-            unmatched: sent.unmatched,
+            unmatched: sent.unmatched + self.queue.unmatched(),
             sender_dropped: self.queue.dropped(DropReason::QueueFull),
             lost: 0,
+            dropped_upstream: {
+                let mut upstream = crate::stats::DropCounts::default();
+                for reason in DropReason::ALL {
+                    if reason != DropReason::QueueFull {
+                        upstream.set(reason, self.queue.dropped(reason));
+                    }
+                }
+                upstream
+            },
+            unprocessed_at_stop: self.queue.unprocessed_at_stop(),
+            in_flight_at_stop: 0,
             rejected: Rejection::ALL
                 .iter()
                 .map(|k| {

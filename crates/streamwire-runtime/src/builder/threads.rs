@@ -205,7 +205,16 @@ impl RunBuilder {
                 error,
             })?;
         let signal = self.make.signal();
-        let queue = self.make.queue(stream.qos.history, &signal);
+        // The sender keeps what the strictest consumer in another partition keeps, so
+        // that a keep-all consumer loses nothing before the wire.
+        let history = self
+            .remote_history
+            .iter()
+            .find(|(name, _)| *name == stream.name)
+            .map_or(stream.qos.history, |(_, remote)| {
+                stream.qos.history.strictest(*remote)
+            });
+        let queue = self.make.queue(history, &signal);
         let (id, _) =
             stream
                 .hub
