@@ -2,11 +2,6 @@
 //! the report balances, and it says what happened (a failed instance, a source below its
 //! rate). Every assertion is on a count or a state; waits have generous guards only.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers: a failure is the test failing"
-)]
-
 mod common;
 
 use std::time::Duration;
