@@ -133,6 +133,7 @@ pub(crate) fn coordinate(
         },
     )?;
     println!("{report}");
+    println!("{}", crate::commands::run::accounting(&report.report));
     Ok((exit_code(&report.report), report.report))
 }
 
@@ -169,6 +170,7 @@ pub(crate) fn work(
         // Started by hand: its own report is its output (the coordinator prints the
         // merged one).
         println!("{report}");
+        println!("{}", crate::commands::run::accounting(&report));
     }
     Ok(exit_code(&report))
 }

@@ -161,6 +161,25 @@ fn run_distributed(
     }
 }
 
+/// The line under a report that says whether it balances (RFC.md section 9): every
+/// consumer row's messages on exactly one counter, or the rows that are not.
+pub(crate) fn accounting(report: &RunReport) -> String {
+    match streamwire_runtime::check_balance(report) {
+        Ok(balanced) if balanced.elsewhere.is_empty() => format!(
+            "accounting: balanced ({} consumer rows: published = delivered + dropped + not \
+             sent + unprocessed at stop + in flight at stop)",
+            balanced.rows
+        ),
+        Ok(balanced) => format!(
+            "accounting: balanced ({} consumer rows; {} fed from another process's report: {})",
+            balanced.rows,
+            balanced.elsewhere.len(),
+            balanced.elsewhere.join(", ")
+        ),
+        Err(error) => format!("accounting: {error}"),
+    }
+}
+
 /// The exit status of a run that ended with `report`.
 pub(crate) fn exit_code(report: &RunReport) -> ExitCode {
     match report.reason {
@@ -221,6 +240,7 @@ fn run_here(
     }
     let report: RunReport = handle.wait();
     println!("{report}");
+    println!("{}", accounting(&report));
     Ok((exit_code(&report), report))
 }
 

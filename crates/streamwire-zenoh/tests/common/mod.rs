@@ -10,7 +10,7 @@ use streamwire_core::{Compressed, Context, In, Node, NodeResult, Out, Timestamp,
 use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, WireFormat};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
-use streamwire_runtime::RunStats;
+use streamwire_runtime::{EndReason, RunReport, RunStats, balance_checks, check_balance};
 
 /// A camera of small raw frames, finishing after `count`.
 #[derive(Module)]
@@ -161,4 +161,29 @@ impl Node for SlowViewer {
         }
         Ok(())
     }
+}
+
+/// Checks the accounting equation on `report` (rows whose producer reported in another
+/// process are left to the merged report) and prints how many reports were checked.
+pub(crate) fn balanced(report: RunReport) -> RunReport {
+    if let Err(error) = check_balance(&report) {
+        panic!("{error}\n{report}");
+    }
+    eprintln!(
+        "balance: {} reports checked in this test binary so far",
+        balance_checks()
+    );
+    report
+}
+
+/// The reports of one run's processes, merged as a coordinator merges them, balanced.
+pub(crate) fn balanced_merge(reports: &[(&str, &RunReport)]) -> RunReport {
+    balanced(RunReport::merge(
+        EndReason::Finished,
+        None,
+        Vec::new(),
+        reports
+            .iter()
+            .map(|(process, report)| ((*process).to_owned(), (*report).clone())),
+    ))
 }
