@@ -9,7 +9,6 @@ use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{
     AnyMessage, DropReason, Envelope, Header, OutputBinding, PortError, codec::DynCodec,
 };
-use streamwire_msgs::{CompressedImage, DepthImage, Image, PointCloud};
 
 use crate::clock::Clock;
 use crate::queue::{Fate, InputQueue};
@@ -320,19 +319,7 @@ impl OutputBinding for Hub {
     }
 }
 
-/// The payload bytes of the built-in messages (zero for messages it does not know).
+/// The content bytes of a message ([`Message::payload_len`](streamwire_core::Message::payload_len)).
 pub(crate) fn content_bytes(message: &dyn AnyMessage) -> u64 {
-    let any = message.as_any();
-    let len = if let Some(m) = any.downcast_ref::<Image>() {
-        m.data().len()
-    } else if let Some(m) = any.downcast_ref::<CompressedImage>() {
-        m.data().len()
-    } else if let Some(m) = any.downcast_ref::<DepthImage>() {
-        m.data().len()
-    } else if let Some(m) = any.downcast_ref::<PointCloud>() {
-        m.data().len()
-    } else {
-        0
-    };
-    u64::try_from(len).unwrap_or(u64::MAX)
+    u64::try_from(message.content_len()).unwrap_or(u64::MAX)
 }

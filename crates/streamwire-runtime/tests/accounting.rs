@@ -218,3 +218,130 @@ fn a_source_held_below_its_rate_is_flagged_with_the_rate_it_reached() {
     assert!(rate.is_below(), "{report}");
     assert!(report.to_string().contains("BELOW RATE"), "{report}");
 }
+
+/// A user message with a payload: its `Vec<u8>` field is its content (derived
+/// `payload_len`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, streamwire_macros::Message)]
+#[message(name = "test/Blob", crate = streamwire_core)]
+pub struct Blob {
+    /// The content.
+    pub data: Vec<u8>,
+    /// Not content.
+    pub label: String,
+}
+
+/// A user message whose content size is its own (`payload_len = path`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, streamwire_macros::Message)]
+#[message(name = "test/Samples", crate = streamwire_core, payload_len = Samples::content_len)]
+pub struct Samples {
+    /// Four bytes each.
+    pub values: Vec<f32>,
+}
+
+impl Samples {
+    fn content_len(&self) -> usize {
+        self.values.len() * 4
+    }
+}
+
+/// Publishes three blobs of 100 bytes and three sample sets of 25 values, then finishes.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+pub struct BlobSource {
+    /// Blobs.
+    pub blobs: Out<Blob>,
+    /// Samples.
+    pub samples: Out<Samples>,
+    /// Steps taken.
+    #[state]
+    pub sent: u32,
+}
+
+impl Node for BlobSource {
+    fn trigger(&self) -> Trigger {
+        Trigger::FreeRunning
+    }
+
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        if self.sent == 3 {
+            cx.finish();
+            return Ok(());
+        }
+        self.sent += 1;
+        self.blobs.publish(Blob {
+            data: vec![7; 100],
+            label: "a label that is not content".into(),
+        })?;
+        self.samples.publish(Samples {
+            values: vec![0.5; 25],
+        })?;
+        Ok(())
+    }
+}
+
+/// Keeps every blob and sample set.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+pub struct BlobSink {
+    /// Blobs.
+    #[port(keep_all)]
+    pub blobs: In<Blob>,
+    /// Samples.
+    #[port(keep_all)]
+    pub samples: In<Samples>,
+}
+
+impl Node for BlobSink {
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        while self.blobs.recv()?.is_some() {}
+        while self.samples.recv()?.is_some() {}
+        Ok(())
+    }
+}
+
+/// A user message's content size is counted on its links: the derived `payload_len` sums
+/// its byte fields, an overriding one is used as written.
+#[test]
+fn a_user_messages_content_bytes_are_counted_on_its_links() {
+    let mut bp = Blueprint::new();
+    bp.add(
+        "source",
+        BlobSource {
+            blobs: Out::new(),
+            samples: Out::new(),
+            sent: 0,
+        },
+    );
+    bp.add(
+        "sink",
+        BlobSink {
+            blobs: In::new(),
+            samples: In::new(),
+        },
+    );
+    bp.autoconnect();
+    let report = balanced(
+        Runtime::start(bp.into_runnable().unwrap(), RunOptions::default())
+            .unwrap()
+            .wait_timeout(GUARD),
+    );
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    let link = |stream: &str| {
+        report
+            .stats
+            .links
+            .iter()
+            .find(|l| l.stream == stream)
+            .unwrap()
+            .clone()
+    };
+    let blobs = link("blobs");
+    assert_eq!((blobs.messages, blobs.content_bytes), (3, 300), "{report}");
+    let samples = link("samples");
+    assert_eq!(
+        (samples.messages, samples.content_bytes),
+        (3, 300),
+        "{report}"
+    );
+    assert!(report.to_string().contains("300 B content"), "{report}");
+}
