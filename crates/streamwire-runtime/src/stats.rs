@@ -444,7 +444,8 @@ impl RunStats {
 impl RunStats {
     /// Adds to every input whose messages crossed between processes the terms its
     /// sender counted before the wire (`sender_dropped`, the drops relayed from codec
-    /// nodes there, not sent, unprocessed at stop), once, where the sender's row is in
+    /// nodes there, messages it could not serialize as `deserialize_failed`, not sent,
+    /// unprocessed at stop), once, where the sender's row is in
     /// these stats: a message lost anywhere on a consumer's path is on its row.
     pub fn add_wire_terms(&mut self) {
         let RunStats { inputs, wire, .. } = self;
@@ -461,6 +462,13 @@ impl RunStats {
                 let n = dropped.get(reason) + sender.dropped_upstream.get(reason);
                 dropped.set(reason, n);
             }
+            // A message the sender could not serialize never reached the wire.
+            dropped.deserialize_failed += sender
+                .rejected
+                .iter()
+                .filter(|(kind, _)| kind == "undecodable")
+                .map(|(_, n)| n)
+                .sum::<u64>();
             input.unmatched += sender.unmatched;
             input.unprocessed_at_stop += sender.unprocessed_at_stop;
             input.wire_terms_added = true;

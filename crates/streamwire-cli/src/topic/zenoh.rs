@@ -245,6 +245,10 @@ impl Feed for ZenohFeed {
                 self.ended = Some("the stream ended (its producer finished)".to_owned());
                 return None;
             }
+            if parsed.stop {
+                // The sender stopped with its run: a frame without a message.
+                continue;
+            }
             let message = if self.decode {
                 streamwire_transport::payload::decode(&parsed.head.wire_name, &parsed.payload)
                     .ok()

@@ -229,6 +229,7 @@ impl RunBuilder {
                 .hub
                 .subscribe(queue.clone(), Wants::Any, Demand::Remote(publisher.clone()));
         let failed = Arc::new(AtomicU64::new(0));
+        let control_unmatched = Arc::new(AtomicU64::new(0));
         self.records.senders.push(SenderRecord {
             partition: self.layout.name(stream.partition).to_owned(),
             remote_partitions: self
@@ -240,6 +241,7 @@ impl RunBuilder {
             publisher: publisher.clone(),
             queue: queue.clone(),
             failed: failed.clone(),
+            control_unmatched: control_unmatched.clone(),
         });
         self.sender_threads.push(PendingThread {
             name: format!("send {}", stream.name),
@@ -252,6 +254,7 @@ impl RunBuilder {
                 signal,
                 subscription: (stream.hub.clone(), id),
                 failed,
+                control_unmatched,
                 shared: self.make.shared.clone(),
             }),
         });
