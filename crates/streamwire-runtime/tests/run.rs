@@ -84,9 +84,11 @@ fn a_slow_consumer_does_not_reduce_what_a_fast_one_receives() {
         keep_all_deadline: GUARD,
         ..RunOptions::default()
     };
-    let report = Runtime::start(bp.into_runnable().unwrap(), options)
-        .unwrap()
-        .wait_timeout(GUARD);
+    let report = balanced(
+        Runtime::start(bp.into_runnable().unwrap(), options)
+            .unwrap()
+            .wait_timeout(GUARD),
+    );
     assert_eq!(report.reason, EndReason::Finished, "{report}");
     let fast = input(&report.stats, "fast.frames");
     let slow = input(&report.stats, "slow.frames");

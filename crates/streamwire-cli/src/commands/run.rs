@@ -166,18 +166,23 @@ fn run_distributed(
 pub(crate) fn accounting(report: &RunReport) -> String {
     match streamwire_runtime::check_balance(report) {
         Ok(balanced) if balanced.elsewhere.is_empty() => format!(
-            "accounting: balanced ({} consumer rows: published = delivered + dropped + not \
-             sent + unprocessed at stop + in flight at stop)",
-            balanced.rows
+            "accounting: balanced ({}: published = delivered + dropped + not sent + \
+             unprocessed at stop + in flight at stop)",
+            rows(balanced.rows)
         ),
         Ok(balanced) => format!(
-            "accounting: balanced ({} consumer rows; {} fed from another process's report: {})",
-            balanced.rows,
+            "accounting: balanced ({}; {} fed from another process's report: {})",
+            rows(balanced.rows),
             balanced.elsewhere.len(),
             balanced.elsewhere.join(", ")
         ),
         Err(error) => format!("accounting: {error}"),
     }
+}
+
+/// `1 consumer row`, `3 consumer rows`.
+fn rows(n: usize) -> String {
+    format!("{n} consumer row{}", if n == 1 { "" } else { "s" })
 }
 
 /// The exit status of a run that ended with `report`.
@@ -291,4 +296,37 @@ fn watch(
         bar.finish_and_clear();
     }
     ask_stop
+}
+
+#[cfg(test)]
+mod tests {
+    use streamwire_runtime::{EndReason, InputStats, OutputStats, RunReport, RunStats};
+
+    use super::accounting;
+
+    /// A camera's 40 frames, as one consumer's row reads them: 38 delivered, 1 dropped
+    /// when its queue was full, and `unprocessed` still queued when the run stopped.
+    fn report(unprocessed: u64) -> RunReport {
+        let mut stats = RunStats::default();
+        let mut output = OutputStats::default();
+        output.port = "camera.color_image".into();
+        output.stream = "color_image".into();
+        output.published = 40;
+        stats.outputs = vec![output];
+        let mut input = InputStats::default();
+        input.port = "detector.frames".into();
+        input.stream = "color_image".into();
+        input.delivered = 38;
+        input.dropped.queue_full = 1;
+        input.unprocessed_at_stop = unprocessed;
+        stats.inputs = vec![input];
+        RunReport::new(EndReason::Stopped, None, Vec::new(), stats)
+    }
+
+    /// The line under the report, balanced and not.
+    #[test]
+    fn the_accounting_line_under_a_report() {
+        insta::assert_snapshot!("balanced", accounting(&report(1)));
+        insta::assert_snapshot!("unbalanced", accounting(&report(0)));
+    }
 }
