@@ -45,7 +45,8 @@ pub struct Out<T> {
 /// bytes". It is only a type: there are no values of it.
 ///
 /// A codec that cannot carry the message does not compile: `Compressed<DepthImage, Jpeg>`
-/// fails with "JPEG carries 8-bit colour images, not `DepthImage`" (see `tests/ui`).
+/// fails with "JPEG carries 8-bit colour and greyscale images, not `DepthImage`" (see
+/// `tests/ui`).
 pub struct Compressed<M, C = DefaultCodecOf<M>> {
     _never: PhantomData<fn() -> (M, C)>,
     _uninhabited: std::convert::Infallible,
