@@ -20,6 +20,9 @@
 //!   between the same two kinds of processes, receiving through zenoh's FIFO handler and
 //!   `recv()` on a thread of its own (`bare-zenoh-fifo`), and in the callback
 //!   (`bare-zenoh-callback`).
+//! - `zenoh-closed`: the `zenoh` row's two processes as a closed run's workers (mutual
+//!   TLS with a certificate each, and zenoh's access control generated from the plan):
+//!   what closing a run costs, next to the open `zenoh` row.
 //! - `zenoh-shm`: the same two processes with zenoh's shared memory on at both ends
 //!   (`zenoh-shm`, and its bare baseline `bare-zenoh-shm-fifo`): payloads of 3 KB and more
 //!   travel through a shared pool, only a reference through TCP.
@@ -1050,6 +1053,11 @@ impl std::fmt::Display for Suite {
                 "p50 zenoh-shm / bare zenoh-shm (FIFO + recv thread)",
             ),
             ("zenoh-shm", "zenoh", "p50 zenoh-shm / zenoh"),
+            (
+                "zenoh-closed",
+                "zenoh",
+                "p50 zenoh-closed / zenoh (TLS and access control / neither)",
+            ),
             (
                 "in-process",
                 "bare-channel",
