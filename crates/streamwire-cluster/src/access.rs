@@ -225,6 +225,10 @@ impl Credential {
                 .mode(0o700)
                 .create(folder)
                 .map_err(error)?;
+            // In a shared temporary folder another user may have made ours first.
+            for dir in [Some(folder), folder.parent()].into_iter().flatten() {
+                check_private(dir)?;
+            }
         }
         let mut file = std::fs::OpenOptions::new()
             .write(true)
@@ -282,6 +286,26 @@ impl Credential {
             ),
         ]
     }
+}
+
+/// Refuses a folder for secret files that is not this user's alone.
+fn check_private(dir: &Path) -> Result<(), ClusterError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let metadata = std::fs::metadata(dir).map_err(|source| ClusterError::SecretFile {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let mine = metadata.uid() == rustix::process::getuid().as_raw();
+    if mine && metadata.mode() & 0o022 == 0 {
+        return Ok(());
+    }
+    Err(ClusterError::SecretFile {
+        path: dir.to_owned(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "this folder for secret files is another user's or writable by others",
+        ),
+    })
 }
 
 /// A closed run's endpoints: TLS where `tcp/` was asked (the address kept).

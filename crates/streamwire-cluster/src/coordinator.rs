@@ -43,7 +43,8 @@ pub struct CoordinatorOptions {
     /// The run's id (the first chunk of every key after `streamwire/`).
     pub run_id: String,
     /// Where the coordinator listens for workers (default `tcp/127.0.0.1:0`: loopback,
-    /// a free port). Workers on other hosts need an address they can reach.
+    /// a free port; a closed run listens on `tls/` at the same address). Workers on
+    /// other hosts need an address they can reach.
     pub listen: Vec<String>,
     /// Start the processes of this host here (`None`: every process of the plan, a
     /// rehearsal of all its hosts on this machine). The others are started by hand.
@@ -311,7 +312,8 @@ impl Coordinator {
         self.closed.as_ref().map(|c| c.tool_file.as_path())
     }
 
-    /// Where workers connect (`tcp/127.0.0.1:PORT` by default).
+    /// Where workers connect (`tls/127.0.0.1:PORT` by default; `tcp/` in an insecure
+    /// run).
     pub fn endpoints(&self) -> Vec<String> {
         self.transport.locators()
     }
