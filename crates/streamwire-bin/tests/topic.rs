@@ -199,8 +199,10 @@ fn says_plainly_that_no_message_arrived() {
     assert!(!text.contains("frequency"), "{text}");
 }
 
-/// The stock binary's `demo-split` as a distributed run, joined over zenoh by `topic list`
-/// and `topic bench` at the coordinator's endpoint.
+/// The stock binary's `demo-split` as a distributed run (closed: TLS, a certificate per
+/// member), joined over zenoh by `topic list` and `topic bench` at the coordinator's
+/// endpoint with the run's tool credential (found by the run id), and by `topic echo`
+/// with `--secret-file`; without a credential `topic echo` receives nothing.
 #[test]
 fn joins_a_distributed_run_over_zenoh() {
     use std::io::{BufRead, BufReader};
@@ -235,6 +237,7 @@ fn joins_a_distributed_run_over_zenoh() {
     // Wait until the workers are ready and the sources run.
     let stderr = coordinator.stderr.take();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (file_tx, file_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in stderr
             .map(BufReader::new)
@@ -244,6 +247,13 @@ fn joins_a_distributed_run_over_zenoh() {
             let Ok(line) = line else { break };
             if line.contains("the sources start") {
                 let _ = ready_tx.send(());
+            }
+            // "... (their secret file, found by the run id, is PATH)"
+            if let Some(path) = line
+                .split_once("found by the run id, is ")
+                .and_then(|(_, rest)| rest.strip_suffix(')'))
+            {
+                let _ = file_tx.send(path.to_owned());
             }
         }
     });
@@ -267,6 +277,32 @@ fn joins_a_distributed_run_over_zenoh() {
     };
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let report = dir.path().join("bench.json");
+    let secret_file = file_rx
+        .recv_timeout(Duration::from_secs(1))
+        .unwrap_or_default();
+    let echo = |membership: &[&str]| {
+        let mut args = vec![
+            "topic",
+            "echo",
+            "color_image/compressed",
+            "--connect",
+            &endpoint,
+            "--count",
+            "1",
+            "--wait",
+            "5",
+        ];
+        args.extend_from_slice(membership);
+        tool(&args)
+    };
+    let (with_file, without) = if ready {
+        (
+            Some(echo(&["--secret-file", &secret_file])),
+            Some(echo(&["--run-id", &run_id, "--insecure"])),
+        )
+    } else {
+        (None, None)
+    };
     let (list, bench) = if ready {
         let list = tool(&["topic", "list", "--connect", &endpoint, "--run-id", &run_id]);
         let bench = tool(&[
@@ -302,9 +338,24 @@ fn joins_a_distributed_run_over_zenoh() {
     }
     let _ = coordinator.wait();
     assert!(ready, "the distributed run never started its sources");
-    let (Some(list), Some(bench)) = (list, bench) else {
+    let (Some(list), Some(bench), Some(with_file), Some(without)) =
+        (list, bench, with_file, without)
+    else {
         unreachable!("ready")
     };
+    assert!(
+        with_file.status.success(),
+        "topic echo --secret-file {secret_file}: {}",
+        String::from_utf8_lossy(&with_file.stderr)
+    );
+    // No credential: its session reaches nobody, and nothing arrives (exit 2, as for a
+    // silent stream).
+    assert_eq!(
+        without.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&without.stderr)
+    );
     let list_out = String::from_utf8_lossy(&list.stdout);
     assert!(
         list.status.success(),
