@@ -919,10 +919,35 @@ fn ask(session: &ZenohTransport, key: &str, request: &serde_json::Value) -> Opti
 fn forge(session: &ZenohTransport, hash: &str) -> Vec<(&'static str, Option<String>)> {
     let run = session.prefix().to_owned();
     let key = format!("{run}/color_image/compressed");
+    // Each sample claims to come from one of the sessions this one reaches (the camera's
+    // worker among them): a `SourceInfo` is the sender's to choose.
+    let peers: Vec<zenoh::session::ZenohId> =
+        session.session().info().peers_zid().wait().collect();
+    let claims: Vec<Option<zenoh::sample::SourceInfo>> = std::iter::once(None)
+        .chain(peers.into_iter().map(|zid| {
+            let id = zenoh_protocol::core::EntityGlobalIdProto {
+                zid: zid.into(),
+                eid: 1,
+            };
+            Some(zenoh::sample::SourceInfo::new(id.into(), 1))
+        }))
+        .collect();
     for seq in 0..50 {
         let frame = streamwire_transport::WireFrame::end_of_stream(seq).unwrap();
-        session.session().put(&key, frame.to_vec()).wait().unwrap();
-        session.session().put(&key, vec![0u8; 64]).wait().unwrap();
+        for claim in &claims {
+            session
+                .session()
+                .put(&key, frame.to_vec())
+                .source_info(claim.clone())
+                .wait()
+                .unwrap();
+            session
+                .session()
+                .put(&key, vec![0u8; 64])
+                .source_info(claim.clone())
+                .wait()
+                .unwrap();
+        }
     }
     let stopper = session
         .session()
@@ -982,17 +1007,59 @@ fn the_access_control_is_generated_from_the_plan() {
     );
 }
 
-/// A closed run attacked while it runs: a session with a certificate of another
-/// authority (same names) connects to nothing and hears nothing; a tool (read-only)
-/// hears the streams but its forged frames, end of stream, report, state and join are
-/// refused, as are those of a session holding the viewer's credential (which produces
-/// nothing), whose second join for the joined viewer is refused without the plan hash.
-/// The run ends as it would have: every frame delivered, no other frame received.
+/// Posing as the viewer's worker before it joined (what made the sources start with no
+/// real remote worker in an open run): a subscriber on its stream, its announcement and
+/// its worker token, and a join with the plan's hash. The declarations are kept while
+/// they are held; the join's answer, if one came.
+fn pose_as_viewer(
+    session: &ZenohTransport,
+    hash: &str,
+) -> (
+    zenoh::pubsub::Subscriber<()>,
+    Vec<zenoh::liveliness::LivelinessToken>,
+    Option<String>,
+) {
+    let run = session.prefix().to_owned();
+    let subscriber = session
+        .session()
+        .declare_subscriber(format!("{run}/color_image/compressed"))
+        .callback(|_| {})
+        .wait()
+        .unwrap();
+    let tokens = [
+        format!("{run}/@sub/color_image/compressed/@/laptop/ui"),
+        format!("{run}/@cluster/worker/laptop/ui"),
+    ]
+    .into_iter()
+    .map(|key| session.session().liveliness().declare_token(key).wait().unwrap())
+    .collect();
+    let join = ask(
+        session,
+        &format!("{run}/@cluster/join/laptop/ui"),
+        &serde_json::json!({"version": 3, "process": "laptop/ui", "plan_hash": hash,
+            "pid": std::process::id()}),
+    );
+    (subscriber, tokens, join)
+}
+
+/// A closed run attacked before and while it runs. Before the remote viewer's worker
+/// starts, a session with a certificate of another authority (same names) and a tool
+/// (read-only) pose as it (subscriber, announcement, worker token, join with the plan's
+/// hash): nobody answers their join and the sources do not start. Then the viewer
+/// joins; while the run goes on, the stranger connects to nothing and hears nothing; the
+/// tool hears the streams but its forged frames and end of stream (also claiming to be
+/// each session it reaches by `SourceInfo`), report, state and join are refused, as are
+/// those of a session holding the viewer's credential (which produces nothing), whose
+/// second join for the joined viewer is refused without the plan hash. The run ends as
+/// it would have: every frame delivered, no other frame received.
 fn a_closed_run_refuses_strangers_and_forgeries() {
     let events = Arc::new(Mutex::new(Vec::<String>::new()));
     let plan = scenario("closed", "").build().unwrap();
     let hash = streamwire_cluster::plan_hash(&plan).unwrap();
-    let folder = std::env::temp_dir().join(format!("sw-closed-{}", std::process::id()));
+    // A folder of this user's for the run's secret files (not /tmp itself, which others
+    // may write).
+    let outer = std::env::temp_dir().join(format!("sw-closed-{}", std::process::id()));
+    let folder = outer.join("closed");
     let coordinator = Coordinator::start(
         &plan,
         CoordinatorOptions {
@@ -1006,22 +1073,13 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
     assert!(endpoint.starts_with("tls/127.0.0.1:"), "{endpoint}");
     let ui_file = coordinator.secret_file("laptop/ui").unwrap().to_owned();
     let tool = Credential::read_file(coordinator.tool_secret_file().unwrap()).unwrap();
-    let viewer = Command::new(std::env::current_exe().unwrap())
-        .env("SW_TEST_WORKER", "laptop/ui")
-        .env("SW_TEST_SCENARIO", "closed")
-        .env("SW_TEST_SECRET_FILE", &ui_file)
-        .env("SW_TEST_CONNECT", &endpoint)
-        .spawn()
-        .unwrap();
+    let said = |events: &Mutex<Vec<String>>, what: &str| {
+        events.lock().unwrap().iter().any(|e| e.contains(what))
+    };
     let attack = {
         let (events, endpoint, hash) = (events.clone(), endpoint.clone(), hash.clone());
         let ui = Credential::read_file(&ui_file).unwrap();
         std::thread::spawn(move || {
-            assert!(until(|| events
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|e| e.starts_with("every worker is ready"))));
             // A certificate of another authority, with a planned process's name.
             let foreign = streamwire_cluster::RunAuthority::new("closed")
                 .unwrap()
@@ -1030,6 +1088,22 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
             let stranger = member_session(&foreign, &endpoint);
             let (_stranger_sub, stranger_heard) = listen_all(&stranger);
             let tool = member_session(&tool, &endpoint);
+            // Before the viewer: the camera's worker started (and, a moment later, is
+            // ready), the viewer's is not there, and both pose as it.
+            assert!(until(|| said(&events, "worker `localhost/cam` started")));
+            std::thread::sleep(Duration::from_secs(2));
+            let posed = [pose_as_viewer(&stranger, &hash), pose_as_viewer(&tool, &hash)];
+            std::thread::sleep(Duration::from_secs(1));
+            let started_early = said(&events, "the sources start");
+            let posed_joins: Vec<Option<String>> = posed.iter().map(|p| p.2.clone()).collect();
+            let viewer = Command::new(std::env::current_exe().unwrap())
+                .env("SW_TEST_WORKER", "laptop/ui")
+                .env("SW_TEST_SCENARIO", "closed")
+                .env("SW_TEST_SECRET_FILE", &ui_file)
+                .env("SW_TEST_CONNECT", &endpoint)
+                .spawn()
+                .unwrap();
+            assert!(until(|| said(&events, "every worker is ready")));
             let (_tool_sub, tool_heard) = listen_all(&tool);
             let ui = member_session(&ui, &endpoint);
             // What they heard of the run before forging (a session hears its own puts).
@@ -1042,27 +1116,36 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
             let tool_answers = forge(&tool, &hash);
             let ui_answers = forge(&ui, &hash);
             let peers = stranger.session().info().peers_zid().wait().count();
+            drop(posed);
             (
-                stranger_answers,
-                tool_answers,
-                ui_answers,
+                (started_early, posed_joins),
+                (stranger_answers, tool_answers, ui_answers),
                 heard,
                 peers,
                 Instant::now(),
+                viewer,
             )
         })
     };
-    let said = events.clone();
+    let recorded = events.clone();
     let cluster = coordinator
         .run(&launcher("closed"), &AtomicBool::new(false), &mut |e| {
             eprintln!("coordinator: {e}");
-            said.lock().unwrap().push(e.to_owned());
+            recorded.lock().unwrap().push(e.to_owned());
         })
         .unwrap();
     let ended = Instant::now();
+    let (
+        (started_early, posed_joins),
+        (stranger, tool, ui),
+        (stranger_heard, tool_heard),
+        stranger_peers,
+        attacked,
+        viewer,
+    ) = attack.join().unwrap();
     let viewer = viewer.wait_with_output().unwrap();
-    let (stranger, tool, ui, (stranger_heard, tool_heard), stranger_peers, attacked) =
-        attack.join().unwrap();
+    assert!(!started_early, "the sources started before the viewer joined");
+    assert_eq!(posed_joins, [None, None], "a join posing as the viewer");
     assert!(attacked < ended, "the attacks ended after the run");
     assert_eq!((stranger_peers, stranger_heard), (0, 0));
     assert!(
@@ -1101,6 +1184,7 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
     );
     assert!(cluster.to_string().contains("access: closed"), "{cluster}");
     assert!(!folder.exists(), "the run's secret files outlived it");
+    std::fs::remove_dir_all(&outer).unwrap();
 }
 
 /// The two network namespaces of the netns test, joined by a veth pair: `a` holds the
@@ -1254,7 +1338,8 @@ fn workers_in_two_network_namespaces_compress_across_the_veth() {
     let before = ns.received_by_b();
     // The remote worker's secret file, where the coordinator writes it (both namespaces
     // share the file system, as two hosts share a copied file).
-    let folder = std::env::temp_dir().join(format!("sw-netns-{}", std::process::id()));
+    let outer = std::env::temp_dir().join(format!("sw-netns-{}", std::process::id()));
+    let folder = outer.join("netns");
     let mut coordinator = ns
         .exec(&ns.a)
         .env("SW_TEST_NETNS_COORDINATOR", "1")
@@ -1298,6 +1383,8 @@ fn workers_in_two_network_namespaces_compress_across_the_veth() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
+    // The coordinator removed the run's folder; ours goes too.
+    let _ = std::fs::remove_dir_all(&outer);
     assert!(status.success(), "coordinator: {status}");
     assert!(remote_status.success(), "remote worker: {remote_status}");
     let report: RunReport = serde_json::from_str(
