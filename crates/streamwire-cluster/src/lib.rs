@@ -174,7 +174,7 @@ pub enum ClusterError {
         source: std::io::Error,
     },
     /// A worker process could not be started.
-    #[error("cannot start the worker of `{process}`: {error}")]
+    #[error("cannot start the worker of `{process}`")]
     Spawn {
         /// The process.
         process: String,

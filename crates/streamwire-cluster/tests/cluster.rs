@@ -12,9 +12,10 @@
     reason = "test code: a failure is the test failing"
 )]
 
+use parking_lot::Mutex;
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -311,7 +312,7 @@ fn coordinate(
     let coordinator = Coordinator::start(&plan, options)?;
     coordinator.run(&launcher(name), stop, &mut |event| {
         eprintln!("coordinator: {event}");
-        events.lock().unwrap().push(event.to_owned());
+        events.lock().push(event.to_owned());
     })
 }
 
@@ -388,7 +389,7 @@ fn every_frame_crosses_three_workers() {
         sent.unmatched, 0,
         "nothing sent before every subscriber: {cluster}"
     );
-    let events = events.lock().unwrap();
+    let events = events.lock();
     for process in ["localhost/cam", "localhost/ui", "localhost/web"] {
         for pid in pids(&events, process) {
             assert!(!alive(pid), "worker {process} (pid {pid}) outlived its run");
@@ -528,7 +529,7 @@ fn send_large(
         .subscribe(
             key,
             keep_all,
-            Arc::new(move |frame: Bytes| sink.lock().unwrap().push(frame)),
+            Arc::new(move |frame: Bytes| sink.lock().push(frame)),
         )
         .unwrap();
     assert!(until(|| publisher.is_matched()), "never matched");
@@ -540,12 +541,12 @@ fn send_large(
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(
-        until(|| got.lock().unwrap().len() == sent),
+        until(|| got.lock().len() == sent),
         "{} of {sent} arrived",
-        got.lock().unwrap().len()
+        got.lock().len()
     );
     drop(subscription);
-    got.lock().unwrap().clone()
+    got.lock().clone()
 }
 
 /// Every frame arrived whole, in order.
@@ -639,11 +640,10 @@ fn shared_memory_between_workers_and_nothing_left_after_a_kill() {
     let began = Instant::now();
     while !events
         .lock()
-        .unwrap()
         .iter()
         .any(|e| e.starts_with("every worker is ready"))
     {
-        assert!(began.elapsed() < GUARD, "{:?}", events.lock().unwrap());
+        assert!(began.elapsed() < GUARD, "{:?}", events.lock());
         std::thread::sleep(Duration::from_millis(20));
     }
     // Frames flow: the sender's pool is a segment file.
@@ -651,12 +651,12 @@ fn shared_memory_between_workers_and_nothing_left_after_a_kill() {
         assert!(
             began.elapsed() < GUARD,
             "no shared-memory segment appeared: {:?}",
-            events.lock().unwrap()
+            events.lock()
         );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(300));
-    let camera = pids(&events.lock().unwrap(), "localhost/cam")[0];
+    let camera = pids(&events.lock(), "localhost/cam")[0];
     assert!(
         Command::new("kill")
             .args(["-9", &camera.to_string()])
@@ -729,21 +729,21 @@ fn a_killed_worker_is_named_and_restarted() {
     };
     let began = Instant::now();
     let wait_for = |what: &dyn Fn(&[String]) -> bool| {
-        while !what(&events.lock().unwrap()) {
-            assert!(began.elapsed() < GUARD, "{:?}", events.lock().unwrap());
+        while !what(&events.lock()) {
+            assert!(began.elapsed() < GUARD, "{:?}", events.lock());
             std::thread::sleep(Duration::from_millis(20));
         }
     };
     wait_for(&|e| e.iter().any(|e| e.starts_with("every worker is ready")));
     std::thread::sleep(Duration::from_millis(300));
-    let first = pids(&events.lock().unwrap(), "localhost/ui")[0];
+    let first = pids(&events.lock(), "localhost/ui")[0];
     let killed = Command::new("kill")
         .args(["-9", &first.to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
     wait_for(&|e| pids(e, "localhost/ui").len() == 2);
-    let said = events.lock().unwrap().clone();
+    let said = events.lock().clone();
     let death = said
         .iter()
         .find(|e| e.contains("died"))
@@ -769,7 +769,7 @@ fn a_killed_worker_is_named_and_restarted() {
         counter(&cluster.report.stats, "viewer", "seen") > 0,
         "the restarted viewer received frames: {cluster}"
     );
-    let all = events.lock().unwrap().clone();
+    let all = events.lock().clone();
     for process in ["localhost/cam", "localhost/ui"] {
         for pid in pids(&all, process) {
             assert!(!alive(pid), "worker {process} (pid {pid}) outlived its run");
@@ -819,7 +819,7 @@ fn a_different_plan_is_refused_and_a_missing_host_is_named() {
     let said = events.clone();
     let result = coordinator.run(&launcher("two-hosts"), &AtomicBool::new(false), &mut |e| {
         eprintln!("coordinator: {e}");
-        said.lock().unwrap().push(e.to_owned());
+        said.lock().push(e.to_owned());
     });
     let output = by_hand.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -837,7 +837,7 @@ fn a_different_plan_is_refused_and_a_missing_host_is_named() {
             && stderr.contains(&theirs),
         "{stderr}"
     );
-    let events = events.lock().unwrap();
+    let events = events.lock();
     assert!(
         events
             .iter()
@@ -1074,7 +1074,7 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
     let ui_file = coordinator.secret_file("laptop/ui").unwrap().to_owned();
     let tool = Credential::read_file(coordinator.tool_secret_file().unwrap()).unwrap();
     let said = |events: &Mutex<Vec<String>>, what: &str| {
-        events.lock().unwrap().iter().any(|e| e.contains(what))
+        events.lock().iter().any(|e| e.contains(what))
     };
     let attack = {
         let (events, endpoint, hash) = (events.clone(), endpoint.clone(), hash.clone());
@@ -1131,7 +1131,7 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
     let cluster = coordinator
         .run(&launcher("closed"), &AtomicBool::new(false), &mut |e| {
             eprintln!("coordinator: {e}");
-            recorded.lock().unwrap().push(e.to_owned());
+            recorded.lock().push(e.to_owned());
         })
         .unwrap();
     let ended = Instant::now();
