@@ -168,7 +168,7 @@ impl Credential {
             let mut line = String::new();
             let read = reader
                 .read_line(&mut line)
-                .map_err(|error| bad(&format!("cannot read it: {error}")))?;
+                .map_err(|source| ClusterError::CredentialInput { source })?;
             if read == 0 {
                 return Err(bad("it ends before its `end` line"));
             }
@@ -601,5 +601,30 @@ mod tests {
         assert_eq!((mode & 0o777, folder_mode & 0o777), (0o600, 0o700));
         assert_eq!(read.unwrap(), issued);
         assert!(path.ends_with("lab/robot-sensors.credential"));
+    }
+
+    #[test]
+    fn a_secret_file_is_not_written_in_a_folder_others_may_write() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let outer = std::env::temp_dir().join(format!("sw-shared-{}", std::process::id()));
+        let shared = outer.join("shared");
+        std::fs::create_dir_all(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let path = secret_file(&shared.join("lab"), TOOL);
+        let issued = RunAuthority::new("lab").unwrap().issue(TOOL).unwrap();
+        let result = issued.write_file(&path);
+        let written = path.exists();
+        std::fs::remove_dir_all(&outer).unwrap();
+        let error = result.unwrap_err();
+        assert!(!written, "the secret was written");
+        assert_eq!(error.to_string(), format!("secret file {}", shared.display()));
+        assert_eq!(
+            streamwire_core::log::chain(&error).to_string(),
+            format!(
+                "secret file {}: this folder for secret files is another user's or writable by \
+                 others",
+                shared.display()
+            )
+        );
     }
 }

@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
 
+use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_graph::{Plan, Supervision};
 use streamwire_runtime::{RunReport, RunStats};
 use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
@@ -208,8 +209,9 @@ impl Drop for ClosedRun {
     fn drop(&mut self) {
         if let Err(error) = std::fs::remove_dir_all(&self.folder) {
             tracing::warn!(
-                "cannot remove the run's secret files in {}: {error}",
-                self.folder.display()
+                "cannot remove the run's secret files in {}: {}",
+                self.folder.display(),
+                chain(&error)
             );
         }
     }
@@ -390,6 +392,8 @@ where
     A: serde::Serialize,
 {
     let (board, events) = (board.clone(), events.clone());
+    // Forged requests may come in floods: the first is said, the others counted.
+    let misplaced = BurstLog::default();
     session
         .declare_queryable(keys.every(ask))
         .callback(move |query| {
@@ -398,10 +402,14 @@ where
             };
             let key = query.key_expr().as_str();
             if Keys::process_of(ask, key) != Some(request.process()) {
-                tracing::warn!(
-                    "a {ask} request for `{}` on another process's key {key}: not answered",
-                    request.process()
-                );
+                if let Some(unsaid) = misplaced.note() {
+                    tracing::warn!(
+                        "a {ask} request for `{}` on another process's key {key}: not \
+                         answered{}",
+                        request.process(),
+                        more_since(unsaid)
+                    );
+                }
                 return;
             }
             let (reply, event) = handle(&mut lock(&board), request);

@@ -164,6 +164,13 @@ pub enum ClusterError {
     /// A credential's text does not read.
     #[error("bad credential: {0}")]
     BadCredential(String),
+    /// A credential could not be read (its file or standard input failed).
+    #[error("cannot read a credential")]
+    CredentialInput {
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A secret file could not be read or written.
     #[error("secret file {path}")]
     SecretFile {

@@ -182,7 +182,10 @@ impl<'a> Supervisor<'a> {
         ) && let Err(error) = std::io::Write::write_all(pipe, text.as_bytes())
         {
             // The worker is gone already: its exit is the news.
-            tracing::warn!("cannot hand worker `{process}` its credential: {error}");
+            tracing::warn!(
+                "cannot hand worker `{process}` its credential: {}",
+                streamwire_core::log::chain(&error)
+            );
         }
         let reaped = Arc::new(AtomicBool::new(false));
         let waiter = {
