@@ -74,6 +74,13 @@ fn open(
             ..ZenohOptions::default()
         },
     };
+    if credential.is_none() {
+        eprintln!(
+            "INSECURE: joining without a credential (--insecure): only a run started with \
+             --insecure admits this tool, and any process that reaches it may read, write and \
+             stop it"
+        );
+    }
     let run_id = credential.as_ref().map(Credential::run_id).or(run_id);
     let transport = ZenohTransport::open(&options)?;
     std::thread::sleep(SETTLE);
