@@ -617,7 +617,10 @@ mod tests {
         std::fs::remove_dir_all(&outer).unwrap();
         let error = result.unwrap_err();
         assert!(!written, "the secret was written");
-        assert_eq!(error.to_string(), format!("secret file {}", shared.display()));
+        assert_eq!(
+            error.to_string(),
+            format!("secret file {}", shared.display())
+        );
         assert_eq!(
             streamwire_core::log::chain(&error).to_string(),
             format!(

@@ -921,8 +921,7 @@ fn forge(session: &ZenohTransport, hash: &str) -> Vec<(&'static str, Option<Stri
     let key = format!("{run}/color_image/compressed");
     // Each sample claims to come from one of the sessions this one reaches (the camera's
     // worker among them): a `SourceInfo` is the sender's to choose.
-    let peers: Vec<zenoh::session::ZenohId> =
-        session.session().info().peers_zid().wait().collect();
+    let peers: Vec<zenoh::session::ZenohId> = session.session().info().peers_zid().wait().collect();
     let claims: Vec<Option<zenoh::sample::SourceInfo>> = std::iter::once(None)
         .chain(peers.into_iter().map(|zid| {
             let id = zenoh_protocol::core::EntityGlobalIdProto {
@@ -1031,7 +1030,14 @@ fn pose_as_viewer(
         format!("{run}/@cluster/worker/laptop/ui"),
     ]
     .into_iter()
-    .map(|key| session.session().liveliness().declare_token(key).wait().unwrap())
+    .map(|key| {
+        session
+            .session()
+            .liveliness()
+            .declare_token(key)
+            .wait()
+            .unwrap()
+    })
     .collect();
     let join = ask(
         session,
@@ -1073,9 +1079,8 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
     assert!(endpoint.starts_with("tls/127.0.0.1:"), "{endpoint}");
     let ui_file = coordinator.secret_file("laptop/ui").unwrap().to_owned();
     let tool = Credential::read_file(coordinator.tool_secret_file().unwrap()).unwrap();
-    let said = |events: &Mutex<Vec<String>>, what: &str| {
-        events.lock().iter().any(|e| e.contains(what))
-    };
+    let said =
+        |events: &Mutex<Vec<String>>, what: &str| events.lock().iter().any(|e| e.contains(what));
     let attack = {
         let (events, endpoint, hash) = (events.clone(), endpoint.clone(), hash.clone());
         let ui = Credential::read_file(&ui_file).unwrap();
@@ -1092,7 +1097,10 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
             // ready), the viewer's is not there, and both pose as it.
             assert!(until(|| said(&events, "worker `localhost/cam` started")));
             std::thread::sleep(Duration::from_secs(2));
-            let posed = [pose_as_viewer(&stranger, &hash), pose_as_viewer(&tool, &hash)];
+            let posed = [
+                pose_as_viewer(&stranger, &hash),
+                pose_as_viewer(&tool, &hash),
+            ];
             std::thread::sleep(Duration::from_secs(1));
             let started_early = said(&events, "the sources start");
             let posed_joins: Vec<Option<String>> = posed.iter().map(|p| p.2.clone()).collect();
@@ -1144,7 +1152,10 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
         viewer,
     ) = attack.join().unwrap();
     let viewer = viewer.wait_with_output().unwrap();
-    assert!(!started_early, "the sources started before the viewer joined");
+    assert!(
+        !started_early,
+        "the sources started before the viewer joined"
+    );
     assert_eq!(posed_joins, [None, None], "a join posing as the viewer");
     assert!(attacked < ended, "the attacks ended after the run");
     assert_eq!((stranger_peers, stranger_heard), (0, 0));
