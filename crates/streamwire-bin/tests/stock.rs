@@ -225,6 +225,14 @@ fn demo_split_runs_as_workers() {
         "{stderr}"
     );
     assert!(stdout.starts_with("run stopped after"), "{stdout}");
+    // Closed by default: said when it starts and in the report; no worker is insecure.
+    let closed = "closed: a certificate per process, mutual TLS, access control from the plan";
+    assert!(
+        stderr.contains(&format!("coordinator: access {closed}")),
+        "{stderr}"
+    );
+    assert!(stdout.contains(&format!("access: {closed}")), "{stdout}");
+    assert!(!stderr.contains("INSECURE"), "{stderr}");
     let report = balanced_report(&report_path, &stdout);
     let codecs: Vec<(String, String)> = report["stats"]["codecs"]
         .as_array()
@@ -257,6 +265,37 @@ fn demo_split_runs_as_workers() {
             );
         }
     }
+}
+
+/// `run demo-split --insecure`: the coordinator says the run is open when it starts, each
+/// of its six workers says so, and so does the report.
+#[test]
+fn an_insecure_run_says_so_on_every_screen_and_in_the_report() {
+    let out = streamwire(&[
+        "run",
+        "demo-split",
+        "--insecure",
+        "--duration",
+        "1",
+        "-o",
+        "web.port=0",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let open = "INSECURE: open to every process that reaches an endpoint (--insecure)";
+    assert!(
+        stderr.contains(&format!("coordinator: access {open}")),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr
+            .matches("] INSECURE: this worker joins without a credential (--insecure)")
+            .count(),
+        6,
+        "{stderr}"
+    );
+    assert!(stdout.contains(&format!("access: {open}")), "{stdout}");
 }
 
 /// `run demo --replay DIR --fps N`: the folder's frames, each published once (no loop),

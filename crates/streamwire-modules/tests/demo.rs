@@ -80,7 +80,7 @@ fn a_replay_folder_is_checked_when_the_blueprint_is_made() {
 /// consumer's QoS along its path (incompatible QoS, lossy path: both `Error` by default).
 #[test]
 fn stock_blueprints_pass_the_qos_checks_at_their_defaults() {
-    use streamwire_modules::bench::{
+    use streamwire_modules::replay_bench::{
         BenchBlueprint, ImageMode, ReplayBenchConfig, bench_blueprint,
     };
     for layout in [Layout::OneProcess, Layout::Robot, Layout::Split] {

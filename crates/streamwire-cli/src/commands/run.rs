@@ -66,6 +66,11 @@ pub(crate) struct RunPlacement {
     /// TLS or mTLS endpoints, user/password authentication, access control.
     #[arg(long, value_name = "FILE")]
     zenoh_config: Option<PathBuf>,
+    /// Open the run to every process that reaches its endpoints: no credentials, no
+    /// access control (said on every screen and in the report). Without it a run is
+    /// closed: a certificate per process, mutual TLS, zenoh access control from the plan.
+    #[arg(long)]
+    insecure: bool,
     /// Start the workers without shared memory (`worker --no-shared-memory`): large frames
     /// between the processes of a host are then copied through TCP.
     #[arg(long)]
@@ -73,13 +78,14 @@ pub(crate) struct RunPlacement {
 }
 
 /// The placement flags' ids, hidden from `run`'s help in a binary without workers.
-pub(crate) const PLACEMENT_FLAGS: [&str; 7] = [
+pub(crate) const PLACEMENT_FLAGS: [&str; 8] = [
     "in_process",
     "host",
     "listen",
     "join_timeout",
     "run_id",
     "zenoh_config",
+    "insecure",
     "no_shared_memory",
 ];
 
@@ -147,6 +153,7 @@ fn run_distributed(
                 join_timeout: run.join_timeout,
                 duration: run.duration,
                 zenoh_config: placement.zenoh_config.clone(),
+                insecure: placement.insecure,
                 shared_memory: !placement.no_shared_memory,
             },
             runnable,
