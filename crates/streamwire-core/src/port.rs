@@ -275,6 +275,23 @@ pub enum History {
 }
 
 impl History {
+    /// The history that keeps at least what both keep: keep-all over any depth, the
+    /// deeper of two depths (what a queue serving consumers of both must hold).
+    ///
+    /// ```
+    /// # use streamwire_core::History;
+    /// assert_eq!(History::KeepLast(1).strictest(History::KeepLast(5)), History::KeepLast(5));
+    /// assert_eq!(History::KeepLast(9).strictest(History::KeepAll), History::KeepAll);
+    /// ```
+    pub fn strictest(self, other: History) -> History {
+        match (self, other) {
+            (History::KeepLast(a), History::KeepLast(b)) => History::KeepLast(a.max(b)),
+            _ => History::KeepAll,
+        }
+    }
+}
+
+impl History {
     const EXPECTED: &'static str = "`keep_last(N)` with N >= 1, or `keep_all`";
 }
 
