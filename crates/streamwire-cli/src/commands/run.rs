@@ -39,6 +39,8 @@ pub(crate) struct Args {
     /// Also write the report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    #[command(flatten)]
+    record: crate::record::RecordArgs,
 }
 
 /// Where `run` runs a plan of several processes.
@@ -91,12 +93,15 @@ pub(crate) fn run(cli: &Cli, mut args: Args, cx: &mut Context<'_>) -> anyhow::Re
     if let Some(fps) = args.fps {
         args.set.push(format!("replay.fps={fps}"));
     }
-    let built = cli.resolve(&args.blueprint, &cx.env, &args.set)?;
+    let mut built = cli.resolve(&args.blueprint, &cx.env, &args.set)?;
     let duration = args
         .duration
         .map(|s| seconds("--duration", s))
         .transpose()?;
     let join_timeout = seconds("--join-timeout", args.placement.join_timeout)?;
+    let workers = cli.distributed && !args.placement.in_process;
+    args.record
+        .add_recorder(&args.blueprint, &mut built, workers)?;
     let runnable = built.blueprint.into_runnable()?;
     let processes = runnable.plan().processes().len();
     let (code, report) = if cli.distributed && processes > 1 && !args.placement.in_process {

@@ -1,0 +1,93 @@
+//! `run --record`: an MCAP recorder added to the blueprint (the `mcap` feature).
+
+use std::path::PathBuf;
+
+use crate::resolve::Built;
+
+/// `run`'s recording flags.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub(crate) struct RecordArgs {
+    /// Record the run to this MCAP file, which ROS 2 tools and Foxglove read (adds an
+    /// `McapRecorder` instance, `recorder`, to the blueprint).
+    #[arg(long, value_name = "FILE.mcap")]
+    record: Option<PathBuf>,
+    /// The streams to record, comma separated (default: every stream with a ROS 2 type).
+    #[arg(long, value_name = "A,B", value_delimiter = ',', requires = "record")]
+    streams: Vec<String>,
+    /// The recording's chunk compression: zstd, lz4 or none.
+    #[arg(long, value_name = "zstd|lz4|none", requires = "record")]
+    record_compression: Option<String>,
+}
+
+impl RecordArgs {
+    /// Adds the recorder to `built` when `--record` is given, with the plan and the
+    /// resolved configuration as the recording's metadata. A plan run by worker processes
+    /// is refused: their blueprints are resolved by the workers, without the recorder.
+    pub(crate) fn add_recorder(
+        &self,
+        target: &str,
+        built: &mut Built,
+        workers: bool,
+    ) -> anyhow::Result<()> {
+        let Some(path) = &self.record else {
+            return Ok(());
+        };
+        let plan = built.blueprint.build()?;
+        if workers && plan.processes().len() > 1 {
+            anyhow::bail!(
+                "--record records from this process, and this plan runs as {} worker \
+                 processes: add --in-process, or place an McapRecorder in the blueprint",
+                plan.processes().len()
+            );
+        }
+        let configuration = crate::commands::config::render_settings(target, &built.settings);
+        add(self, path, target, plan.to_string(), configuration, built)
+    }
+}
+
+#[cfg(feature = "mcap")]
+fn add(
+    args: &RecordArgs,
+    path: &std::path::Path,
+    target: &str,
+    plan: String,
+    configuration: String,
+    built: &mut Built,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use streamwire_mcap::{Compression, McapRecorder};
+    let compression = match &args.record_compression {
+        Some(text) => text
+            .parse::<Compression>()
+            .context("--record-compression")?,
+        None => Compression::default(),
+    };
+    let metadata = std::collections::BTreeMap::from([
+        ("blueprint".to_owned(), target.to_owned()),
+        ("plan".to_owned(), plan),
+        ("configuration".to_owned(), configuration),
+    ]);
+    built.blueprint.add(
+        "recorder",
+        McapRecorder {
+            path: path.to_owned(),
+            streams: args.streams.clone(),
+            compression,
+            metadata,
+            ..McapRecorder::default()
+        },
+    );
+    Ok(())
+}
+
+#[cfg(not(feature = "mcap"))]
+fn add(
+    _: &RecordArgs,
+    _: &std::path::Path,
+    _: &str,
+    _: String,
+    _: String,
+    _: &mut Built,
+) -> anyhow::Result<()> {
+    anyhow::bail!("--record needs a binary built with streamwire-cli's `mcap` feature")
+}
