@@ -4,11 +4,16 @@ use std::path::PathBuf;
 
 use crate::resolve::Built;
 
+/// The recorder's instance name in the run (its counters `recorded:<stream>` and
+/// `dropped:<stream>` are that row's).
+#[cfg(feature = "mcap")]
+pub(crate) const INSTANCE: &str = "mcap_recorder";
+
 /// `run`'s recording flags.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub(crate) struct RecordArgs {
     /// Record the run to this MCAP file, which ROS 2 tools and Foxglove read (adds an
-    /// `McapRecorder` instance, `recorder`, to the blueprint).
+    /// `McapRecorder` instance, `mcap_recorder`, to the blueprint).
     #[arg(long, value_name = "FILE.mcap")]
     record: Option<PathBuf>,
     /// The streams to record, comma separated (default: every stream with a ROS 2 type).
@@ -68,7 +73,7 @@ fn add(
         ("configuration".to_owned(), configuration),
     ]);
     built.blueprint.add(
-        "recorder",
+        INSTANCE,
         McapRecorder {
             path: path.to_owned(),
             streams: args.streams.clone(),

@@ -37,7 +37,9 @@ mod writer;
 use std::path::PathBuf;
 
 pub use record::{McapRecorder, RecordPlan, Recording, plan_recording};
-pub use replay::{McapSource, Output, Playback, ReplayError, TopicMap, map_topics};
+pub use replay::{
+    McapSource, Output, Playback, ReplayError, TopicMap, map_topics, parse_topic_map,
+};
 pub use scan::{Inventory, ReadError, TopicStats, scan};
 pub use writer::{McapWriter, METADATA_NAME, RecordCounts};
 
@@ -84,7 +86,7 @@ impl Compression {
 #[non_exhaustive]
 pub enum RecordError {
     /// The file could not be created or written.
-    #[error("recording {path}: {source}")]
+    #[error("cannot write the recording {path}")]
     Io {
         /// The recording.
         path: PathBuf,
@@ -93,7 +95,7 @@ pub enum RecordError {
         source: std::io::Error,
     },
     /// The MCAP writer refused a record.
-    #[error("recording {path}: {source}")]
+    #[error("the MCAP writer refused a record of {path}")]
     Mcap {
         /// The recording.
         path: PathBuf,
@@ -102,7 +104,7 @@ pub enum RecordError {
         source: mcap::McapError,
     },
     /// A ROS 2 type's definition could not be resolved (a schema this crate lacks).
-    #[error("recording: no schema for {ros_type}: {source}")]
+    #[error("recording: no schema for {ros_type}")]
     Schema {
         /// The ROS 2 type.
         ros_type: String,
@@ -119,7 +121,7 @@ pub enum RecordError {
         known: String,
     },
     /// A message could not be written as CDR (a stamp past 2038, a string too long).
-    #[error("recording {stream}: {source}")]
+    #[error("recording {stream}: a message cannot be written as CDR")]
     Encode {
         /// The stream.
         stream: String,

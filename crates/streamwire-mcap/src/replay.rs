@@ -94,6 +94,12 @@ impl Output {
     }
 }
 
+/// Every output's name, comma separated.
+fn output_names() -> String {
+    let names: Vec<&str> = Output::ALL.iter().map(|o| o.name()).collect();
+    names.join(", ")
+}
+
 /// How a file's topics map to the source's outputs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TopicMap {
@@ -138,10 +144,9 @@ pub fn map_topics(
             )));
         };
         let output = Output::named(output_name).ok_or_else(|| {
-            let names: Vec<&str> = Output::ALL.iter().map(|o| o.name()).collect();
             ReplayError::Map(format!(
                 "`{output_name}` is not an output of the replay (outputs: {})",
-                names.join(", ")
+                output_names()
             ))
         })?;
         if !output.takes(ros_type) {
@@ -196,12 +201,34 @@ pub fn map_topics(
     Ok(map)
 }
 
+/// Reads a remap table written as text, `topic=output` entries separated by commas
+/// (`--replay-map`).
+///
+/// ```
+/// let map = streamwire_mcap::parse_topic_map("/camera/image/compressed=color_image, /odom=odometry")?;
+/// assert_eq!(map["/odom"], "odometry");
+/// assert!(streamwire_mcap::parse_topic_map("/odom").is_err());
+/// # Ok::<(), streamwire_mcap::ReplayError>(())
+/// ```
+pub fn parse_topic_map(text: &str) -> Result<BTreeMap<String, String>, ReplayError> {
+    let mut map = BTreeMap::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let Some((topic, output)) = entry.split_once('=') else {
+            return Err(ReplayError::Map(format!(
+                "`{entry}` is not `topic=output` (`/camera/color/image_raw/compressed=color_image`)"
+            )));
+        };
+        map.insert(topic.trim().to_owned(), output.trim().to_owned());
+    }
+    Ok(map)
+}
+
 /// Why a replay cannot start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReplayError {
     /// The file could not be read.
-    #[error("replay: {0}")]
+    #[error("the replay cannot read its file")]
     Read(#[from] ReadError),
     /// A mapping entry names a topic or an output that does not exist, or does not fit.
     #[error("replay map: {0}")]
@@ -264,6 +291,10 @@ pub struct McapSource {
     /// Play this many seconds of the file from `start_s` (default: to its end).
     #[config]
     pub duration_s: Option<f64>,
+    /// The outputs played, by name (default, empty: every output); the topics mapped to
+    /// the others are skipped (a blueprint that takes only the camera from a file).
+    #[config]
+    pub outputs: Vec<String>,
     /// The playback in progress.
     #[state]
     pub playback: Option<Playback>,
@@ -287,6 +318,7 @@ impl Default for McapSource {
             looping: false,
             start_s: 0.0,
             duration_s: None,
+            outputs: Vec::new(),
             playback: None,
         }
     }
@@ -354,7 +386,31 @@ impl McapSource {
             .iter()
             .map(|t| (t.topic.clone(), t.ros_type.clone()))
             .collect();
-        let map = map_topics(&topics, &self.topic_map)?;
+        let mut map = map_topics(&topics, &self.topic_map)?;
+        if !self.outputs.is_empty() {
+            let mut played = Vec::new();
+            for name in &self.outputs {
+                played.push(Output::named(name).ok_or_else(|| {
+                    ReplayError::Config(format!(
+                        "`{name}` is not an output of the replay (outputs: {})",
+                        output_names()
+                    ))
+                })?);
+            }
+            let not_played: Vec<(String, Output)> = map
+                .mapped
+                .iter()
+                .filter(|(_, output)| !played.contains(output))
+                .map(|(topic, output)| (topic.clone(), *output))
+                .collect();
+            for (topic, output) in not_played {
+                map.mapped.remove(&topic);
+                map.skipped.insert(
+                    topic,
+                    format!("maps to `{}`, which this replay does not play", output.name()),
+                );
+            }
+        }
         Ok((inventory, map))
     }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 #[non_exhaustive]
 pub enum ReadError {
     /// The file could not be opened.
-    #[error("cannot open {path}: {source}")]
+    #[error("cannot open {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -20,7 +20,7 @@ pub enum ReadError {
         source: std::io::Error,
     },
     /// The file is not MCAP, or broken before its first message.
-    #[error("{path} is not a readable MCAP file: {source}")]
+    #[error("{path} is not a readable MCAP file")]
     Mcap {
         /// The file.
         path: PathBuf,
