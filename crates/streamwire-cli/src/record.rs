@@ -26,27 +26,31 @@ pub(crate) struct RecordArgs {
 
 impl RecordArgs {
     /// Adds the recorder to `built` when `--record` is given, with the plan and the
-    /// resolved configuration as the recording's metadata. A plan run by worker processes
-    /// is refused: their blueprints are resolved by the workers, without the recorder.
-    pub(crate) fn add_recorder(
-        &self,
-        target: &str,
-        built: &mut Built,
-        workers: bool,
-    ) -> anyhow::Result<()> {
+    /// resolved configuration as the recording's metadata. A distributed run's workers
+    /// get the same flags ([`RecordArgs::to_args`]) and add the same recorder, so that
+    /// their plans are the coordinator's.
+    pub(crate) fn add_recorder(&self, target: &str, built: &mut Built) -> anyhow::Result<()> {
         let Some(path) = &self.record else {
             return Ok(());
         };
         let plan = built.blueprint.build()?;
-        if workers && plan.processes().len() > 1 {
-            anyhow::bail!(
-                "--record records from this process, and this plan runs as {} worker \
-                 processes: add --in-process, or place an McapRecorder in the blueprint",
-                plan.processes().len()
-            );
-        }
         let configuration = crate::commands::config::render_settings(target, &built.settings);
         add(self, path, target, plan.to_string(), configuration, built)
+    }
+
+    /// The flags as given, for a worker's command line.
+    pub(crate) fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(path) = &self.record {
+            args.push(format!("--record={}", path.display()));
+        }
+        if !self.streams.is_empty() {
+            args.push(format!("--streams={}", self.streams.join(",")));
+        }
+        if let Some(compression) = &self.record_compression {
+            args.push(format!("--record-compression={compression}"));
+        }
+        args
     }
 }
 

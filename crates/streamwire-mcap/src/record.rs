@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{Context, Counter, Envelope, Message as _, Node, NodeResult, StreamTap};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image};
@@ -26,7 +27,7 @@ const POLL: Duration = Duration::from_millis(100);
 ///
 /// Taps each chosen stream (`streams`; empty: every stream with a ROS 2 type) from the
 /// recorder's own process, an image stream through its compressed form when the plan
-/// encodes it (the bytes that travel), on one thread per stream (`mcap-rec-<i>`) that
+/// encodes it (the bytes that travel), on one thread per stream (`sw mcap<i> <stream>`) that
 /// writes into the file under one lock. A tap is a keep-last queue: a recorder that cannot
 /// keep up drops there and never blocks a producer. Per stream, it counts `recorded:<stream>`
 /// and `dropped:<stream>` (its queue's drops and every gap in the stream's sequence numbers,
@@ -238,10 +239,10 @@ impl Node for McapRecorder {
                 recorded: recorded.clone(),
                 dropped: dropped.clone(),
                 next_seq: 0,
-                failing: false,
+                failures: BurstLog::default(),
             };
             let thread = std::thread::Builder::new()
-                .name(format!("mcap-rec-{index}"))
+                .name(format!("sw mcap{index} {}", entry.stream))
                 .spawn(move || worker.run())
                 .map_err(|source| RecordError::Io {
                     path: self.path.clone(),
@@ -316,8 +317,8 @@ struct TapWorker {
     dropped: Counter,
     /// The sequence number expected next: a jump is messages this recorder never saw.
     next_seq: u64,
-    /// True inside a burst of write failures (logged once per burst).
-    failing: bool,
+    /// Messages not written: the first of a burst logged, the rest counted.
+    failures: BurstLog,
 }
 
 impl TapWorker {
@@ -376,10 +377,7 @@ impl TapWorker {
             None => return self.dropped.increment(),
         };
         match written {
-            Ok(()) => {
-                self.recorded.increment();
-                self.failing = false;
-            }
+            Ok(()) => self.recorded.increment(),
             Err(error) => {
                 self.fail(&error);
                 let mut first = self.shared.error.lock();
@@ -393,9 +391,12 @@ impl TapWorker {
     /// Counts a message not written, logging the first of a burst.
     fn fail(&mut self, error: &RecordError) {
         self.dropped.increment();
-        if !self.failing {
-            tracing::error!(%error, "recording a message failed (counted in dropped)");
-            self.failing = true;
+        if let Some(unsaid) = self.failures.note() {
+            tracing::error!(
+                error = %chain(error),
+                "a message was not recorded (counted in dropped){}",
+                more_since(unsaid)
+            );
         }
     }
 }

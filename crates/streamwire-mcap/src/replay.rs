@@ -7,6 +7,7 @@ use std::io::BufReader;
 use std::path::PathBuf;
 
 use bytes::Bytes;
+use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{Compressed, Context, Counter, Node, NodeResult, Out, Timestamp, Trigger};
 use streamwire_macros::Module;
 use streamwire_msgs::{
@@ -170,7 +171,11 @@ pub fn map_topics(
             map.mapped.insert(topic, output);
         }
     }
-    for (topic, ros_type) in left(&map) {
+    // Types only one output takes first (a compressed image before an image, which
+    // colour and depth both take), in file order otherwise.
+    let mut by_type = left(&map);
+    by_type.sort_by_key(|(_, ros_type)| Output::ALL.iter().filter(|o| o.takes(ros_type)).count());
+    for (topic, ros_type) in by_type {
         let taken: Vec<Output> = map.mapped.values().copied().collect();
         let free: Vec<Output> = Output::ALL
             .into_iter()
@@ -357,6 +362,8 @@ pub struct Playback {
     counters: Counters,
     /// Set once a failed read was logged.
     cut_reported: bool,
+    /// Messages that do not decode: the first of a burst logged, the rest counted.
+    undecodable: BurstLog,
 }
 
 impl McapSource {
@@ -414,17 +421,18 @@ impl McapSource {
         Ok((inventory, map))
     }
 
-    /// Publishes `message` on its output; `false` when it is not replayed.
-    fn publish(&self, output: Output, message: &mcap::Message<'static>) -> Result<bool, PublishError> {
-        let bytes = Bytes::copy_from_slice(&message.data);
-        let ros_type = message
+    /// Publishes `message` on its output; `false` when it is not replayed. Its bytes
+    /// move into the message (the reader owns a copy of each; no second one here).
+    fn publish(&self, output: Output, message: mcap::Message<'static>) -> Result<bool, PublishError> {
+        // A message without a schema cannot have been mapped: its type is "".
+        let compressed = message
             .channel
             .schema
             .as_ref()
-            .map(|s| s.name.as_str())
-            .unwrap_or_default();
+            .is_some_and(|s| s.name.ends_with("CompressedImage"));
+        let bytes = Bytes::from(message.data.into_owned());
         match output {
-            Output::ColorImage if ros_type.ends_with("CompressedImage") => {
+            Output::ColorImage if compressed => {
                 self.color_image
                     .publish_encoded(CompressedImage::from_cdr(bytes)?)?;
             }
@@ -487,7 +495,7 @@ impl Playback {
                 Err(error) => {
                     if !self.cut_reported {
                         tracing::warn!(
-                            %error,
+                            error = %chain(&error),
                             "the file ends cut short: replayed up to its last complete chunk"
                         );
                         self.counters.cut_short.increment();
@@ -548,6 +556,7 @@ impl Node for McapSource {
                 loops: cx.counter("loops"),
             },
             cut_reported: false,
+            undecodable: BurstLog::default(),
         };
         playback.next = playback.read();
         self.playback = Some(playback);
@@ -566,14 +575,22 @@ impl Node for McapSource {
                 playback.next = Some(message);
                 break;
             }
-            match playback.map.mapped.get(&message.channel.topic).copied() {
+            let topic = message.channel.topic.clone();
+            match playback.map.mapped.get(&topic).copied() {
                 None => playback.counters.skipped.increment(),
-                Some(output) => match self.publish(output, &message) {
+                Some(output) => match self.publish(output, message) {
                     Ok(true) => playback.counters.played.increment(),
                     Ok(false) => playback.counters.skipped.increment(),
                     Err(PublishError::Decode(error)) => {
-                        tracing::debug!(%error, topic = %message.channel.topic, "undecodable");
                         playback.counters.undecodable.increment();
+                        if let Some(unsaid) = playback.undecodable.note() {
+                            tracing::warn!(
+                                error = %chain(&error),
+                                %topic,
+                                "a message does not decode as its type (counted in undecodable){}",
+                                more_since(unsaid)
+                            );
+                        }
                     }
                     Err(PublishError::Port(error)) => return Err(error.into()),
                 },

@@ -121,28 +121,22 @@ pub fn scan(path: &Path) -> Result<Inventory, ReadError> {
         let message = match message {
             Ok(message) => message,
             Err(error) => {
-                inventory.cut_short = Some(error.to_string());
+                inventory.cut_short = Some(streamwire_core::log::chain(&error).to_string());
                 break;
             }
         };
         inventory.messages += 1;
         let channel = &message.channel;
         let at = *rows.entry(channel.topic.clone()).or_insert_with(|| {
+            // A channel without a schema (schema id 0) has no type: "", which no output takes.
+            let (ros_type, schema_encoding) = match &channel.schema {
+                Some(schema) => (schema.name.clone(), schema.encoding.clone()),
+                None => (String::new(), String::new()),
+            };
             inventory.topics.push(TopicStats {
                 topic: channel.topic.clone(),
-                ros_type: channel
-                    .schema
-                    .as_ref()
-                    .map(|s| s.name.clone())
-                    .unwrap_or_default(),
-                encodings: (
-                    channel
-                        .schema
-                        .as_ref()
-                        .map(|s| s.encoding.clone())
-                        .unwrap_or_default(),
-                    channel.message_encoding.clone(),
-                ),
+                ros_type,
+                encodings: (schema_encoding, channel.message_encoding.clone()),
                 count: 0,
                 span: (message.log_time, message.log_time),
             });

@@ -230,6 +230,7 @@ impl McapWriter {
             .path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
+            // infallible: the writer created a file at `path`, which has a file name.
             .unwrap_or_default();
         let count: u64 = self.channels.values().map(|row| row.count).sum();
         let topics: Vec<serde_json::Value> = self

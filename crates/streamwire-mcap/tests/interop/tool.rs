@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 /// The venv's Python with mcap and rosbags: `STREAMWIRE_MCAP_PYTHON`, by default the venv
 /// `.ci/run` makes in tests/interop/.venv; `None` (a skip, or the failure under
 /// `STREAMWIRE_REQUIRE=all`) when it is absent.
-pub fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     let python = std::env::var_os("STREAMWIRE_MCAP_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| interop_dir().join(".venv/bin/python"));
@@ -29,7 +29,7 @@ fn interop_dir() -> PathBuf {
 
 /// Sends `request` to the tool (at most 5 minutes) and returns its answer, failing the
 /// test on an `error` answer.
-pub fn ask(python: &Path, request: serde_json::Value) -> serde_json::Value {
+pub(crate) fn ask(python: &Path, request: serde_json::Value) -> serde_json::Value {
     let mut child = Command::new(python)
         .arg(interop_dir().join("mcap_tool.py"))
         .stdin(Stdio::piped())
@@ -72,6 +72,6 @@ pub fn ask(python: &Path, request: serde_json::Value) -> serde_json::Value {
     answer
 }
 
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
