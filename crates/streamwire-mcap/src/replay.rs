@@ -254,28 +254,41 @@ pub enum ReplayError {
 /// one decode). `start_s` skips the first seconds of the file, `duration_s` ends the
 /// playback that many file seconds after its start, `looping` starts again at the end.
 /// A file cut short is played up to its last complete chunk, and the end says so (a warning
-/// and the counter `cut_short`). Counters: `played`, `skipped` (messages of skipped
+/// and the counter `cut_short`). Its outputs are reliable and keep all, as `ros2 bag
+/// play`'s publishers are: an input that asks for every message (reliable, keep-all) gets
+/// every one, codec nodes on the way included (a slow one holds the playback back, up to
+/// the run's keep-all deadline, rather than dropping); the sensors' default inputs (best
+/// effort, keep-last) take what they keep up with. Counters: `played`, `skipped` (messages of skipped
 /// topics), `undecodable` (CDR that does not read as its type), `cut_short`, `loops`.
 #[derive(Module)]
 #[module(crate = streamwire_core)]
 pub struct McapSource {
     /// Colour images (compressed bytes passed through, or pixels).
+    #[port(reliable, keep_all)]
     pub color_image: Out<Compressed<Image>>,
     /// Depth images.
+    #[port(reliable, keep_all)]
     pub depth: Out<Compressed<DepthImage>>,
     /// Point clouds.
+    #[port(reliable, keep_all)]
     pub cloud: Out<PointCloud>,
     /// Odometry.
+    #[port(reliable, keep_all)]
     pub odometry: Out<Odometry>,
     /// Transforms (`/tf`, `/tf_static`).
+    #[port(reliable, keep_all)]
     pub transforms: Out<Transforms>,
     /// Occupancy grids.
+    #[port(reliable, keep_all)]
     pub map: Out<OccupancyGrid>,
     /// 2D detections.
+    #[port(reliable, keep_all)]
     pub detections: Out<Detections>,
     /// Velocity commands.
+    #[port(reliable, keep_all)]
     pub cmd_vel: Out<Twist>,
     /// Log records.
+    #[port(reliable, keep_all)]
     pub log: Out<LogRecord>,
     /// The file.
     #[config]

@@ -82,9 +82,27 @@ fn check(stream: &str, i: u64, theirs: &serde_json::Value) {
             assert_eq!(theirs["data"], hex(depth.data()), "depth {i}");
         }
         "odometry" => {
+            let ours = common::odometry(i);
             assert_eq!(theirs["frame_id"], "odom");
             assert_eq!(theirs["child_frame_id"], "base_link");
-            assert_eq!(theirs["x"], i as f64 * 0.1);
+            let (pose, twist) = (ours.pose(), ours.twist());
+            let values = [
+                pose.position.x,
+                pose.position.y,
+                pose.position.z,
+                pose.orientation.x,
+                pose.orientation.y,
+                pose.orientation.z,
+                pose.orientation.w,
+                twist.linear.x,
+                twist.linear.y,
+                twist.linear.z,
+                twist.angular.x,
+                twist.angular.y,
+                twist.angular.z,
+            ];
+            let bits: Vec<u64> = values.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(theirs["bits"], json!(bits), "odometry {i}");
         }
         other => panic!("unexpected stream {other}"),
     }
@@ -102,7 +120,8 @@ fn a_rosbag2_bag_written_by_rosbags_replays_through_a_blueprint() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bag = dir.path().join("bag");
     let count = 12;
-    let answer = tool::ask(&python, json!({"op": "write_bag", "dir": bag, "count": count}));
+    let jpegs: Vec<String> = (0..count as u64).map(|i| hex(&common::jpeg_bytes(i))).collect();
+    let answer = tool::ask(&python, json!({"op": "write_bag", "dir": bag, "jpegs": jpegs}));
     let path = std::path::PathBuf::from(answer["path"].as_str().expect("path"));
     let order: Vec<(String, u64)> = answer["order"]
         .as_array()
@@ -116,6 +135,7 @@ fn a_rosbag2_bag_written_by_rosbags_replays_through_a_blueprint() {
         ..streamwire_mcap::McapSource::default()
     });
     assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert_eq!(counter(&report, "replay", "undecodable"), 0, "{report}");
     for (topic, stream) in [
         ("/camera/color/image_raw/compressed", "color_image"),
         ("/camera/depth/image_rect_raw", "depth"),
@@ -130,7 +150,7 @@ fn a_rosbag2_bag_written_by_rosbags_replays_through_a_blueprint() {
             .map(|(_, stamp)| *stamp)
             .collect();
         assert_eq!(sent.len(), count);
-        assert_eq!(got, sent, "{topic} -> {stream}");
+        assert_eq!(got, sent, "{topic} -> {stream}\n{report}");
     }
     assert_eq!(counter(&report, "replay", "skipped"), count as u64);
     assert_eq!(counter(&report, "replay", "played"), 5 * count as u64);

@@ -56,7 +56,7 @@ fn a_recording_replays_every_message_in_order() {
         ("odometry", "/odometry"),
     ] {
         let got = indexes(&arrivals, stream);
-        assert_eq!(got.len() as u64, counts[topic], "{stream}");
+        assert_eq!(got.len() as u64, counts[topic], "{stream}: {got:?}\n{report}");
         assert!(got.windows(2).all(|w| w[0] < w[1]), "{stream}: {got:?}");
         assert!(got.iter().all(|i| *i < COUNT));
     }

@@ -233,13 +233,12 @@ pub fn read_back(path: &Path) -> ReadBack {
 }
 
 /// What a [`Collector`] received: (stream, sensor stamp in ns), in arrival order per stream.
-pub static ARRIVALS: parking_lot::Mutex<Vec<(&'static str, u64)>> =
-    parking_lot::Mutex::new(Vec::new());
+pub type Arrivals = std::sync::Arc<parking_lot::Mutex<Vec<(&'static str, u64)>>>;
 
 /// Receives the replay's outputs, every message (reliable, keep-all), noting its stamp.
 #[derive(Module, Default)]
 pub struct Collector {
-    #[port(name = "color_image/compressed", reliable, keep_all)]
+    #[port(reliable, keep_all)]
     pub color_image: In<Compressed<Image>>,
     #[port(reliable, keep_all)]
     pub depth: In<DepthImage>,
@@ -249,11 +248,14 @@ pub struct Collector {
     pub odometry: In<Odometry>,
     #[port(reliable, keep_all, optional)]
     pub transforms: In<streamwire::msgs::Transforms>,
+    /// Where it notes arrivals (the test keeps a clone).
+    #[state]
+    pub arrivals: Arrivals,
 }
 
 impl Node for Collector {
     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
-        let mut arrivals = ARRIVALS.lock();
+        let mut arrivals = self.arrivals.lock();
         while let Some(m) = self.color_image.recv()? {
             arrivals.push(("color_image", m.message.stamp().as_nanos()));
         }
@@ -277,12 +279,20 @@ impl Node for Collector {
 /// Replays `source` into a [`Collector`] until the source finished (at most 60 s); the
 /// report and the arrivals.
 pub fn replay_run(source: streamwire_mcap::McapSource) -> (RunReport, Vec<(&'static str, u64)>) {
-    ARRIVALS.lock().clear();
+    let arrivals = Arrivals::default();
     let mut bp = Blueprint::new();
     bp.add("replay", source);
-    bp.add("collector", Collector::default());
+    bp.add(
+        "collector",
+        Collector {
+            arrivals: arrivals.clone(),
+            ..Collector::default()
+        },
+    );
+    bp.autoconnect();
     let runnable = bp.into_runnable().expect("plan");
     let handle = Runtime::start(runnable, RunOptions::default()).expect("start");
     let report = handle.wait_timeout(Duration::from_secs(60));
-    (report, std::mem::take(&mut *ARRIVALS.lock()))
+    let got = std::mem::take(&mut *arrivals.lock());
+    (report, got)
 }

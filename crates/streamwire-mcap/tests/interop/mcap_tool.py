@@ -10,9 +10,9 @@ Reads one JSON request on stdin, writes one JSON answer on stdout. Requests:
       {"profile", "topics": {topic: {"schema", "schema_encoding", "encoding", "messages": [..]}},
        "rosbag2_counts": {topic: n}, "rosbag2_read": {topic: n}}
       where each message is a summary of its fields (bytes as hex).
-  {"op": "write_bag", "dir": D, "count": N}
+  {"op": "write_bag", "dir": D, "jpegs": [hex, ...]}
       Writes a rosbag2 bag with rosbags' Writer (storage plugin MCAP) in the new folder D:
-      N messages on each of /camera/color/image_raw/compressed (CompressedImage),
+      as many messages as JPEG files given (the compressed images' data) on each of /camera/color/image_raw/compressed (CompressedImage),
       /camera/depth/image_rect_raw (Image 16UC1), /points (PointCloud2), /odom (Odometry),
       /tf (TFMessage) and /chatter (std_msgs/String, a type streamwire does not map),
       interleaved. Answers {"path": the .mcap file, "order": [[topic, stamp_ns], ...]}.
@@ -20,6 +20,7 @@ Reads one JSON request on stdin, writes one JSON answer on stdout. Requests:
 import json
 import pathlib
 import shutil
+import struct
 import sys
 import tempfile
 
@@ -30,6 +31,11 @@ from rosbags.typesys import Stores, get_typestore
 
 TS = get_typestore(Stores.ROS2_JAZZY)
 T = TS.types
+
+
+def bits(value):
+    """A double's IEEE 754 bits, as an integer."""
+    return struct.unpack("<Q", struct.pack("<d", value))[0]
 
 
 def stamp_ns(header):
@@ -46,9 +52,14 @@ def summary(msgtype, msg):
                 "encoding": msg.encoding, "width": msg.width, "height": msg.height,
                 "step": msg.step, "data": bytes(msg.data).hex()}
     if msgtype == "nav_msgs/msg/Odometry":
-        p = msg.pose.pose.position
+        p, q = msg.pose.pose.position, msg.pose.pose.orientation
+        t = msg.twist.twist
+        # Doubles as their bits: JSON readers need not round-trip floats exactly.
         return {"stamp": stamp_ns(msg.header), "frame_id": msg.header.frame_id,
-                "child_frame_id": msg.child_frame_id, "x": p.x, "y": p.y, "z": p.z}
+                "child_frame_id": msg.child_frame_id,
+                "bits": [bits(v) for v in (p.x, p.y, p.z, q.x, q.y, q.z, q.w,
+                                           t.linear.x, t.linear.y, t.linear.z,
+                                           t.angular.x, t.angular.y, t.angular.z)]}
     if msgtype == "sensor_msgs/msg/PointCloud2":
         return {"stamp": stamp_ns(msg.header), "width": msg.width, "height": msg.height,
                 "data": bytes(msg.data).hex()}
@@ -95,15 +106,11 @@ def header(i, frame_id):
     return T["std_msgs/msg/Header"](stamp=time, frame_id=frame_id), ns
 
 
-def messages(i):
+def messages(i, jpegs):
     """The i-th message of each topic: (topic, type, message, stamp)."""
     out = []
     h, ns = header(i, "camera")
-    # A real JPEG is not needed by rosbags; streamwire reads its size from the header, so
-    # the bytes are a minimal baseline JPEG start (SOI, SOF0 with 4x2) and EOI.
-    sof = [0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x11, 0x08, 0x00, 0x02, 0x00, 0x04, 0x03,
-           0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01]
-    jpeg = np.array(sof + [i % 256, 0xFF, 0xD9], dtype=np.uint8)
+    jpeg = np.frombuffer(bytes.fromhex(jpegs[i]), dtype=np.uint8)
     out.append(("/camera/color/image_raw/compressed", "sensor_msgs/msg/CompressedImage",
                 T["sensor_msgs/msg/CompressedImage"](header=h, format="jpeg", data=jpeg), ns))
     h, ns = header(i, "depth")
@@ -140,13 +147,13 @@ def messages(i):
     return out
 
 
-def write_bag(directory, count):
+def write_bag(directory, jpegs):
     directory = pathlib.Path(directory)
     order = []
     with Writer(directory, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
         connections = {}
-        for i in range(count):
-            for k, (topic, msgtype, msg, ns) in enumerate(messages(i)):
+        for i in range(len(jpegs)):
+            for k, (topic, msgtype, msg, ns) in enumerate(messages(i, jpegs)):
                 if topic not in connections:
                     connections[topic] = writer.add_connection(topic, msgtype, typestore=TS)
                 # Log times rise by 1 ms per message: the order a replay must keep.
@@ -164,7 +171,7 @@ def main():
         if op == "read":
             answer = read(request["path"])
         elif op == "write_bag":
-            answer = write_bag(request["dir"], request["count"])
+            answer = write_bag(request["dir"], request["jpegs"])
         else:
             raise ValueError(f"unknown op {op}")
     except Exception as error:  # the test prints it
