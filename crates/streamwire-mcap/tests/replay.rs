@@ -165,3 +165,60 @@ fn topics_map_to_outputs() {
     let error = map_topics(&topics, &wrong).expect_err("an unknown topic");
     assert!(error.to_string().contains("/odometry"), "{error}");
 }
+
+/// What is not MCAP, or is broken inside, is a clear error or a replay cut short at the
+/// break: never a panic.
+#[test]
+fn broken_files_are_errors_or_cut_short_never_a_panic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, bytes) in [
+        ("empty.mcap", Vec::new()),
+        ("text.mcap", b"this is not an MCAP file at all".to_vec()),
+        ("magic.mcap", mcap::MAGIC.to_vec()),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &bytes).expect("write");
+        match scan(&path) {
+            Err(error) => {
+                let text = streamwire::log::chain(&error).to_string();
+                assert!(text.contains(name), "{name}: {text}");
+            }
+            Ok(inventory) => {
+                assert_eq!(inventory.messages, 0, "{name}");
+                assert!(inventory.cut_short.is_some(), "{name}: {inventory:?}");
+            }
+        }
+        assert!(
+            McapSource {
+                path: path.clone(),
+                ..McapSource::default()
+            }
+            .prepare()
+            .map_or(true, |(inventory, _)| inventory.messages == 0),
+            "{name}"
+        );
+    }
+    let missing = scan(&dir.path().join("missing.mcap")).expect_err("a missing file");
+    assert!(missing.to_string().contains("missing.mcap"), "{missing}");
+
+    // Bytes flipped inside compressed chunks: read up to the damage, which is reported.
+    let (path, counts) = recording(dir.path());
+    let total: u64 = counts.values().sum();
+    let mut bytes = std::fs::read(&path).expect("read");
+    let middle = bytes.len() / 2;
+    for byte in &mut bytes[middle..middle + 64] {
+        *byte ^= 0x5a;
+    }
+    let damaged = dir.path().join("damaged.mcap");
+    std::fs::write(&damaged, &bytes).expect("write");
+    let inventory = scan(&damaged).expect("scan");
+    assert!(inventory.cut_short.is_some(), "{inventory:?}");
+    assert!(inventory.messages < total, "{inventory:?}");
+    let (report, _) = replay_run(McapSource {
+        path: damaged,
+        rate: 4.0,
+        ..McapSource::default()
+    });
+    assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert_eq!(counter(&report, "replay", "cut_short"), 1);
+}
