@@ -360,30 +360,67 @@ fn record_inspect_and_replay_an_mcap_file() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let file = dir.path().join("demo.mcap");
     let report_path = dir.path().join("record.json");
-    let (file_arg, report_arg) = (file.display().to_string(), report_path.display().to_string());
+    let (file_arg, report_arg) = (
+        file.display().to_string(),
+        report_path.display().to_string(),
+    );
     let out = streamwire(&[
-        "run", "demo", "--duration", "3", "-o", "web.enabled=false", "-o", "camera.width=320",
-        "-o", "camera.height=240", "--record", &file_arg, "--report", &report_arg,
+        "run",
+        "demo",
+        "--duration",
+        "3",
+        "-o",
+        "web.enabled=false",
+        "-o",
+        "camera.width=320",
+        "-o",
+        "camera.height=240",
+        "--record",
+        &file_arg,
+        "--report",
+        &report_arg,
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{}\n{stderr}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let report = read_report(&report_path);
-    let streams = ["color_image", "depth", "cloud", "odometry", "detections", "map"];
+    let streams = [
+        "color_image",
+        "depth",
+        "cloud",
+        "odometry",
+        "detections",
+        "map",
+    ];
     let mut recorded_total = 0;
     for stream in streams {
         let recorded = report_counter(&report, "mcap_recorder", &format!("recorded:{stream}"))
             .unwrap_or_else(|| panic!("no recorded:{stream} in the report"));
         let dropped = report_counter(&report, "mcap_recorder", &format!("dropped:{stream}"))
             .unwrap_or_else(|| panic!("no dropped:{stream} in the report"));
-        assert_eq!(recorded + dropped, report_published(&report, stream), "{stream}");
+        assert_eq!(
+            recorded + dropped,
+            report_published(&report, stream),
+            "{stream}"
+        );
         assert!(recorded > 0, "{stream}: nothing recorded");
         recorded_total += recorded;
     }
 
     let out = streamwire(&["info", &file_arg]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains(&format!("{recorded_total} messages")), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("{recorded_total} messages")),
+        "{stdout}"
+    );
     for row in [
         "/color_image/compressed  sensor_msgs/msg/CompressedImage",
         "/depth                   sensor_msgs/msg/Image",
@@ -396,11 +433,27 @@ fn record_inspect_and_replay_an_mcap_file() {
     let replay_path = dir.path().join("replay.json");
     let replay_arg = replay_path.display().to_string();
     let out = streamwire(&[
-        "run", "demo", "--replay", &file_arg, "--rate", "2", "-o", "replay.looping=false",
-        "-o", "web.enabled=false", "--duration", "8", "--report", &replay_arg,
+        "run",
+        "demo",
+        "--replay",
+        &file_arg,
+        "--rate",
+        "2",
+        "-o",
+        "replay.looping=false",
+        "-o",
+        "web.enabled=false",
+        "--duration",
+        "8",
+        "--report",
+        &replay_arg,
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let replay = read_report(&replay_path);
     // The file's colour, depth, cloud and odometry play; its detections and map (the
     // demo makes its own) are skipped.
@@ -409,7 +462,11 @@ fn record_inspect_and_replay_an_mcap_file() {
     assert_eq!(played + skipped, recorded_total, "{stdout}");
     for stream in ["color_image", "depth", "cloud", "odometry"] {
         let topic_count = report_counter(&report, "mcap_recorder", &format!("recorded:{stream}"));
-        assert_eq!(Some(report_published(&replay, stream)), topic_count, "{stream}");
+        assert_eq!(
+            Some(report_published(&replay, stream)),
+            topic_count,
+            "{stream}"
+        );
     }
     assert_eq!(report_counter(&replay, "camera", "cut_short"), Some(0));
 }

@@ -41,7 +41,7 @@ pub use replay::{
     McapSource, Output, Playback, ReplayError, TopicMap, map_topics, parse_topic_map,
 };
 pub use scan::{Inventory, ReadError, TopicStats, scan};
-pub use writer::{McapWriter, METADATA_NAME, RecordCounts};
+pub use writer::{METADATA_NAME, McapWriter, RecordCounts};
 
 /// Chunk compression of a recording.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

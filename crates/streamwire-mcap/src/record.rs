@@ -13,7 +13,7 @@ use streamwire_core::{Context, Counter, Envelope, Message as _, Node, NodeResult
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image};
 
-use crate::writer::{DEFAULT_CHUNK_BYTES, McapWriter, METADATA_NAME, RecordCounts};
+use crate::writer::{DEFAULT_CHUNK_BYTES, METADATA_NAME, McapWriter, RecordCounts};
 use crate::{Compression, RecordError, topic_of};
 
 /// How long the recorder, once the run stops, keeps draining its taps for producers
@@ -323,7 +323,8 @@ struct TapWorker {
 
 impl TapWorker {
     fn run(mut self) {
-        let span = tracing::info_span!("mcap_record", instance = %self.instance, stream = %self.stream);
+        let span =
+            tracing::info_span!("mcap_record", instance = %self.instance, stream = %self.stream);
         let _entered = span.enter();
         // A gap in the sequence numbers is every message missed (the keep-last queue keeps
         // the newest, so its drops always show as gaps once the rest is drained).

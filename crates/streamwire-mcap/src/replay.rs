@@ -11,8 +11,8 @@ use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{Compressed, Context, Counter, Node, NodeResult, Out, Timestamp, Trigger};
 use streamwire_macros::Module;
 use streamwire_msgs::{
-    CompressedImage, DepthImage, Detections, Image, LogRecord, OccupancyGrid, Odometry,
-    PointCloud, Transforms, Twist,
+    CompressedImage, DepthImage, Detections, Image, LogRecord, OccupancyGrid, Odometry, PointCloud,
+    Transforms, Twist,
 };
 use streamwire_ros2::{DecodeError, RosMessage, SensorImage};
 
@@ -188,8 +188,10 @@ pub fn map_topics(
                 map.mapped.insert(topic, *output);
             }
             [] if Output::ALL.iter().any(|o| o.takes(&ros_type)) => {
-                map.skipped
-                    .insert(topic, format!("{ros_type}: its output is taken by another topic"));
+                map.skipped.insert(
+                    topic,
+                    format!("{ros_type}: its output is taken by another topic"),
+                );
             }
             [] => {
                 map.skipped
@@ -427,7 +429,10 @@ impl McapSource {
                 map.mapped.remove(&topic);
                 map.skipped.insert(
                     topic,
-                    format!("maps to `{}`, which this replay does not play", output.name()),
+                    format!(
+                        "maps to `{}`, which this replay does not play",
+                        output.name()
+                    ),
                 );
             }
         }
@@ -436,7 +441,11 @@ impl McapSource {
 
     /// Publishes `message` on its output; `false` when it is not replayed. Its bytes
     /// move into the message (the reader owns a copy of each; no second one here).
-    fn publish(&self, output: Output, message: mcap::Message<'static>) -> Result<bool, PublishError> {
+    fn publish(
+        &self,
+        output: Output,
+        message: mcap::Message<'static>,
+    ) -> Result<bool, PublishError> {
         // A message without a schema cannot have been mapped: its type is "".
         let compressed = message
             .channel

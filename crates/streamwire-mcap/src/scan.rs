@@ -67,14 +67,28 @@ pub struct Inventory {
     pub cut_short: Option<String>,
 }
 
-/// Opens `path` for reading messages in file order, one chunk in memory at a time.
+/// Opens `path` for reading messages in file order, one chunk in memory at a time, each
+/// chunk's CRC checked before any of its messages is read (a damaged chunk ends the read
+/// there, rather than yielding what its damage made of it).
 pub(crate) fn open(path: &Path) -> Result<mcap::io::MessageReader<BufReader<File>>, ReadError> {
     let file = File::open(path).map_err(|source| ReadError::Io {
         path: path.to_owned(),
         source,
     })?;
-    Ok(mcap::io::MessageReader::new(BufReader::new(file)))
+    let options = mcap::sans_io::LinearReaderOptions::default()
+        .with_prevalidate_chunk_crcs(true)
+        .with_record_length_limit(RECORD_LIMIT);
+    Ok(mcap::io::MessageReader::new_with_options(
+        BufReader::new(file),
+        options,
+    ))
 }
+
+/// The largest record, and chunk (compressed or not), a reader accepts: a corrupt length
+/// is an error, not an allocation of that size (mcap 0.26 reserves a chunk's stated size,
+/// and panics on an impossible one, unless told a limit). Far above any real message (a
+/// 4K depth image is 16 MB) and chunk (rosbag2's are about 1 MB, ours 4 MB by default).
+const RECORD_LIMIT: usize = 1 << 30;
 
 /// The profile of `path`'s header.
 fn profile(path: &Path) -> Result<String, ReadError> {

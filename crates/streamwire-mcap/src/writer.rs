@@ -102,18 +102,20 @@ impl McapWriter {
 
     /// The channel of `topic` with `ros_type`, added (with its schema) on first use.
     fn channel(&mut self, topic: &str, ros_type: &str) -> Result<u16, RecordError> {
-        if let Some(id) = self.channel_ids.get(&(topic.to_owned(), ros_type.to_owned())) {
+        if let Some(id) = self
+            .channel_ids
+            .get(&(topic.to_owned(), ros_type.to_owned()))
+        {
             return Ok(*id);
         }
         let (schema_id, rihs01) = match self.schemas.get(ros_type) {
             Some(known) => known.clone(),
             None => {
-                let schema = RosSchema::resolve(ros_type, &[]).map_err(|source| {
-                    RecordError::Schema {
+                let schema =
+                    RosSchema::resolve(ros_type, &[]).map_err(|source| RecordError::Schema {
                         ros_type: ros_type.to_owned(),
                         source,
-                    }
-                })?;
+                    })?;
                 let text = schema.full_text();
                 let id = self
                     .writer
@@ -159,15 +161,12 @@ impl McapWriter {
         cdr: &[u8],
     ) -> Result<(), RecordError> {
         let channel_id = self.channel(topic, ros_type)?;
-        let sequence = self
-            .channels
-            .get_mut(&channel_id)
-            .map_or(0, |row| {
-                row.count += 1;
-                let sequence = row.next_sequence;
-                row.next_sequence = row.next_sequence.wrapping_add(1);
-                sequence
-            });
+        let sequence = self.channels.get_mut(&channel_id).map_or(0, |row| {
+            row.count += 1;
+            let sequence = row.next_sequence;
+            row.next_sequence = row.next_sequence.wrapping_add(1);
+            sequence
+        });
         let header = mcap::records::MessageHeader {
             channel_id,
             sequence,

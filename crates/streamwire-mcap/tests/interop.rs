@@ -35,7 +35,11 @@ fn a_recording_reads_in_mcap_and_rosbags() {
     assert_eq!(answer["profile"], "ros2");
     let topics = answer["topics"].as_object().expect("topics");
     let expected = [
-        ("color_image", "/color_image/compressed", "sensor_msgs/msg/CompressedImage"),
+        (
+            "color_image",
+            "/color_image/compressed",
+            "sensor_msgs/msg/CompressedImage",
+        ),
         ("depth", "/depth", "sensor_msgs/msg/Image"),
         ("odometry", "/odometry", "nav_msgs/msg/Odometry"),
     ];
@@ -120,14 +124,24 @@ fn a_rosbag2_bag_written_by_rosbags_replays_through_a_blueprint() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bag = dir.path().join("bag");
     let count = 12;
-    let jpegs: Vec<String> = (0..count as u64).map(|i| hex(&common::jpeg_bytes(i))).collect();
-    let answer = tool::ask(&python, json!({"op": "write_bag", "dir": bag, "jpegs": jpegs}));
+    let jpegs: Vec<String> = (0..count as u64)
+        .map(|i| hex(&common::jpeg_bytes(i)))
+        .collect();
+    let answer = tool::ask(
+        &python,
+        json!({"op": "write_bag", "dir": bag, "jpegs": jpegs}),
+    );
     let path = std::path::PathBuf::from(answer["path"].as_str().expect("path"));
     let order: Vec<(String, u64)> = answer["order"]
         .as_array()
         .expect("order")
         .iter()
-        .map(|e| (e[0].as_str().expect("topic").to_owned(), e[1].as_u64().expect("stamp")))
+        .map(|e| {
+            (
+                e[0].as_str().expect("topic").to_owned(),
+                e[1].as_u64().expect("stamp"),
+            )
+        })
         .collect();
     let (report, arrivals) = common::replay_run(streamwire_mcap::McapSource {
         path,
@@ -143,7 +157,11 @@ fn a_rosbag2_bag_written_by_rosbags_replays_through_a_blueprint() {
         ("/odom", "odometry"),
         ("/tf", "transforms"),
     ] {
-        let sent: Vec<u64> = order.iter().filter(|(t, _)| t == topic).map(|(_, s)| *s).collect();
+        let sent: Vec<u64> = order
+            .iter()
+            .filter(|(t, _)| t == topic)
+            .map(|(_, s)| *s)
+            .collect();
         let got: Vec<u64> = arrivals
             .iter()
             .filter(|(s, _)| *s == stream)

@@ -51,7 +51,10 @@ fn recording_holds_what_was_published_and_counts_the_rest() {
             ("odometry", "/odometry"),
         ] {
             let recorded = back.topics[topic].messages.len() as u64;
-            assert_eq!(counter(&report, "recorder", &format!("recorded:{stream}")), recorded);
+            assert_eq!(
+                counter(&report, "recorder", &format!("recorded:{stream}")),
+                recorded
+            );
             let dropped = counter(&report, "recorder", &format!("dropped:{stream}"));
             assert_eq!(recorded + dropped, published(&report, stream), "{stream}");
             assert_eq!(published(&report, stream), COUNT);
@@ -65,7 +68,10 @@ fn recording_holds_what_was_published_and_counts_the_rest() {
                 .expect("counts"),
         )
         .expect("counts json");
-        assert_eq!(counts.recorded["odometry"], back.topics["/odometry"].messages.len() as u64);
+        assert_eq!(
+            counts.recorded["odometry"],
+            back.topics["/odometry"].messages.len() as u64
+        );
         let rosbag2 = &back.metadata["rosbag2"][0];
         assert!(rosbag2["serialized_metadata"].contains("\"storage_identifier\":\"mcap\""));
     }
@@ -80,7 +86,11 @@ fn check_messages(back: &common::ReadBack) {
     for cdr in &back.topics["/color_image/compressed"].messages {
         let frame = CompressedImage::from_cdr(cdr.clone()).expect("frame");
         let i = index_of(frame.stamp());
-        assert_eq!(frame.data(), &common::jpeg_bytes(i), "frame {i}: bytes differ");
+        assert_eq!(
+            frame.data(),
+            &common::jpeg_bytes(i),
+            "frame {i}: bytes differ"
+        );
         assert!(last < Some(i));
         last = Some(i);
     }

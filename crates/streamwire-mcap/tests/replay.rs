@@ -56,7 +56,11 @@ fn a_recording_replays_every_message_in_order() {
         ("odometry", "/odometry"),
     ] {
         let got = indexes(&arrivals, stream);
-        assert_eq!(got.len() as u64, counts[topic], "{stream}: {got:?}\n{report}");
+        assert_eq!(
+            got.len() as u64,
+            counts[topic],
+            "{stream}: {got:?}\n{report}"
+        );
         assert!(got.windows(2).all(|w| w[0] < w[1]), "{stream}: {got:?}");
         assert!(got.iter().all(|i| *i < COUNT));
     }
@@ -105,8 +109,18 @@ fn start_and_duration_pick_a_window() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (path, _) = recording(dir.path());
     let inventory = scan(&path).expect("scan");
-    let first = inventory.topics.iter().map(|t| t.span.0).min().expect("first");
-    let last = inventory.topics.iter().map(|t| t.span.1).max().expect("last");
+    let first = inventory
+        .topics
+        .iter()
+        .map(|t| t.span.0)
+        .min()
+        .expect("first");
+    let last = inventory
+        .topics
+        .iter()
+        .map(|t| t.span.1)
+        .max()
+        .expect("last");
     let third = (last - first) as f64 / 3.0 / 1e9;
     let (report, _) = replay_run(McapSource {
         path: path.clone(),
@@ -134,7 +148,10 @@ fn start_and_duration_pick_a_window() {
 #[test]
 fn topics_map_to_outputs() {
     let topics: Vec<(String, String)> = [
-        ("/camera/color/image_raw/compressed", "sensor_msgs/msg/CompressedImage"),
+        (
+            "/camera/color/image_raw/compressed",
+            "sensor_msgs/msg/CompressedImage",
+        ),
         ("/camera/depth/image_rect_raw", "sensor_msgs/msg/Image"),
         ("/camera/infra/image_raw", "sensor_msgs/msg/Image"),
         ("/tf", "tf2_msgs/msg/TFMessage"),
@@ -150,7 +167,10 @@ fn topics_map_to_outputs() {
         "depth".to_owned(),
     )]);
     let map = map_topics(&topics, &explicit).expect("map");
-    assert_eq!(map.mapped["/camera/color/image_raw/compressed"], Output::ColorImage);
+    assert_eq!(
+        map.mapped["/camera/color/image_raw/compressed"],
+        Output::ColorImage
+    );
     assert_eq!(map.mapped["/camera/depth/image_rect_raw"], Output::Depth);
     assert_eq!(map.mapped["/tf"], Output::Transforms);
     assert_eq!(map.mapped["/tf_static"], Output::Transforms);

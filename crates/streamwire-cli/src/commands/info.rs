@@ -30,7 +30,11 @@ pub(crate) fn run(_cli: &Cli, args: &Args, cx: &mut Context<'_>) -> anyhow::Resu
     let (inventory, map) = source
         .prepare()
         .with_context(|| format!("cannot inspect {}", args.file.display()))?;
-    write!(cx.out, "{}", render(&args.file.display().to_string(), &inventory, &map))?;
+    write!(
+        cx.out,
+        "{}",
+        render(&args.file.display().to_string(), &inventory, &map)
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -74,7 +78,8 @@ fn render(
                 t.ros_type.clone(),
                 format!("{}/{}", t.encodings.0, t.encodings.1),
                 t.count.to_string(),
-                t.rate_hz().map_or_else(|| "-".to_owned(), |hz| format!("{hz:.1}")),
+                t.rate_hz()
+                    .map_or_else(|| "-".to_owned(), |hz| format!("{hz:.1}")),
                 replay,
             ]
         })
@@ -132,7 +137,12 @@ mod tests {
         let inventory = Inventory {
             profile: "ros2".to_owned(),
             topics: vec![
-                topic("/camera/color/image_raw/compressed", "sensor_msgs/msg/CompressedImage", 201, (0, 10 * s)),
+                topic(
+                    "/camera/color/image_raw/compressed",
+                    "sensor_msgs/msg/CompressedImage",
+                    201,
+                    (0, 10 * s),
+                ),
                 topic("/odom", "nav_msgs/msg/Odometry", 501, (0, 10 * s)),
                 topic("/tf", "tf2_msgs/msg/TFMessage", 1, (s, s)),
                 topic("/chatter", "std_msgs/msg/String", 11, (0, 10 * s)),

@@ -22,7 +22,9 @@ pub const COUNT: u64 = 30;
 /// must keep them as they are).
 pub fn jpeg_bytes(i: u64) -> Bytes {
     use streamwire::engines::jpeg::{EncodeOptions, PixelFormat, PixelsRef, encode};
-    let pixels: Vec<u8> = (0..64 * 48 * 3).map(|k: u64| (k / 3 + i * 9) as u8).collect();
+    let pixels: Vec<u8> = (0..64 * 48 * 3)
+        .map(|k: u64| (k / 3 + i * 9) as u8)
+        .collect();
     let pixels = PixelsRef::new(64, 48, 64 * 3, PixelFormat::Rgb8, &pixels).expect("pixels");
     let options = EncodeOptions {
         quality: 75,
@@ -269,7 +271,11 @@ impl Node for Collector {
             arrivals.push(("odometry", m.message.stamp().as_nanos()));
         }
         while let Some(m) = self.transforms.recv()? {
-            let stamp = m.message.transforms().first().map_or(0, |t| t.stamp.as_nanos());
+            let stamp = m
+                .message
+                .transforms()
+                .first()
+                .map_or(0, |t| t.stamp.as_nanos());
             arrivals.push(("transforms", stamp));
         }
         Ok(())

@@ -68,7 +68,11 @@ pub(crate) fn ask(python: &Path, request: serde_json::Value) -> serde_json::Valu
     let err = errors.join().expect("stderr").unwrap_or_default();
     assert!(status.success(), "mcap_tool.py failed ({status}): {err}");
     let answer: serde_json::Value = serde_json::from_slice(&out).expect("JSON answer");
-    assert!(answer.get("error").is_none(), "mcap_tool.py: {}", answer["error"]);
+    assert!(
+        answer.get("error").is_none(),
+        "mcap_tool.py: {}",
+        answer["error"]
+    );
     answer
 }
 
