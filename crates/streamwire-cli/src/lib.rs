@@ -29,7 +29,6 @@
 
 mod commands;
 pub mod config;
-mod record;
 mod resolve;
 mod status;
 mod topic;
