@@ -1,11 +1,11 @@
-//! `streamwire-demo`: builds the demo blueprint (`streamwire::modules::demo`), prints its
+//! `streamwire-demo`: builds the demo blueprint (`streamwire_modules::demo`), prints its
 //! plan (or DOT), runs it and prints the runtime's report.
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use streamwire::modules::demo::{DemoConfig, demo_blueprint};
+use streamwire_modules::demo::{DemoConfig, demo_blueprint};
 use streamwire::prelude::*;
 
 /// Build and run the streamwire demo: a camera (the simulated world's, or a replay of
