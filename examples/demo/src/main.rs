@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use streamwire_modules::demo::{DemoConfig, demo_blueprint};
 use streamwire::prelude::*;
+use streamwire_modules::demo::{DemoConfig, demo_blueprint};
 
 /// Build and run the streamwire demo: a camera (the simulated world's, or a replay of
 /// recorded frames), depth, lidar and odometry feeding a detector, a mapper, a byte
