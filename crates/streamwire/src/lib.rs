@@ -260,9 +260,12 @@
 //! use std::time::Duration;
 //! use streamwire::prelude::*;
 //!
-//! /// A source: a small grey frame at 50 Hz, then done after 5.
+//! /// A source: a small grey frame at 50 Hz, then done after 5. Reliable: the viewer
+//! /// below keeps every frame from another process, which a best-effort wire cannot
+//! /// promise (the planner's `lossy_path` check refuses that pairing).
 //! #[derive(Module, Default)]
 //! pub struct Camera {
+//!     #[port(reliable)]
 //!     pub color_image: Out<Compressed<Image>>,
 //!     #[state]
 //!     pub sent: u32,
