@@ -5,14 +5,12 @@ mod common;
 
 use std::time::Duration;
 
+use common::ws::{Ws, connect, send};
 use common::{SyntheticCamera, TestRun, relay_counter, start, stats};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use streamwire_web::RelayConfig;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
-
-type Ws = WebSocketStream<MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// What arrived: a text frame as JSON, a binary frame as CBOR, or a close.
 #[derive(Debug)]
@@ -23,20 +21,6 @@ enum Frame {
 }
 
 const WAIT: Duration = Duration::from_secs(20);
-
-async fn connect(run: &TestRun, query: &str) -> Ws {
-    let path = run.with_token(&format!("/{query}"));
-    let (ws, _) = connect_async(format!("ws://{}{path}", run.addr))
-        .await
-        .expect("connects");
-    ws
-}
-
-async fn send(ws: &mut Ws, value: Value) {
-    ws.send(Message::Text(value.to_string().into()))
-        .await
-        .expect("sends");
-}
 
 async fn next(ws: &mut Ws) -> Frame {
     loop {

@@ -10,15 +10,13 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use common::raw::{frame, parse_frames, upgrade};
+use common::ws::{Ws, send};
 use common::{SyntheticCamera, TestRun, start, stats};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 use streamwire::msgs::Odometry;
 use streamwire_web::RelayConfig;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
-
-type Ws = WebSocketStream<MaybeTlsStream<tokio::net::TcpStream>>;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -27,17 +25,7 @@ fn camera() -> SyntheticCamera {
 }
 
 async fn connect(run: &TestRun) -> Ws {
-    let path = run.with_token("/");
-    let (ws, _) = connect_async(format!("ws://{}{path}", run.addr))
-        .await
-        .expect("connects");
-    ws
-}
-
-async fn send(ws: &mut Ws, value: Value) {
-    ws.send(Message::Text(value.to_string().into()))
-        .await
-        .expect("sends");
+    common::ws::connect(run, "").await
 }
 
 /// The next text frame as JSON, skipping binary ones.
