@@ -294,6 +294,8 @@ const OTHER_ENV_VARS: &[&str] = &[
     // Where the ROS 2 interop tests find their reference implementations.
     "STREAMWIRE_ROS2_PYTHON",
     "STREAMWIRE_ROS2_NODE_MODULES",
+    // Where the MCAP interop tests find mcap and rosbags.
+    "STREAMWIRE_MCAP_PYTHON",
 ];
 
 /// Checks a global value; `Err` says what is valid.

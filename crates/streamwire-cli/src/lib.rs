@@ -29,6 +29,7 @@
 
 mod commands;
 pub mod config;
+mod record;
 mod resolve;
 mod status;
 mod topic;

@@ -22,6 +22,8 @@ pub(crate) struct Coordinate<'a> {
     pub(crate) target: &'a str,
     /// Every `-o` setting of `run` (`--replay` and `--fps` included), in order.
     pub(crate) set: &'a [String],
+    /// `run`'s recording flags (`--record`, ...), which each worker repeats.
+    pub(crate) record: Vec<String>,
     pub(crate) verbose: u8,
     pub(crate) host: Option<String>,
     pub(crate) listen: Vec<String>,
@@ -122,6 +124,7 @@ pub(crate) fn coordinate(
     let exe = std::env::current_exe().context("cannot find this program to start workers")?;
     let target = run.target.to_owned();
     let set: Vec<String> = run.set.to_vec();
+    let record = run.record.clone();
     let verbose = run.verbose;
     let zenoh_config = run.zenoh_config.clone();
     let insecure = run.insecure;
@@ -153,6 +156,7 @@ pub(crate) fn coordinate(
         for _ in 0..verbose {
             c.arg("-v");
         }
+        c.args(&record);
         c.arg(&target);
         for setting in &set {
             c.arg("-o").arg(setting);

@@ -222,6 +222,12 @@ pub trait StreamTap: Send + Sync {
     fn recv_timeout(&self, timeout: Duration) -> Option<Envelope>;
     /// Messages the tap's queue dropped because its reader was behind.
     fn dropped(&self) -> u64;
+    /// True once the stream's producer finished and nothing is left queued: no message
+    /// will come any more (a recorder drains until then when the run stops). The default,
+    /// for taps that cannot tell, is `false`.
+    fn is_closed(&self) -> bool {
+        false
+    }
 }
 
 /// What a module's `start`, `step` and `stop` see of the runtime.

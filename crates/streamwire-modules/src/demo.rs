@@ -80,6 +80,14 @@ pub struct ReplayConfig {
     pub pass_through: bool,
     /// Play at most this many frames.
     pub limit: Option<u64>,
+    /// An MCAP file's topics to play on the replay's outputs, `topic=output` comma
+    /// separated (`/camera/color/image_raw/compressed=color_image`); the rest map by name
+    /// and type. MCAP files only.
+    pub map: String,
+    /// Skip the MCAP file's first this-many seconds. MCAP files only.
+    pub start_s: f64,
+    /// Play this many seconds of the MCAP file (none: to its end). MCAP files only.
+    pub duration_s: Option<f64>,
 }
 
 impl Default for ReplayConfig {
@@ -91,11 +99,89 @@ impl Default for ReplayConfig {
             rate: 1.0,
             pass_through: false,
             limit: None,
+            map: String::new(),
+            start_s: 0.0,
+            duration_s: None,
         }
     }
 }
 
+/// Whether `path` names an MCAP file (`.mcap`), which a replay plays with
+/// [`McapSource`](streamwire_mcap::McapSource) instead of a folder's frames.
+pub fn is_mcap(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("mcap"))
+}
+
 impl ReplayConfig {
+    /// Refuses the MCAP-only keys for a folder of frames.
+    pub(crate) fn check_folder(&self) -> Result<(), DemoError> {
+        let bad = |key: &str, value: String| DemoError::BadValue {
+            key: key.to_owned(),
+            value,
+            reason: "applies to MCAP files only (`replay.dir` is a folder)".to_owned(),
+        };
+        if !self.map.is_empty() {
+            return Err(bad("replay.map", self.map.clone()));
+        }
+        if self.start_s != 0.0 {
+            return Err(bad("replay.start_s", self.start_s.to_string()));
+        }
+        if let Some(duration) = self.duration_s {
+            return Err(bad("replay.duration_s", duration.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Adds the replay of the MCAP file `path` as instance `name`, playing those of
+    /// `outputs` its topics map to (`color_image` at least), the others left unplayed
+    /// (their streams renamed `mcap/<output>`, out of the blueprint's way). Returns the
+    /// outputs played. The file is read here (topics and types), so a file that cannot
+    /// play fails before the run.
+    #[cfg(feature = "mcap")]
+    pub fn add_mcap(
+        &self,
+        bp: &mut Blueprint,
+        name: &str,
+        path: &std::path::Path,
+        outputs: &[&'static str],
+    ) -> Result<Vec<&'static str>, DemoError> {
+        use streamwire_mcap::{McapSource, Output, parse_topic_map};
+        let mut source = McapSource {
+            path: path.to_owned(),
+            topic_map: parse_topic_map(&self.map)?,
+            rate: self.rate,
+            looping: self.looping,
+            start_s: self.start_s,
+            duration_s: self.duration_s,
+            outputs: outputs.iter().map(|o| (*o).to_owned()).collect(),
+            ..McapSource::default()
+        };
+        let (_, map) = source.prepare()?;
+        let played: Vec<&'static str> = outputs
+            .iter()
+            .copied()
+            .filter(|o| map.mapped.values().any(|m| m.name() == *o))
+            .collect();
+        if !played.contains(&"color_image") {
+            return Err(DemoError::BadValue {
+                key: "replay.dir".to_owned(),
+                value: path.display().to_string(),
+                reason: "no topic of the file plays on `color_image` (`streamwire info` \
+                         lists them; map one with `--replay-map TOPIC=color_image`)"
+                    .to_owned(),
+            });
+        }
+        source.outputs = played.iter().map(|o| (*o).to_owned()).collect();
+        bp.add(name, source);
+        for output in Output::ALL {
+            if !played.contains(&output.name()) {
+                bp.remap_stream(name, output.name(), &format!("mcap/{}", output.name()));
+            }
+        }
+        Ok(played)
+    }
+
     /// The replay source these settings describe, playing `dir` (not yet scanned).
     pub fn source(&self, dir: &std::path::Path) -> ReplaySource {
         ReplaySource {
@@ -249,6 +335,76 @@ pub enum DemoError {
     /// The replay folder cannot be played.
     #[error(transparent)]
     Replay(#[from] ReplayError),
+    /// The replay's MCAP file cannot be played.
+    #[cfg(feature = "mcap")]
+    #[error("the MCAP replay cannot start")]
+    Mcap(#[from] streamwire_mcap::ReplayError),
+    /// `replay.dir` is an MCAP file, and this build has no MCAP support.
+    #[error(
+        "`replay.dir` {0} is an MCAP file: this binary was built without MCAP support \
+         (streamwire-modules' `mcap` feature)"
+    )]
+    NoMcap(PathBuf),
+}
+
+/// The demo's sensors an MCAP replay can stand in for: the camera and, where the file has
+/// them, the depth camera, the lidar and the odometry.
+const SENSOR_OUTPUTS: [&str; 4] = ["color_image", "depth", "cloud", "odometry"];
+
+/// The recorded rate of the topic an MCAP replay with `replay`'s settings plays on
+/// `color_image`, frames per second.
+#[cfg(feature = "mcap")]
+pub(crate) fn mcap_camera_hz(
+    replay: &ReplayConfig,
+    path: &std::path::Path,
+) -> Result<f64, DemoError> {
+    let source = streamwire_mcap::McapSource {
+        path: path.to_owned(),
+        topic_map: streamwire_mcap::parse_topic_map(&replay.map)?,
+        ..streamwire_mcap::McapSource::default()
+    };
+    let (inventory, map) = source.prepare()?;
+    inventory
+        .topics
+        .iter()
+        .filter(|t| map.mapped.get(&t.topic) == Some(&streamwire_mcap::Output::ColorImage))
+        .find_map(streamwire_mcap::TopicStats::rate_hz)
+        .ok_or_else(|| DemoError::BadValue {
+            key: "replay.dir".to_owned(),
+            value: path.display().to_string(),
+            reason: "no topic of the file plays on `color_image` with two frames or more"
+                .to_owned(),
+        })
+}
+
+/// Without the `mcap` feature: an MCAP file is refused, saying why.
+#[cfg(not(feature = "mcap"))]
+pub(crate) fn mcap_camera_hz(_: &ReplayConfig, path: &std::path::Path) -> Result<f64, DemoError> {
+    Err(DemoError::NoMcap(path.to_owned()))
+}
+
+/// Adds the replay of the MCAP file `path` as `name` (see [`ReplayConfig::add_mcap`]).
+#[cfg(feature = "mcap")]
+pub(crate) fn add_mcap(
+    bp: &mut Blueprint,
+    replay: &ReplayConfig,
+    name: &str,
+    path: &std::path::Path,
+    outputs: &[&'static str],
+) -> Result<Vec<&'static str>, DemoError> {
+    replay.add_mcap(bp, name, path, outputs)
+}
+
+/// Without the `mcap` feature: an MCAP file is refused, saying why.
+#[cfg(not(feature = "mcap"))]
+pub(crate) fn add_mcap(
+    _: &mut Blueprint,
+    _: &ReplayConfig,
+    _: &str,
+    path: &std::path::Path,
+    _: &[&'static str],
+) -> Result<Vec<&'static str>, DemoError> {
+    Err(DemoError::NoMcap(path.to_owned()))
 }
 
 fn leaves(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
@@ -333,8 +489,17 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
         Layout::Split => Placement::process("camera").on_host("robot"),
         _ => camera_placement.clone(),
     };
+    // The sensors an MCAP file stands in for (none for the simulated world).
+    let mut from_file = Vec::new();
     match &config.replay.dir {
+        Some(path) if is_mcap(path) => {
+            from_file = add_mcap(&mut bp, &config.replay, camera_name, path, &SENSOR_OUTPUTS)?;
+            if config.layout != Layout::OneProcess {
+                bp.place_named(camera_name, camera_of(config.layout));
+            }
+        }
         Some(dir) => {
+            config.replay.check_folder()?;
             let replay = config.replay.source(dir);
             replay.scan()?;
             let camera = bp.add(camera_name, replay);
@@ -358,30 +523,35 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
             }
         }
     }
-    let depth = bp.add(
-        "depth",
-        SimDepth {
+    // The simulated sensors the file does not stand in for.
+    let mut sensors = Vec::new();
+    if !from_file.contains(&"depth") {
+        let depth = SimDepth {
             fps: config.depth.hz,
             seed: config.seed,
             ..SimDepth::default()
-        },
-    );
-    let lidar = bp.add(
-        "lidar",
-        SimLidar {
+        };
+        bp.add("depth", depth);
+        sensors.push("depth");
+    }
+    if !from_file.contains(&"cloud") {
+        let lidar = SimLidar {
             hz: config.lidar.hz,
             seed: config.seed,
             ..SimLidar::default()
-        },
-    );
-    let odometry = bp.add(
-        "odometry",
-        SimOdometry {
+        };
+        bp.add("lidar", lidar);
+        sensors.push("lidar");
+    }
+    if !from_file.contains(&"odometry") {
+        let odometry = SimOdometry {
             hz: config.odometry.hz,
             seed: config.seed,
             ..SimOdometry::default()
-        },
-    );
+        };
+        bp.add("odometry", odometry);
+        sensors.push("odometry");
+    }
     let detector = bp.add("detector", Detector::default());
     let mapper = bp.add("mapper", Mapper::default());
     let busy_robot = bp.add(
@@ -414,10 +584,10 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
             _ => perception.clone(),
         };
         let base = Placement::process("base").on_host("base_station");
-        bp.place(&depth, camera_placement.clone())
-            .place(&lidar, camera_placement.clone())
-            .place(&odometry, camera_placement)
-            .place(&detector, perception.clone())
+        for sensor in sensors {
+            bp.place_named(sensor, camera_placement.clone());
+        }
+        bp.place(&detector, perception.clone())
             .place(&mapper, mapping)
             .place(&busy_robot, perception)
             .place(&busy_base, base.clone())

@@ -33,7 +33,9 @@ use std::str::FromStr;
 use crate::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::demo::{DemoError, RateConfig, RecordConfig, ReplayConfig};
+use crate::demo::{
+    DemoError, RateConfig, RecordConfig, ReplayConfig, add_mcap, is_mcap, mcap_camera_hz,
+};
 use crate::detector::Detector;
 use crate::mapper::Mapper;
 use crate::sinks::{BusySink, RecordingSink};
@@ -203,7 +205,17 @@ pub fn bench_blueprint(
         _ => "sensors",
     };
     match &config.replay.dir {
+        Some(path) if is_mcap(path) => {
+            // The camera only; `fps` scales the rate from the colour topic's recorded one.
+            let mut replay = config.replay.clone();
+            if let Some(fps) = config.fps {
+                replay.rate = config.replay.rate * fps / mcap_camera_hz(&replay, path)?;
+            }
+            add_mcap(&mut bp, &replay, "camera", path, &["color_image"])?;
+            bp.place_named("camera", on_robot(camera_process));
+        }
         Some(dir) => {
+            config.replay.check_folder()?;
             let mut replay = config.replay.source(dir);
             replay.fps = config.fps.or(config.replay.fps);
             let schedule = replay.scan()?;

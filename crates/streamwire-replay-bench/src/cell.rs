@@ -107,7 +107,7 @@ pub struct CellSpec {
     pub work_ms: f64,
     /// Seconds the run lasts.
     pub duration_s: f64,
-    /// The folder of frames (none: the simulated camera).
+    /// The folder of frames, or an MCAP file (none: the simulated camera).
     pub replay: Option<PathBuf>,
     /// The camera's rate (none: as recorded).
     pub fps: Option<f64>,

@@ -152,7 +152,7 @@ pub struct Options {
     pub work_ms: Vec<f64>,
     /// Seconds each run lasts.
     pub duration_s: f64,
-    /// The folder of frames (none: the simulated camera).
+    /// The folder of frames, or an MCAP file (none: the simulated camera).
     pub replay: Option<PathBuf>,
     /// The camera's rate (none: as recorded).
     pub fps: Option<f64>,
@@ -265,13 +265,24 @@ impl Options {
         {
             return usage(format!("--fps {fps}: expected frames per second > 0"));
         }
-        if let Some(dir) = &self.replay
-            && !dir.is_dir()
+        if let Some(path) = &self.replay
+            && !(path.is_dir() || is_mcap_file(path))
         {
-            return usage(format!("--replay {}: not a folder", dir.display()));
+            return usage(format!(
+                "--replay {}: neither a folder nor an MCAP file",
+                path.display()
+            ));
         }
         Ok(())
     }
+}
+
+/// Whether `path` is a file named `*.mcap` (an MCAP recording the blueprints replay).
+fn is_mcap_file(path: &std::path::Path) -> bool {
+    path.is_file()
+        && path
+            .extension()
+            .is_some_and(|extension| extension.eq_ignore_ascii_case("mcap"))
 }
 
 /// What a benchmark run produced.

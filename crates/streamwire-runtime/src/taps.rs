@@ -136,6 +136,10 @@ impl streamwire_core::StreamTap for AnyTap {
     fn dropped(&self) -> u64 {
         AnyTap::dropped(self)
     }
+
+    fn is_closed(&self) -> bool {
+        self.queue.is_closed()
+    }
 }
 
 impl TapPoint {

@@ -367,6 +367,10 @@ pub use streamwire_cli as cli;
 /// browsers over a rosbridge-compatible websocket, and a live viewer page.
 #[cfg(feature = "web")]
 pub use streamwire_web as web;
+
+/// MCAP recordings that ROS 2 tools and Foxglove read, and their replay (feature `mcap`).
+#[cfg(feature = "mcap")]
+pub use streamwire_mcap as mcap;
 /// Distributed runs on zenoh (feature `zenoh`, off by default: it brings the zenoh
 /// engine): the zenoh transport; with `cli` too, `run` and `worker` start and supervise a
 /// plan's processes as processes (the coordinator and workers of `streamwire-cluster`).

@@ -95,9 +95,9 @@ pub(crate) struct ReplayArgs {
     /// Where the results, charts and summary go.
     #[arg(long, value_name = "DIR", default_value = "target/bench-replay")]
     out: PathBuf,
-    /// The folder of frames (default: $STREAMWIRE_DATA/cockatoo_720p, or
-    /// ../shared/data/cockatoo_720p).
-    #[arg(long, value_name = "DIR", conflicts_with = "sim")]
+    /// The folder of frames, or an MCAP file whose colour topic is the camera (default:
+    /// $STREAMWIRE_DATA/cockatoo_720p, or ../shared/data/cockatoo_720p).
+    #[arg(long, value_name = "DIR|FILE.mcap", conflicts_with = "sim")]
     replay: Option<PathBuf>,
     /// Use the simulated camera instead of recorded frames.
     #[arg(long)]

@@ -29,7 +29,7 @@ pub(crate) fn run(cli: &Cli, args: &Args, cx: &mut Context<'_>) -> anyhow::Resul
 }
 
 /// One line per key, its value and where it came from.
-fn render_settings(target: &str, settings: &[Setting]) -> String {
+pub(crate) fn render_settings(target: &str, settings: &[Setting]) -> String {
     let mut rows: BTreeMap<&str, &Setting> = BTreeMap::new();
     for s in settings {
         rows.insert(&s.key, s);

@@ -6,6 +6,7 @@ pub(crate) mod check;
 pub(crate) mod completions;
 pub(crate) mod config;
 pub(crate) mod graph;
+pub(crate) mod info;
 pub(crate) mod list;
 pub(crate) mod run;
 pub(crate) mod topic;
@@ -43,6 +44,9 @@ pub(crate) enum Command {
     Graph(graph::Args),
     /// List the registered blueprints and module types.
     List,
+    /// What an MCAP file holds (topics, types, counts, rates) and what a replay plays it
+    /// as.
+    Info(info::Args),
     /// Print a blueprint's effective configuration and where each value came from.
     Config(config::Args),
     /// Parse and build a blueprint file; report every problem (exit status 1 if any).
@@ -76,6 +80,7 @@ impl Command {
             Command::Worker(args) => worker::run(cli, args, cx),
             Command::Graph(args) => graph::run(cli, &args, cx),
             Command::List => list::run(cli, cx),
+            Command::Info(args) => info::run(cli, &args, cx),
             Command::Config(args) => config::run(cli, &args, cx),
             Command::Check(args) => check::run(cli, &args, cx),
             Command::Topic(args) => topic::run(cli, args, cx),

@@ -26,19 +26,38 @@ pub(crate) struct Args {
     /// A setting, `key=value` (repeatable); `streamwire config` lists the keys.
     #[arg(short = 'o', value_name = "KEY=VALUE")]
     set: Vec<String>,
-    /// Replay this folder of frames: short for `-o replay.dir=DIR` (blueprints with a
-    /// replay source, like `demo`).
-    #[arg(long, value_name = "DIR")]
+    /// Replay this folder of frames, or this MCAP file (a recording, or a rosbag2 bag's
+    /// `.mcap`): short for `-o replay.dir=PATH` (blueprints with a replay source, like
+    /// `demo`).
+    #[arg(long, value_name = "DIR|FILE.mcap")]
     replay: Option<PathBuf>,
     /// The replay's frame rate when the folder has no timestamps: short for
     /// `-o replay.fps=N`.
     #[arg(long, value_name = "N", requires = "replay")]
     fps: Option<f64>,
+    /// An MCAP file's topic to play on a replay output, `TOPIC=OUTPUT` (repeatable or
+    /// comma separated; the rest map by name and type, `info FILE.mcap` shows how): short
+    /// for `-o replay.map=...`.
+    #[arg(long, value_name = "TOPIC=OUTPUT", requires = "replay")]
+    replay_map: Vec<String>,
+    /// The replay's speed (2: twice as fast): short for `-o replay.rate=R`.
+    #[arg(long, value_name = "R", requires = "replay")]
+    rate: Option<f64>,
+    /// Play the replay again from its start at its end: short for
+    /// `-o replay.looping=true` (the built-in blueprints loop by default;
+    /// `-o replay.looping=false` plays once).
+    #[arg(long = "loop", requires = "replay")]
+    looping: bool,
+    /// Skip the MCAP file's first S seconds: short for `-o replay.start_s=S`.
+    #[arg(long, value_name = "S", requires = "replay")]
+    start: Option<f64>,
     #[command(flatten)]
     placement: RunPlacement,
     /// Also write the report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    #[command(flatten)]
+    record: crate::record::RecordArgs,
 }
 
 /// Where `run` runs a plan of several processes.
@@ -97,12 +116,26 @@ pub(crate) fn run(cli: &Cli, mut args: Args, cx: &mut Context<'_>) -> anyhow::Re
     if let Some(fps) = args.fps {
         args.set.push(format!("replay.fps={fps}"));
     }
-    let built = cli.resolve(&args.blueprint, &cx.env, &args.set)?;
+    if !args.replay_map.is_empty() {
+        args.set
+            .push(format!("replay.map={}", args.replay_map.join(",")));
+    }
+    if let Some(rate) = args.rate {
+        args.set.push(format!("replay.rate={rate}"));
+    }
+    if args.looping {
+        args.set.push("replay.looping=true".to_owned());
+    }
+    if let Some(start) = args.start {
+        args.set.push(format!("replay.start_s={start}"));
+    }
+    let mut built = cli.resolve(&args.blueprint, &cx.env, &args.set)?;
     let duration = args
         .duration
         .map(|s| seconds("--duration", s))
         .transpose()?;
     let join_timeout = seconds("--join-timeout", args.placement.join_timeout)?;
+    args.record.add_recorder(&args.blueprint, &mut built)?;
     let runnable = built.blueprint.into_runnable()?;
     let processes = runnable.plan().processes().len();
     let (code, report) = if cli.distributed && processes > 1 && !args.placement.in_process {
@@ -146,6 +179,7 @@ fn run_distributed(
             &crate::workers::Coordinate {
                 target: &run.args.blueprint,
                 set: &run.args.set,
+                record: run.args.record.to_args(),
                 verbose: run.verbose,
                 host: placement.host.clone(),
                 listen: placement.listen.clone(),

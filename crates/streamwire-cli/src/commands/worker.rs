@@ -57,6 +57,10 @@ pub(crate) struct Args {
     /// are then copied through TCP; the coordinator warns about it).
     #[arg(long)]
     no_shared_memory: bool,
+    /// The coordinator's recording flags (`run --record`), repeated by the workers it
+    /// starts: each adds the same recorder, which runs in one of them.
+    #[command(flatten)]
+    record: crate::record::RecordArgs,
 }
 
 /// What `worker` was given, checked: what the zenoh side reads.
@@ -81,7 +85,8 @@ pub(crate) struct WorkerArgs {
 /// Runs process `args.process` of the plan in the run of the coordinator at `--connect`.
 pub(crate) fn run(cli: &Cli, args: Args, cx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
     let join_timeout = seconds("--join-timeout", args.join_timeout)?;
-    let built = cli.resolve(&args.blueprint, &cx.env, &args.set)?;
+    let mut built = cli.resolve(&args.blueprint, &cx.env, &args.set)?;
+    args.record.add_recorder(&args.blueprint, &mut built)?;
     if !cli.distributed {
         bail!(
             "`{} worker`: this binary runs a plan's processes in one process (its `Cli` \
