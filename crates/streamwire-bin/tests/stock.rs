@@ -434,9 +434,43 @@ fn read_report(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// `run --record` (the demo over its workers), `info`, then `run --replay FILE.mcap`:
-/// the recording holds what the report says was recorded, recorded plus dropped is what
-/// was published, and the replay plays every message of the file.
+/// A closed run of several processes cannot be recorded (its access control lets the
+/// recorder's process subscribe only to what the plan's links bring it): `run --record`
+/// says so and how to record instead, before anything starts.
+#[test]
+fn record_refuses_a_closed_run_of_several_processes() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let file = dir.path().join("demo.mcap");
+    let file_arg = file.display().to_string();
+    let out = streamwire(&[
+        "run",
+        "demo",
+        "--duration",
+        "1",
+        "-o",
+        "web.enabled=false",
+        "--record",
+        &file_arg,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--record in a closed run of several processes")
+            && stderr.contains("--in-process")
+            && stderr.contains("--insecure"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("started (pid"),
+        "a worker started: {stderr}"
+    );
+    assert!(!file.exists(), "a recording was started");
+}
+
+/// `run --record` (the demo over its workers, an insecure run: see above), `info`, then
+/// `run --replay FILE.mcap`: the recording holds what the report says was recorded,
+/// recorded plus dropped is what was published, and the replay plays every message of the
+/// file.
 #[test]
 fn record_inspect_and_replay_an_mcap_file() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -457,6 +491,7 @@ fn record_inspect_and_replay_an_mcap_file() {
         "camera.width=320",
         "-o",
         "camera.height=240",
+        "--insecure",
         "--record",
         &file_arg,
         "--report",

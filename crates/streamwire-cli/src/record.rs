@@ -38,6 +38,11 @@ impl RecordArgs {
         add(self, path, target, plan.to_string(), configuration, built)
     }
 
+    /// Whether `--record` was given.
+    pub(crate) fn is_set(&self) -> bool {
+        self.record.is_some()
+    }
+
     /// The flags as given, for a worker's command line.
     pub(crate) fn to_args(&self) -> Vec<String> {
         let mut args = Vec::new();

@@ -228,6 +228,12 @@ pub trait StreamTap: Send + Sync {
     fn is_closed(&self) -> bool {
         false
     }
+    /// Messages of the stream that reached the tap's process after the run stopped (on the
+    /// wire at stop): published, never delivered to the tap. A recorder counts them as
+    /// not recorded once its tap closed. The default, for taps that cannot tell, is 0.
+    fn in_flight_at_stop(&self) -> u64 {
+        0
+    }
 }
 
 /// What a module's `start`, `step` and `stop` see of the runtime.

@@ -16,9 +16,13 @@ use streamwire_msgs::{CompressedImage, Image};
 use crate::writer::{DEFAULT_CHUNK_BYTES, METADATA_NAME, McapWriter, RecordCounts};
 use crate::{Compression, RecordError, topic_of};
 
-/// How long the recorder, once the run stops, keeps draining its taps for producers
-/// still finishing their last step (it stops earlier when every tapped stream closed).
-const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+/// The longest the recorder, once the run stops, drains its taps: well inside the run's
+/// stop deadline (2 s by default), so that the file is finished before the runtime gives
+/// up on the recorder's thread. Once the run stops no hub of this process takes a message
+/// any more (a publish is refused, a frame from another process is counted in flight at
+/// stop), so a drain writes what the taps still hold and waits for each tapped stream to
+/// close (its producer here finished, or its sender's stop frame arrived).
+const DRAIN_LIMIT: Duration = Duration::from_millis(500);
 
 /// How long a tap thread waits for a message before it looks at the recorder's state.
 const POLL: Duration = Duration::from_millis(100);
@@ -32,8 +36,10 @@ const POLL: Duration = Duration::from_millis(100);
 /// keep up drops there and never blocks a producer. Per stream, it counts `recorded:<stream>`
 /// and `dropped:<stream>` (its queue's drops and every gap in the stream's sequence numbers,
 /// messages published before it attached included), so that recorded plus dropped is what
-/// was published while it listened. When the run stops it drains its taps until their
-/// producers finished (at most 2 s), then writes the counts (metadata record `streamwire`,
+/// was published while it listened (a message that reached its process after the run
+/// stopped counts as dropped too). When the run stops it writes what its taps still hold,
+/// until each tapped stream closed (at most 0.5 s), then writes the counts (metadata
+/// record `streamwire`,
 /// key `counts`), rosbag2's metadata record, and the summary. It finishes by itself once
 /// every stream it records has ended.
 ///
@@ -98,20 +104,24 @@ pub struct RecordPlan {
 
 /// What a recorder taps, given the run's streams (`(name, message type)`, encoded forms
 /// included) and the streams asked for (empty: every stream with a ROS 2 type). Image
-/// streams are tapped through their compressed form when the run has one; an encoded form
-/// is recorded in its own right only when asked for by name.
+/// streams are tapped through their compressed form (`<stream>/compressed`) when the run
+/// has one; any other encoded form (`depth/compressedDepth`: our `16UC1; zstd`, which ROS
+/// tools cannot read) is left out, its stream recorded as pixels, and an encoded form is
+/// recorded in its own right only when asked for by name.
 ///
 /// ```
 /// use streamwire_mcap::plan_recording;
 /// let streams = vec![
 ///     ("color_image".to_owned(), "streamwire/Image"),
 ///     ("color_image/compressed".to_owned(), "streamwire/CompressedImage"),
+///     ("depth".to_owned(), "streamwire/Image"),
+///     ("depth/compressedDepth".to_owned(), "streamwire/CompressedImage"),
 ///     ("odometry".to_owned(), "streamwire/Odometry"),
 ///     ("beeps".to_owned(), "acme/Beep"),
 /// ];
 /// let (plan, skipped) = plan_recording(&streams, &[])?;
-/// assert_eq!(plan[0].tapped, "color_image/compressed");
-/// assert_eq!(plan[1].tapped, "odometry");
+/// let tapped: Vec<&str> = plan.iter().map(|p| p.tapped.as_str()).collect();
+/// assert_eq!(tapped, ["color_image/compressed", "depth", "odometry"]);
 /// assert_eq!(skipped, ["beeps"]);
 /// assert!(plan_recording(&streams, &["lidar".into()]).is_err());
 /// # Ok::<(), streamwire_mcap::RecordError>(())
@@ -126,9 +136,11 @@ pub fn plan_recording(
             .find(|(stream, _)| stream == name)
             .map(|(_, message)| *message)
     };
+    // `color_image/compressed`, `depth/compressedDepth`, `color_image/compressed/png`: a
+    // stream's name, a slash, a codec's suffix.
     let is_encoded_form = |name: &str| {
-        name.strip_suffix("/compressed")
-            .is_some_and(|base| carries(base).is_some())
+        name.match_indices('/')
+            .any(|(at, _)| at > 0 && carries(&name[..at]).is_some())
     };
     let chosen: Vec<String> = if asked.is_empty() {
         available
@@ -347,6 +359,8 @@ impl TapWorker {
                 None => {}
             }
         }
+        // Published, and on the wire when the run stopped: never recorded.
+        self.dropped.add(self.tap.in_flight_at_stop());
     }
 
     /// Writes one message, counting the messages its sequence number says were missed.

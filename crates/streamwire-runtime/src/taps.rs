@@ -138,7 +138,14 @@ impl streamwire_core::StreamTap for AnyTap {
     }
 
     fn is_closed(&self) -> bool {
+        // A stream from another process does not close when the run stops: its sender
+        // sends a stop frame, after which nothing it sent can still arrive.
         self.queue.is_closed()
+            || (self._remote.as_ref().is_some_and(Ingress::has_ended) && self.queue.is_empty())
+    }
+
+    fn in_flight_at_stop(&self) -> u64 {
+        self.queue.in_flight_at_stop()
     }
 }
 
