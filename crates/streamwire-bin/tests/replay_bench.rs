@@ -214,7 +214,7 @@ fn bad_options_are_named_before_anything_runs() {
                 "/no/such/folder",
                 "--no-netns",
             ][..],
-            "--replay /no/such/folder: not a folder",
+            "--replay /no/such/folder: neither a folder nor an MCAP file",
         ),
         (
             &["bench", "replay", "--mode", "jpeg", "--sim", "--no-netns"][..],

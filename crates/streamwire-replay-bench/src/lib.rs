@@ -582,7 +582,7 @@ mod tests {
                     replay: Some("/no/such/dir".into()),
                     ..Options::default()
                 },
-                "not a folder",
+                "--replay /no/such/dir: neither a folder nor an MCAP file",
             ),
         ] {
             let e = options.check().expect_err(text);
