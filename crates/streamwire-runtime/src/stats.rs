@@ -256,6 +256,12 @@ pub struct InputStats {
     pub unprocessed_at_stop: u64,
     /// Messages on the wire when the run stopped (they arrived after it).
     pub in_flight_at_stop: u64,
+    /// Messages its sender counted as not sent (published while nobody listened) that
+    /// this input then got from the stream's history, as a late joiner of a
+    /// transient-local stream: delivered, so taken off the not-sent term when that
+    /// sender's terms are added.
+    #[serde(default)]
+    pub recovered: u64,
     /// The key of the stream its messages crossed between processes on, when they did:
     /// that sender's wire row counts what was lost before the wire.
     pub via_wire: Option<String>,
@@ -469,7 +475,9 @@ impl RunStats {
                 .filter(|(kind, _)| kind == "undecodable")
                 .map(|(_, n)| n)
                 .sum::<u64>();
-            input.unmatched += sender.unmatched;
+            // What it recovered from the stream's history is on the sender's not-sent
+            // count (published while nobody listened), but was delivered.
+            input.unmatched += sender.unmatched.saturating_sub(input.recovered);
             input.unprocessed_at_stop += sender.unprocessed_at_stop;
             input.wire_terms_added = true;
         }
@@ -889,6 +897,7 @@ mod tests {
                 unmatched: n + 7,
                 unprocessed_at_stop: n + 8,
                 in_flight_at_stop: n + 9,
+                recovered: n + 10,
                 via_wire: Some(format!("image{n}/compressed")),
                 wire_terms_added: true,
                 latency: LatencySummary {
