@@ -324,6 +324,12 @@ impl InputQueue {
 
 impl InputBinding for InputQueue {
     fn pop(&self) -> Option<Envelope> {
+        // Once the run is stopping, a step's drain loop (`while let Some(m) = recv()?`)
+        // ends by itself even while input keeps arriving: what is left is counted as
+        // unprocessed at stop.
+        if self.stopping.load(Ordering::SeqCst) {
+            return None;
+        }
         let envelope = self.items.lock().pop_front()?;
         self.room.notify_one();
         self.delivered.fetch_add(1, Ordering::Relaxed);
@@ -334,6 +340,9 @@ impl InputBinding for InputQueue {
     }
 
     fn peek(&self) -> Option<Envelope> {
+        if self.stopping.load(Ordering::SeqCst) {
+            return None;
+        }
         self.items.lock().front().cloned()
     }
 

@@ -518,14 +518,37 @@ impl fmt::Display for RunReport {
         if let Some(failure) = &self.failure {
             writeln!(f, "failure: {failure}")?;
         }
-        if !self.stragglers.is_empty() {
-            writeln!(
-                f,
-                "did not stop within the deadline: {}",
-                self.stragglers.join(", ")
-            )?;
+        if let Some(overrun) = self.stop_overrun() {
+            writeln!(f, "{overrun}")?;
         }
         write!(f, "{}", self.stats)
+    }
+}
+
+impl RunReport {
+    /// What to say when threads did not stop within the deadline: who, and what to do
+    /// about it. `None` when every thread stopped.
+    ///
+    /// ```
+    /// use streamwire_runtime::{EndReason, RunReport, RunStats};
+    /// let report = RunReport::new(EndReason::Stopped, None, vec!["slow".into()], RunStats::default());
+    /// assert!(report.stop_overrun().unwrap().contains("`slow`"));
+    /// ```
+    pub fn stop_overrun(&self) -> Option<String> {
+        if self.stragglers.is_empty() {
+            return None;
+        }
+        let names = self
+            .stragglers
+            .iter()
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!(
+            "did not stop within the deadline: {names} (still in a step: return from `step` \
+             once the run stops; from then on `recv()` returns `None` and \
+             `Context::sleep_until` returns false)"
+        ))
     }
 }
 
