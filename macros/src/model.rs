@@ -460,9 +460,11 @@ fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
     Ok(())
 }
 
-/// The first non-empty line of `#[doc = "..."]` attributes, trimmed.
+/// The first sentence of the `#[doc = "..."]` attributes' first paragraph, whole (its
+/// lines joined), with link syntax reduced to the link's text: what `streamwire list`
+/// prints of a module.
 fn first_doc_line(attrs: &[syn::Attribute]) -> String {
-    attrs
+    let lines = attrs
         .iter()
         .filter(|a| a.path().is_ident("doc"))
         .filter_map(|a| match &a.meta {
@@ -474,8 +476,72 @@ fn first_doc_line(attrs: &[syn::Attribute]) -> String {
                 _ => None,
             },
             _ => None,
-        })
-        .find(|line| !line.is_empty())
-        // infallible: an item without a doc line has no summary
-        .unwrap_or_default()
+        });
+    let paragraph: Vec<String> = lines
+        .skip_while(|line| line.is_empty())
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let text = without_links(&paragraph.join(" "));
+    // The first sentence: up to the first full stop that ends a word before a space.
+    match text.find(". ") {
+        Some(end) => text[..=end].to_owned(),
+        None => text,
+    }
+}
+
+/// `[text](target)` and `[text][target]` as `text`; `[`Item`]` (an intra-doc link) as
+/// `` `Item` ``.
+fn without_links(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(']') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        out.push_str(&after[..close]);
+        rest = &after[close + 1..];
+        // Skip the target of `(...)` or `[...]` right after the text.
+        for (start, end) in [('(', ')'), ('[', ']')] {
+            if let Some(target) = rest.strip_prefix(start)
+                && let Some(stop) = target.find(end)
+            {
+                rest = &target[stop + 1..];
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{first_doc_line, without_links};
+
+    #[test]
+    fn links_read_as_their_text() {
+        assert_eq!(
+            without_links("Drives a [simulated world](crate::world) of [`Image`]s [x][y]."),
+            "Drives a simulated world of `Image`s x."
+        );
+        assert_eq!(without_links("an [unclosed link"), "an [unclosed link");
+    }
+
+    #[test]
+    fn the_summary_is_the_first_sentence_whole() {
+        let item: syn::ItemStruct = syn::parse_quote! {
+            /// A camera in a [simulated world](crate::world), publishing
+            /// frames at a set rate. More about it.
+            ///
+            /// Another paragraph.
+            struct Camera;
+        };
+        assert_eq!(
+            first_doc_line(&item.attrs),
+            "A camera in a simulated world, publishing frames at a set rate."
+        );
+    }
 }

@@ -96,5 +96,7 @@ fn main() -> ExitCode {
             "camera -> detector (own process)",
             include_str!("../blueprints/robot.yaml"),
         )
+        // The detector's own process is a worker process, joined by zenoh.
+        .distributed()
         .main()
 }
