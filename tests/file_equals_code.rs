@@ -139,6 +139,7 @@ fn from_file<M: Module>(file: &mut BlueprintFile, name: &str, placeholder: M) ->
     std::mem::replace(module, placeholder)
 }
 
+#[expect(clippy::unwrap_used, reason = "test helper")]
 fn file() -> BlueprintFile {
     BlueprintFile::parse(YAML, FileFormat::Yaml, Path::new("robot.yaml")).unwrap()
 }
@@ -171,6 +172,7 @@ fn a_file_plans_what_code_plans() {
 }
 
 /// The levels `battery` publishes in `steps` steps, and what `monitor` makes of them.
+#[expect(clippy::unwrap_used, reason = "test helper")]
 fn run(battery: Battery, monitor: Monitor, steps: usize) -> (Vec<Level>, f64, u64) {
     let mut source = Harness::new(battery);
     for _ in 0..steps {
