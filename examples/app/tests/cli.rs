@@ -285,6 +285,28 @@ fn check_a_good_and_a_bad_file() {
 }
 
 #[test]
+fn a_file_may_leave_out_a_setting_with_a_default() {
+    let dir = std::env::temp_dir().join(format!("acme-robot-default-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("robot.yaml");
+    let yaml = std::fs::read_to_string(blueprint())
+        .unwrap()
+        .replace("    fail_after: 0\n", "");
+    assert!(!yaml.contains("fail_after"), "{yaml}");
+    std::fs::write(&file, yaml).unwrap();
+    let out = cli(&["config", file.to_str().unwrap()], &[]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.lines().any(|l| l.contains("detector.fail_after")
+            && l.contains("= 0")
+            && l.contains("(default)")),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn graph_in_every_format() {
     for format in ["text", "dot", "mermaid", "json"] {
         let out = cli(&["graph", "robot", "--format", format], &[]);
