@@ -192,7 +192,8 @@ impl<'de> Visitor<'de> for NodeVisitor {
     }
 }
 
-/// The top-level keys of a blueprint file.
+/// The top-level keys of a blueprint file: the fields of [`BlueprintFile`], each read in
+/// `read_section` (a new field is one more entry here and one more arm there).
 const FILE_KEYS: &[&str] = &[
     "autoconnect",
     "compression",
@@ -563,6 +564,30 @@ fn read_instance(problems: &mut Problems<'_>, entry: &Entry) -> Option<Box<dyn M
     };
     let registration = module_type(problems, entry, fields)?;
     let before = problems.found.len();
+    // The values of the known settings are read even after a misspelt one (so a bad value
+    // is reported with it), unless a setting is missing: serde would say so a second time.
+    if !check_settings(problems, entry, fields, registration) {
+        return None;
+    }
+    let known: Vec<&Entry> = fields
+        .iter()
+        .filter(|f| f.key() != "type" && registration.config_fields.contains(&f.key()))
+        .collect();
+    let module = read_module(problems, entry, &known, registration.tag);
+    if problems.found.len() > before {
+        return None;
+    }
+    module
+}
+
+/// Every key of an instance is a setting of its module, and every setting the module
+/// needs is there; returns whether none is missing.
+fn check_settings(
+    problems: &mut Problems<'_>,
+    entry: &Entry,
+    fields: &[Entry],
+    registration: &ModuleRegistration,
+) -> bool {
     // A misspelt setting stands for the one it is close to: that one is not also missing.
     let mut meant = Vec::new();
     for field in fields.iter().filter(|f| f.key() != "type") {
@@ -575,38 +600,23 @@ fn read_instance(problems: &mut Problems<'_>, entry: &Entry) -> Option<Box<dyn M
             ));
         }
     }
-    for missing in registration
+    let missing: Vec<&str> = registration
         .required_fields()
         .into_iter()
-        .filter(|f| !fields.iter().any(|e| e.key() == *f) && !meant.contains(f))
-    {
+        .filter(|f| !fields.iter().any(|e| e.key() == *f))
+        .collect();
+    for field in missing.iter().filter(|f| !meant.contains(f)) {
         problems.at(
             entry.key_place(),
             format!(
-                "instance `{name}` needs `{missing}` (module `{}` gives it no default): add \
-                 `{missing}: <value>`",
+                "instance `{}` needs `{field}` (module `{}` gives it no default): add \
+                 `{field}: <value>`",
+                entry.key(),
                 registration.tag
             ),
         );
     }
-    // The values of the known settings are read even after a misspelt one (so a bad value
-    // is reported with it), unless a setting is missing: serde would say so a second time.
-    let missing = registration
-        .required_fields()
-        .iter()
-        .any(|f| !fields.iter().any(|e| e.key() == *f));
-    if missing {
-        return None;
-    }
-    let known: Vec<&Entry> = fields
-        .iter()
-        .filter(|f| f.key() != "type" && registration.config_fields.contains(&f.key()))
-        .collect();
-    let module = read_module(problems, entry, &known, registration.tag);
-    if problems.found.len() > before {
-        return None;
-    }
-    module
+    missing.is_empty()
 }
 
 /// The registration of an instance's `type:`, or the problem with it.
