@@ -503,6 +503,26 @@ impl ZenohTransport {
         )
     }
 
+    /// The liveliness key by which `partition` says it publishes `stream`:
+    /// `streamwire/<run id>/@pub/<stream>/@/<host>/<process>` (what `topic list
+    /// --connect` reads).
+    fn publisher_announcement_key(&self, stream: &str, partition: &str) -> String {
+        format!(
+            "{}/@pub/{}/@/{}",
+            self.prefix,
+            stream.trim_start_matches('/'),
+            partition
+        )
+    }
+
+    /// Declares liveliness token `key`, held until the transport closes.
+    fn declare_token(&self, key: String) {
+        match self.inner.session.liveliness().declare_token(&key).wait() {
+            Ok(token) => self.inner.announced.lock().push(token),
+            Err(error) => tracing::warn!("announcing `{key}`: {error}"),
+        }
+    }
+
     /// The endpoints this session listens on (with the ports chosen for `:0`), for
     /// others to connect to.
     pub fn locators(&self) -> Vec<String> {
@@ -651,10 +671,15 @@ impl Transport for ZenohTransport {
                     .session
                     .declare_queryable(format!("{base}/**"))
                     .callback(move |query| {
-                        for (seq, frame) in answers.snapshot() {
-                            if let Err(error) =
-                                query.reply(format!("{reply_base}/{seq}"), frame).wait()
-                            {
+                        for (seq, frame, unsent) in answers.snapshot() {
+                            let reply = query.reply(format!("{reply_base}/{seq}"), frame);
+                            // Tells the joiner this frame is on the not-sent count here.
+                            let reply = if unsent {
+                                reply.attachment(UNSENT_ATTACHMENT)
+                            } else {
+                                reply
+                            };
+                            if let Err(error) = reply.wait() {
                                 tracing::debug!("history reply on {reply_base}: {error}");
                             }
                         }
@@ -761,16 +786,11 @@ impl Transport for ZenohTransport {
     fn announce(&self, key: &str, partition: &str) {
         // Declared after the subscriber, on the same session: a publisher that sees the
         // token has been told of the subscriber first.
-        match self
-            .inner
-            .session
-            .liveliness()
-            .declare_token(self.announcement_key(key, partition))
-            .wait()
-        {
-            Ok(token) => self.inner.announced.lock().push(token),
-            Err(error) => tracing::warn!("announcing {partition} on {key}: {error}"),
-        }
+        self.declare_token(self.announcement_key(key, partition));
+    }
+
+    fn announce_publisher(&self, key: &str, partition: &str) {
+        self.declare_token(self.publisher_announcement_key(key, partition));
     }
 
     fn close(&self) {
@@ -802,23 +822,28 @@ impl PublisherShared {
 /// A transient-local publisher's last frames, by link sequence.
 struct RecentFrames {
     depth: usize,
-    frames: Mutex<VecDeque<(u64, Bytes)>>,
+    frames: Mutex<VecDeque<(u64, Bytes, bool)>>,
 }
 
 impl RecentFrames {
-    fn remember(&self, seq: u64, frame: Bytes) {
+    /// Remembers frame `seq`; `unsent` when nobody listened as it was published (the
+    /// publisher counted it as not sent).
+    fn remember(&self, seq: u64, frame: Bytes, unsent: bool) {
         let mut frames = self.frames.lock();
         if frames.len() == self.depth {
             frames.pop_front();
         }
-        frames.push_back((seq, frame));
+        frames.push_back((seq, frame, unsent));
     }
 
-    fn snapshot(&self) -> Vec<(u64, Bytes)> {
+    fn snapshot(&self) -> Vec<(u64, Bytes, bool)> {
         let frames = self.frames.lock();
         frames.iter().cloned().collect()
     }
 }
+
+/// The attachment of a history reply whose frame was published while nobody listened.
+const UNSENT_ATTACHMENT: &[u8] = b"unsent";
 
 /// A subscription's live frames: held while its history is fetched, then passed on.
 enum Gate {
@@ -852,7 +877,14 @@ impl HistoryFetch {
             Ok(replies) => {
                 while let Ok(reply) = replies.recv() {
                     if let Ok(sample) = reply.result() {
-                        let bytes = Bytes::from(sample.payload().to_bytes().into_owned());
+                        let mut frame = sample.payload().to_bytes().into_owned();
+                        if sample
+                            .attachment()
+                            .is_some_and(|a| a.to_bytes().as_ref() == UNSENT_ATTACHMENT)
+                        {
+                            WireFrame::mark_unsent(&mut frame);
+                        }
+                        let bytes = Bytes::from(frame);
                         remembered.push((link_seq(&bytes), bytes));
                     }
                 }
@@ -925,7 +957,7 @@ impl Publisher for ZenohPublisher {
         if let Some(history) = &self.history {
             // Remembered for late joiners even when nobody listens now (then counted as
             // unmatched: built, not sent).
-            history.remember(seq, frame.clone());
+            history.remember(seq, frame.clone(), !matched);
             if !matched {
                 self.unmatched.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
