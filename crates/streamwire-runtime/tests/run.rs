@@ -670,3 +670,90 @@ fn a_module_taps_its_own_run_and_the_harness_offers_none() {
     let error = harness.start().unwrap_err().to_string();
     assert!(error.contains("a run offers taps"), "{error}");
 }
+
+/// What [`StopTapper`] saw of its tap once the run stopped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct AtStop {
+    /// Messages its tap gave it, before and after the stop.
+    received: u64,
+    /// Whether the tap said it closed before the test's limit.
+    closed: bool,
+}
+
+/// A module in another process than the camera's that taps the camera's pixels, and at
+/// stop drains its tap until it says it closed (what a recorder does).
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct StopTapper {
+    #[state]
+    seen: std::sync::Arc<parking_lot::Mutex<AtStop>>,
+    #[state]
+    tap: Option<Box<dyn streamwire_core::StreamTap>>,
+}
+
+impl Node for StopTapper {
+    fn trigger(&self) -> Trigger {
+        Trigger::Period(Duration::from_millis(2))
+    }
+
+    fn start(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        let taps = cx.taps().ok_or("a run offers taps")?;
+        self.tap = Some(taps.tap("color_image", None)?);
+        Ok(())
+    }
+
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        if let Some(tap) = &self.tap
+            && tap.recv_timeout(Duration::from_millis(1)).is_some()
+        {
+            self.seen.lock().received += 1;
+        }
+        Ok(())
+    }
+
+    fn stop(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        let Some(tap) = self.tap.take() else {
+            return Ok(());
+        };
+        // Within the stop deadline (2 s): a tap that never closes fails the test.
+        let limit = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < limit {
+            if tap.recv_timeout(Duration::from_millis(1)).is_some() {
+                self.seen.lock().received += 1;
+            } else if tap.is_closed() {
+                self.seen.lock().closed = true;
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A tap of a stream from another process closes once the run stopped and its sender's
+/// stop frame arrived (the sender sends a stop frame, not an end of stream, so the stream's
+/// hub there never closes): a recorder draining at stop knows when nothing more can come.
+#[test]
+fn a_tap_from_another_process_closes_once_the_run_stopped() {
+    let seen = std::sync::Arc::new(parking_lot::Mutex::new(AtStop::default()));
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(u32::MAX, Duration::from_millis(2)));
+    let tapper = bp.add(
+        "tapper",
+        StopTapper {
+            seen: seen.clone(),
+            tap: None,
+        },
+    );
+    bp.place(&tapper, Placement::process("recorder"));
+    let handle = start(bp);
+    let began = Instant::now();
+    while seen.lock().received < 3 && began.elapsed() < GUARD {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    handle.stop();
+    let report = handle.wait();
+    let seen = *seen.lock();
+    assert!(seen.received >= 3, "{seen:?}");
+    assert!(seen.closed, "the tap never said it closed: {seen:?}");
+    assert!(report.stragglers.is_empty(), "{:?}", report.stragglers);
+}
