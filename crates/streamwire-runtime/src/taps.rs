@@ -174,11 +174,14 @@ impl TapPoint {
         };
         let signal = Signal::new();
         self.shared.signals.lock().push(signal.clone());
+        // A tap is no step's input: what it holds when the run stops stays readable (a
+        // recorder drains it into its file), so its queue's pop does not end with the run
+        // (a keep-last queue never makes a producer wait, so the flag governs nothing else).
         let queue = InputQueue::new(
             Bound::KeepLast(self.tap_depth.max(1)),
             signal.clone(),
             self.shared.clock.clone(),
-            self.shared.stopping.clone(),
+            Arc::new(AtomicBool::new(false)),
         );
         let wants = wanted.map_or(Wants::Any, Wants::Message);
         let (id, _) = hub.subscribe(queue.clone(), wants, Demand::Always);

@@ -729,9 +729,11 @@ impl Node for StopTapper {
     }
 }
 
-/// A tap of a stream from another process closes once the run stopped and its sender's
-/// stop frame arrived (the sender sends a stop frame, not an end of stream, so the stream's
-/// hub there never closes): a recorder draining at stop knows when nothing more can come.
+/// A tap of a stream from another process closes once the run stopped, its sender's stop
+/// frame arrived (the sender sends a stop frame, not an end of stream, so the stream's hub
+/// there never closes) and what it held was read (a tap's queue stays readable after the
+/// stop, unlike a step's input): a recorder draining at stop knows when nothing more can
+/// come.
 #[test]
 fn a_tap_from_another_process_closes_once_the_run_stopped() {
     let seen = std::sync::Arc::new(parking_lot::Mutex::new(AtStop::default()));
