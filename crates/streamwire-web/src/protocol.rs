@@ -15,6 +15,8 @@ pub(crate) enum Encoding {
     Json,
     /// CBOR binary frames with typed arrays.
     Cbor,
+    /// Foxglove `messageData` binary frames of this subscription id (`crate::foxglove`).
+    Foxglove(u32),
 }
 
 /// One operation from a client.

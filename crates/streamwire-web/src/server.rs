@@ -29,6 +29,7 @@ use streamwire_core::{Codec, Context, Counter, Envelope, Message as _, StreamTap
 use streamwire_msgs::{CompressedImage, DepthImage, Image, Odometry, PointCloud, Twist, Zstd};
 
 use crate::access::{Access, BurstLog, Denied, more_since, random_token};
+use crate::foxglove;
 use crate::listener::{Connection, accept_loop, connection_cap};
 use crate::protocol::{self, Encoding, Op, Refused};
 use crate::typedefs;
@@ -56,7 +57,7 @@ const MAX_REPLY_TEXT: usize = 512;
 const MAX_ID: usize = 128;
 
 /// `text`, cut to at most `max` bytes on a character boundary, with an ellipsis if cut.
-fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
@@ -103,13 +104,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A topic browsers can subscribe to.
 #[derive(Debug)]
-struct Topic {
+pub(crate) struct Topic {
     /// The stream's name in the plan (`color_image`); its topic is `/color_image`.
-    stream: String,
+    pub(crate) stream: String,
     /// What rosbridge clients are told it carries.
-    ros_type: &'static str,
+    pub(crate) ros_type: &'static str,
     /// The form to tap (`streamwire/CompressedImage` for JPEG bytes).
-    tap_as: &'static str,
+    pub(crate) tap_as: &'static str,
 }
 
 /// The relay's counters, in the run's report.
@@ -134,11 +135,11 @@ pub(crate) struct Counters {
     replies_dropped: Counter,
     stalled: Counter,
     dropped: Counter,
-    bad_input: Counter,
+    pub(crate) bad_input: Counter,
     frames_sent: Counter,
     bytes_sent: Counter,
-    commands: Counter,
-    commands_dropped: Counter,
+    pub(crate) commands: Counter,
+    pub(crate) commands_dropped: Counter,
     unwritable: Counter,
 }
 
@@ -179,14 +180,14 @@ pub(crate) struct Logs {
 pub(crate) struct Shared {
     pub(crate) config: RelayConfig,
     /// The token asked and the origins allowed.
-    access: Access,
+    pub(crate) access: Access,
     /// The most connections kept open at once (see `listener::connection_cap`).
     pub(crate) connection_cap: usize,
     /// Connections open now (a `ConnectionPlace` each).
     pub(crate) connections_open: AtomicUsize,
     pub(crate) logs: Logs,
     taps: Arc<dyn TapService>,
-    topics: Vec<Arc<Topic>>,
+    pub(crate) topics: Vec<Arc<Topic>>,
     feeds: Mutex<HashMap<String, Arc<Feed>>>,
     clients: Mutex<Vec<Arc<Client>>>,
     /// Clients served now, counted from the upgrade (a [`Seat`] each).
@@ -196,7 +197,9 @@ pub(crate) struct Shared {
     next_client: AtomicU64,
     stopping: AtomicBool,
     pub(crate) counters: Counters,
-    commands: SyncSender<Twist>,
+    pub(crate) commands: SyncSender<Twist>,
+    /// The Foxglove protocol's channels, parameters and counters, when it is served.
+    pub(crate) foxglove: Option<foxglove::Served>,
 }
 
 impl Shared {
@@ -205,14 +208,14 @@ impl Shared {
         self.topics.iter().find(|t| t.stream == stream)
     }
 
-    fn is_cmd_vel(&self, name: &str) -> bool {
+    pub(crate) fn is_cmd_vel(&self, name: &str) -> bool {
         let want = self.config.cmd_vel_topic.trim_start_matches('/');
         name.strip_prefix('/').unwrap_or(name) == want
     }
 
     /// The answer to a refused request (401 or 403, saying why), counted and logged once
     /// per burst.
-    fn refuse(&self, denied: Denied) -> Response {
+    pub(crate) fn refuse(&self, denied: Denied) -> Response {
         match denied {
             Denied::MissingToken | Denied::WrongToken => {
                 self.counters.refused_token.increment();
@@ -295,17 +298,17 @@ impl Slot {
 }
 
 /// One subscription of one client, as its topic's feed sees it.
-struct ClientTopic {
+pub(crate) struct ClientTopic {
     /// The topic as the client spelled it (`/odom` or `odom`): replies echo it.
     spelling: String,
-    stream: String,
+    pub(crate) stream: String,
     slot: Arc<Slot>,
     encoding: Encoding,
     throttle: Duration,
     last_sent: Mutex<Option<Instant>>,
 }
 
-struct Client {
+pub(crate) struct Client {
     id: u64,
     name: String,
     /// The name in the run's report (`dropped:<report_as>`): the name, in characters a
@@ -320,7 +323,7 @@ struct Client {
     topics: Mutex<Vec<Arc<ClientTopic>>>,
     dropped: AtomicU64,
     sent: AtomicU64,
-    bad_input: AtomicU64,
+    pub(crate) bad_input: AtomicU64,
     /// Control replies dropped from its full queue.
     replies_dropped: AtomicU64,
     closed: AtomicBool,
@@ -339,7 +342,7 @@ impl Client {
 
     /// Queues a control frame (a reply, a ping, a close); the oldest queued one makes way
     /// when the queue is full, counted.
-    fn queue_control(&self, shared: &Shared, frame: Message) {
+    pub(crate) fn queue_control(&self, shared: &Shared, frame: Message) {
         if self.control.push(frame) {
             self.replies_dropped.fetch_add(1, Ordering::Relaxed);
             shared.counters.replies_dropped.increment();
@@ -405,6 +408,9 @@ impl Running {
             RelayToken::Fixed(token) => Some(token.clone()),
         };
         let (cap, files_limit) = connection_cap(config.max_connections);
+        let foxglove = config
+            .foxglove
+            .then(|| foxglove::Served::new(&topics, config, cx));
         let shared = Arc::new(Shared {
             config: config.clone(),
             access: Access::new(token, address, &config.allowed_origins),
@@ -421,15 +427,19 @@ impl Running {
             stopping: AtomicBool::new(false),
             counters: Counters::of(cx),
             commands: commands_tx,
+            foxglove,
         });
         let listener = {
             let _entered = runtime.enter();
             tokio::net::TcpListener::from_std(listener).map_err(RelayError::Threads)?
         };
-        let router = Router::new()
+        let mut router = Router::new()
             .route("/", get(root))
-            .route("/stats", get(stats))
-            .with_state(shared.clone());
+            .route("/stats", get(stats));
+        if shared.foxglove.is_some() {
+            router = router.route(foxglove::PATH, get(foxglove::connect));
+        }
+        let router = router.with_state(shared.clone());
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         runtime.spawn(accept_loop(listener, router, shared.clone(), stop));
         let limit = files_limit.map_or_else(|| "no".to_owned(), |l| l.to_string());
@@ -599,6 +609,32 @@ async fn root(
     if let Err(denied) = shared.access.check_origin(&headers) {
         return shared.refuse(denied);
     }
+    accept_client(
+        shared,
+        connection,
+        upgrade,
+        query.client,
+        Dialect::Rosbridge,
+    )
+}
+
+/// The protocol a websocket client speaks.
+pub(crate) enum Dialect {
+    /// rosbridge v2 (`/`).
+    Rosbridge,
+    /// The Foxglove WebSocket protocol (`/foxglove`), with the client's state.
+    Foxglove(foxglove::Session),
+}
+
+/// Serves an upgrade whose token and origin passed: a seat of `max_clients`, or a client
+/// turned away (told so in its protocol's status, closed with 1013).
+pub(crate) fn accept_client(
+    shared: Arc<Shared>,
+    connection: Option<Extension<Arc<Connection>>>,
+    upgrade: WebSocketUpgrade,
+    name: Option<String>,
+    dialect: Dialect,
+) -> Response {
     // The websocket keeps its connection's place until it ends.
     let connection = connection.map(|Extension(c)| c);
     if let Some(connection) = &connection {
@@ -610,14 +646,13 @@ async fn root(
         return upgrade
             .max_message_size(1024)
             .on_upgrade(move |socket| async move {
-                turn_away(socket, max_clients).await;
+                turn_away(socket, max_clients, &dialect).await;
                 drop(connection);
             });
     };
     let limit = shared.config.max_message_bytes;
     let id = shared.next_client.fetch_add(1, Ordering::Relaxed);
-    let name: String = query
-        .client
+    let name: String = name
         .unwrap_or_else(|| format!("client {id}"))
         .chars()
         .take(64)
@@ -626,7 +661,7 @@ async fn root(
         .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| async move {
-            serve_client(shared, socket, id, name, seat).await;
+            serve_client(shared, socket, id, name, seat, dialect).await;
             drop(connection);
         })
 }
@@ -712,7 +747,14 @@ async fn stats(
         .into_response()
 }
 
-async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: String, seat: Seat) {
+async fn serve_client(
+    shared: Arc<Shared>,
+    socket: WebSocket,
+    id: u64,
+    name: String,
+    seat: Seat,
+    mut dialect: Dialect,
+) {
     let report_as = report_name(&name);
     let client = Arc::new(Client {
         id,
@@ -731,6 +773,9 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
     });
     shared.counters.clients.increment();
     lock(&shared.clients).push(client.clone());
+    if let Dialect::Foxglove(session) = &dialect {
+        session.greet(&shared, &client);
+    }
     let (sink, mut stream) = socket.split();
     let writer = {
         let (shared, client) = (shared.clone(), client.clone());
@@ -767,12 +812,16 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
         if shared.stopping.load(Ordering::SeqCst) || client.closed.load(Ordering::SeqCst) {
             break;
         }
-        let op = match frame {
-            Ok(Message::Text(text)) => protocol::parse_text(&text),
-            Ok(Message::Binary(bytes)) => protocol::parse_cbor(&bytes),
-            Ok(Message::Close(_)) => break,
-            Ok(_) => continue,
-            Err(error) => {
+        let op = match (frame, &mut dialect) {
+            (Ok(Message::Close(_)), _) => break,
+            (Ok(frame @ (Message::Text(_) | Message::Binary(_))), Dialect::Foxglove(session)) => {
+                session.handle(&shared, &client, frame);
+                continue;
+            }
+            (Ok(Message::Text(text)), Dialect::Rosbridge) => protocol::parse_text(&text),
+            (Ok(Message::Binary(bytes)), Dialect::Rosbridge) => protocol::parse_cbor(&bytes),
+            (Ok(_), _) => continue,
+            (Err(error), _) => {
                 // A broken frame or an oversized message: said in the close, then closed.
                 // A connection that just ended gets nothing.
                 if let Some((code, reason)) = close_for(error, shared.config.max_message_bytes) {
@@ -879,9 +928,12 @@ impl Drop for Seat {
 
 /// Tells a client that the relay is full (a `status` error, then a close with code
 /// 1013, try again later) and ends its connection.
-async fn turn_away(mut socket: WebSocket, max_clients: usize) {
+async fn turn_away(mut socket: WebSocket, max_clients: usize, dialect: &Dialect) {
     let why = format!("the relay serves at most {max_clients} clients at once; try again later");
-    let status = json!({"op": "status", "level": "error", "msg": why});
+    let status = match dialect {
+        Dialect::Rosbridge => json!({"op": "status", "level": "error", "msg": why}),
+        Dialect::Foxglove(_) => foxglove::status_error(&why, None),
+    };
     let _ = tokio::time::timeout(TURN_AWAY_TIMEOUT, async {
         socket
             .send(Message::Text(status.to_string().into()))
@@ -1107,6 +1159,45 @@ fn unsubscribe(shared: &Shared, client: &Client, topic: &str) {
     }
 }
 
+impl ClientTopic {
+    /// A subscription to `topic` as `spelling`, with a keep-last queue of `capacity`.
+    pub(crate) fn new(
+        topic: &Topic,
+        spelling: String,
+        capacity: usize,
+        encoding: Encoding,
+    ) -> ClientTopic {
+        ClientTopic {
+            spelling,
+            stream: topic.stream.clone(),
+            slot: Arc::new(Slot::new(capacity)),
+            encoding,
+            throttle: Duration::ZERO,
+            last_sent: Mutex::new(None),
+        }
+    }
+}
+
+/// Subscribes `client` to `topic` (its feed started if none runs).
+pub(crate) fn subscribe(
+    shared: &Arc<Shared>,
+    client: &Arc<Client>,
+    topic: &Arc<Topic>,
+    entry: Arc<ClientTopic>,
+) -> Result<(), String> {
+    attach(shared, topic, client, entry.clone())?;
+    lock(&client.topics).push(entry);
+    Ok(())
+}
+
+/// Ends one subscription of `client`; what its queue still holds is not sent.
+pub(crate) fn end_subscription(shared: &Shared, client: &Client, entry: &Arc<ClientTopic>) {
+    lock(&client.topics).retain(|t| !Arc::ptr_eq(t, entry));
+    if let Some(feed) = lock(&shared.feeds).get(&entry.stream) {
+        lock(&feed.subscribers).retain(|(_, t)| !Arc::ptr_eq(t, entry));
+    }
+}
+
 /// Adds a subscriber to its topic's feed, starting the feed (a tap and its thread) if
 /// none runs.
 fn attach(
@@ -1197,18 +1288,28 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
             continue;
         };
         feed.messages.fetch_add(1, Ordering::Relaxed);
-        let value = match shape_for(&feed.topic, &envelope) {
-            Ok(value) => value,
-            Err(error) => {
-                shared.counters.unwritable.increment();
-                tracing::debug!(topic = %feed.topic.stream, %error, "message not written");
-                continue;
-            }
-        };
+        let subscribers = lock(&feed.subscribers).clone();
+        // Each form (rosbridge's shape, Foxglove's CDR) made once, if a subscriber wants it.
+        let wants_cdr = |entry: &ClientTopic| matches!(entry.encoding, Encoding::Foxglove(_));
+        let value = subscribers
+            .iter()
+            .any(|(_, entry)| !wants_cdr(entry))
+            .then(|| shape_for(&feed.topic, &envelope));
+        let payload = subscribers
+            .iter()
+            .any(|(_, entry)| wants_cdr(entry))
+            .then(|| foxglove::payload(&feed.topic, &envelope));
+        let errors = [
+            value.as_ref().and_then(|v| v.as_ref().err()),
+            payload.as_ref().and_then(|p| p.as_ref().err()),
+        ];
+        for error in errors.into_iter().flatten() {
+            shared.counters.unwritable.increment();
+            tracing::debug!(topic = %feed.topic.stream, %error, "message not written");
+        }
         let now = Instant::now();
         // Each (spelling, encoding) written once per message, whatever the subscribers.
         let mut written: Vec<(String, Encoding, Message)> = Vec::new();
-        let subscribers = lock(&feed.subscribers).clone();
         for (client, entry) in subscribers {
             {
                 let mut last = lock(&entry.last_sent);
@@ -1225,17 +1326,25 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
             {
                 Some((_, _, frame)) => frame.clone(),
                 None => {
-                    let frame = match entry.encoding {
-                        Encoding::Json => {
-                            let text = wire::publish_json(&entry.spelling, &value);
+                    let frame = match (entry.encoding, &value, &payload) {
+                        (Encoding::Json, Some(Ok(value)), _) => {
+                            let text = wire::publish_json(&entry.spelling, value);
                             feed.bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
                             Message::Text(text.into())
                         }
-                        Encoding::Cbor => {
-                            let bytes = wire::publish_cbor(&entry.spelling, &value);
+                        (Encoding::Cbor, Some(Ok(value)), _) => {
+                            let bytes = wire::publish_cbor(&entry.spelling, value);
                             feed.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
                             Message::Binary(bytes.into())
                         }
+                        (Encoding::Foxglove(subscription), _, Some(Ok(payload))) => {
+                            let stamp = envelope.header.publish_time.as_nanos();
+                            let bytes = foxglove::message_data(subscription, stamp, payload);
+                            feed.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                            Message::Binary(bytes.into())
+                        }
+                        // Not writable in this form: counted above, once per message.
+                        _ => continue,
                     };
                     written.push((entry.spelling.clone(), entry.encoding, frame.clone()));
                     frame
