@@ -1,8 +1,9 @@
 //! The baselines: bare zenoh put/subscribe between two processes (a FIFO handler read by
 //! its own thread, and callback only), and a bare bounded channel between two threads.
 
+use parking_lot::{Condvar, Mutex};
+use std::sync::Arc;
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -147,7 +148,7 @@ pub(crate) fn measure(
         .declare_subscriber(keys.ack.clone())
         .callback(move |_| {
             let (lock, wake) = &*counted;
-            let mut acks = lock.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut acks = lock.lock();
             acks.0 += 1;
             acks.1 = Some(Instant::now());
             wake.notify_all();
@@ -172,7 +173,7 @@ pub(crate) fn measure(
                 .declare_subscriber(keys.pong.clone())
                 .callback(move |_| {
                     let (lock, wake) = &*slot;
-                    *lock.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+                    *lock.lock() = Some(Instant::now());
                     wake.notify_all();
                 })
                 .wait()
@@ -209,13 +210,11 @@ pub(crate) fn measure(
                     })?,
                     None => round_trips(phase, &mut seq, &mut |data, _seq| {
                         let (lock, wake) = &*arrived;
-                        *lock.lock().unwrap_or_else(PoisonError::into_inner) = None;
+                        *lock.lock() = None;
                         let sent = Instant::now();
                         ping.put(ZBytes::from(data)).wait().map_err(engine)?;
-                        let guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
-                        let (guard, _) = wake
-                            .wait_timeout_while(guard, Duration::from_secs(1), |a| a.is_none())
-                            .unwrap_or_else(PoisonError::into_inner);
+                        let mut guard = lock.lock();
+                        wake.wait_while_for(&mut guard, |a| a.is_none(), Duration::from_secs(1));
                         Ok(guard.map(|at| nanos(at - sent)))
                     })?,
                 };
@@ -229,7 +228,7 @@ pub(crate) fn measure(
             PhaseKind::Throughput => {
                 {
                     let (lock, _) = &*acks;
-                    *lock.lock().unwrap_or_else(PoisonError::into_inner) = (0, None);
+                    *lock.lock() = (0, None);
                 }
                 let template = payload_bytes(phase.size, 0);
                 let started = Instant::now();
@@ -240,18 +239,14 @@ pub(crate) fn measure(
                         .map_err(engine)?;
                 }
                 let (lock, wake) = &*acks;
-                let guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut guard = lock.lock();
                 let wanted = phase.samples as u64;
-                let mut guard = guard;
                 loop {
                     if guard.0 >= wanted {
                         break;
                     }
                     let before = guard.0;
-                    let (next, timeout) = wake
-                        .wait_timeout(guard, Duration::from_secs(5))
-                        .unwrap_or_else(PoisonError::into_inner);
-                    guard = next;
+                    let timeout = wake.wait_for(&mut guard, Duration::from_secs(5));
                     if timeout.timed_out() && guard.0 == before {
                         break;
                     }

@@ -33,8 +33,8 @@ mod modules;
 use std::fmt::Write as _;
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use streamwire_runtime::{Partitions, RunHandle, RunOptions, Runtime, StartGate};
@@ -464,11 +464,7 @@ fn wait_job(job: &Job, handle: &mut RunHandle) -> Result<(), BenchError> {
                 "the run ended ({reason:?}) before the measurements did"
             )));
         }
-        let now_done = job
-            .results
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len();
+        let now_done = job.results.lock().len();
         if now_done != done_phases {
             done_phases = now_done;
             since = Instant::now();
@@ -485,7 +481,7 @@ fn wait_job(job: &Job, handle: &mut RunHandle) -> Result<(), BenchError> {
 }
 
 fn take_results(job: &Job) -> Vec<PhaseResult> {
-    std::mem::take(&mut *job.results.lock().unwrap_or_else(PoisonError::into_inner))
+    std::mem::take(&mut *job.results.lock())
 }
 
 /// The pinger and the echo (or chain) in this process: one partition (`Together`) or

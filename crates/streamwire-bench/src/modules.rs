@@ -1,8 +1,9 @@
 //! The suite's modules: a pinger that keeps one message in flight and times its return,
 //! an echo, a pass-through for the chain, and the ack counter of the throughput phase.
 
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -124,11 +125,7 @@ impl Pinger {
     }
 
     fn finish_phase(&mut self, result: PhaseResult) {
-        self.job
-            .results
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(result);
+        self.job.results.lock().push(result);
         self.state.phase += 1;
         self.state.samples.clear();
         self.state.lost = 0;
@@ -170,11 +167,7 @@ impl Pinger {
                 PhaseKind::Throughput => {
                     let Some(burst_started) = self.state.burst_started else {
                         self.job.acks.store(0, Ordering::SeqCst);
-                        *self
-                            .job
-                            .last_ack
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner) = None;
+                        *self.job.last_ack.lock() = None;
                         self.state.burst_started = Some(Instant::now());
                         for _ in 0..phase.samples {
                             if cx.is_stopping() {
@@ -185,11 +178,7 @@ impl Pinger {
                         return Ok(());
                     };
                     let acks = self.job.acks.load(Ordering::SeqCst);
-                    let last = *self
-                        .job
-                        .last_ack
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
+                    let last = *self.job.last_ack.lock();
                     let stalled = last.unwrap_or(burst_started).elapsed() > THROUGHPUT_STALL;
                     if acks >= phase.samples as u64 || stalled {
                         let elapsed = last.map_or(Duration::ZERO, |l| l - burst_started);
@@ -270,11 +259,7 @@ impl Node for AckCounter {
     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
         while self.ack.recv()?.is_some() {
             self.job.acks.fetch_add(1, Ordering::SeqCst);
-            *self
-                .job
-                .last_ack
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+            *self.job.last_ack.lock() = Some(Instant::now());
         }
         Ok(())
     }

@@ -3,12 +3,13 @@
 //! they share. Each of them turns what it hears into an [`Event`] for the supervisor
 //! (`supervise.rs`), which runs the run.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use streamwire_graph::{Plan, Supervision};
@@ -125,12 +126,10 @@ pub(crate) struct Board {
     pub(crate) stop: bool,
 }
 
-/// The board, whatever a panicking callback left: every write to it is a whole
-/// insertion or removal, so a poisoned board is still consistent.
+/// The board. Every write to it is a whole insertion or removal, so what a panicking
+/// callback left is consistent (the lock is not poisoned: the failure policy).
 pub(crate) fn lock(board: &Mutex<Board>) -> MutexGuard<'_, Board> {
-    board
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    board.lock()
 }
 
 /// The coordinator of a distributed run: its zenoh session and the queryables workers

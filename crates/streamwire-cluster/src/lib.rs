@@ -151,7 +151,7 @@ pub enum ClusterError {
         timeout: Duration,
     },
     /// A worker process could not be started.
-    #[error("cannot start the worker of `{process}`: {error}")]
+    #[error("cannot start the worker of `{process}`")]
     Spawn {
         /// The process.
         process: String,

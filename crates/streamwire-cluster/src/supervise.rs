@@ -180,7 +180,8 @@ impl<'a> Supervisor<'a> {
             move || await_exit(child, &process, generation, &reaped, &events)
         };
         std::thread::Builder::new()
-            .name(format!("sw wait {process}"))
+            // The pid first: Linux keeps 15 bytes of a thread's name.
+            .name(format!("sw{pid} wait {process}"))
             .spawn(waiter)
             .map_err(spawn_error)?;
         if let Some(s) = self.summaries.get_mut(process) {

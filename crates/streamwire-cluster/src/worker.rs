@@ -82,6 +82,13 @@ pub fn run_worker(
     say: &mut dyn FnMut(&str),
 ) -> Result<RunReport, ClusterError> {
     let process = resolve_process(runnable.plan(), &options.process)?;
+    // Every log line of this worker, its instances' and codec nodes' included, names it.
+    let _span = tracing::info_span!(
+        "worker",
+        process = %process,
+        run = options.run_id.as_deref().unwrap_or("join"),
+    )
+    .entered();
     let hash = plan_hash(runnable.plan())?;
     let pool_bytes = runnable
         .plan()

@@ -12,9 +12,10 @@
     reason = "test code: a failure is the test failing"
 )]
 
+use parking_lot::Mutex;
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -264,7 +265,7 @@ fn coordinate(
     let coordinator = Coordinator::start(&plan, options)?;
     coordinator.run(&launcher(name), stop, &mut |event| {
         eprintln!("coordinator: {event}");
-        events.lock().unwrap().push(event.to_owned());
+        events.lock().push(event.to_owned());
     })
 }
 
@@ -341,7 +342,7 @@ fn every_frame_crosses_three_workers() {
         sent.unmatched, 0,
         "nothing sent before every subscriber: {cluster}"
     );
-    let events = events.lock().unwrap();
+    let events = events.lock();
     for process in ["localhost/cam", "localhost/ui", "localhost/web"] {
         for pid in pids(&events, process) {
             assert!(!alive(pid), "worker {process} (pid {pid}) outlived its run");
@@ -481,7 +482,7 @@ fn send_large(
         .subscribe(
             key,
             keep_all,
-            Arc::new(move |frame: Bytes| sink.lock().unwrap().push(frame)),
+            Arc::new(move |frame: Bytes| sink.lock().push(frame)),
         )
         .unwrap();
     assert!(until(|| publisher.is_matched()), "never matched");
@@ -493,12 +494,12 @@ fn send_large(
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(
-        until(|| got.lock().unwrap().len() == sent),
+        until(|| got.lock().len() == sent),
         "{} of {sent} arrived",
-        got.lock().unwrap().len()
+        got.lock().len()
     );
     drop(subscription);
-    got.lock().unwrap().clone()
+    got.lock().clone()
 }
 
 /// Every frame arrived whole, in order.
@@ -592,11 +593,10 @@ fn shared_memory_between_workers_and_nothing_left_after_a_kill() {
     let began = Instant::now();
     while !events
         .lock()
-        .unwrap()
         .iter()
         .any(|e| e.starts_with("every worker is ready"))
     {
-        assert!(began.elapsed() < GUARD, "{:?}", events.lock().unwrap());
+        assert!(began.elapsed() < GUARD, "{:?}", events.lock());
         std::thread::sleep(Duration::from_millis(20));
     }
     // Frames flow: the sender's pool is a segment file.
@@ -604,12 +604,12 @@ fn shared_memory_between_workers_and_nothing_left_after_a_kill() {
         assert!(
             began.elapsed() < GUARD,
             "no shared-memory segment appeared: {:?}",
-            events.lock().unwrap()
+            events.lock()
         );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(300));
-    let camera = pids(&events.lock().unwrap(), "localhost/cam")[0];
+    let camera = pids(&events.lock(), "localhost/cam")[0];
     assert!(
         Command::new("kill")
             .args(["-9", &camera.to_string()])
@@ -682,21 +682,21 @@ fn a_killed_worker_is_named_and_restarted() {
     };
     let began = Instant::now();
     let wait_for = |what: &dyn Fn(&[String]) -> bool| {
-        while !what(&events.lock().unwrap()) {
-            assert!(began.elapsed() < GUARD, "{:?}", events.lock().unwrap());
+        while !what(&events.lock()) {
+            assert!(began.elapsed() < GUARD, "{:?}", events.lock());
             std::thread::sleep(Duration::from_millis(20));
         }
     };
     wait_for(&|e| e.iter().any(|e| e.starts_with("every worker is ready")));
     std::thread::sleep(Duration::from_millis(300));
-    let first = pids(&events.lock().unwrap(), "localhost/ui")[0];
+    let first = pids(&events.lock(), "localhost/ui")[0];
     let killed = Command::new("kill")
         .args(["-9", &first.to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
     wait_for(&|e| pids(e, "localhost/ui").len() == 2);
-    let said = events.lock().unwrap().clone();
+    let said = events.lock().clone();
     let death = said
         .iter()
         .find(|e| e.contains("died"))
@@ -722,7 +722,7 @@ fn a_killed_worker_is_named_and_restarted() {
         counter(&cluster.report.stats, "viewer", "seen") > 0,
         "the restarted viewer received frames: {cluster}"
     );
-    let all = events.lock().unwrap().clone();
+    let all = events.lock().clone();
     for process in ["localhost/cam", "localhost/ui"] {
         for pid in pids(&all, process) {
             assert!(!alive(pid), "worker {process} (pid {pid}) outlived its run");
@@ -769,7 +769,7 @@ fn a_different_plan_is_refused_and_a_missing_host_is_named() {
     let said = events.clone();
     let result = coordinator.run(&launcher("two-hosts"), &AtomicBool::new(false), &mut |e| {
         eprintln!("coordinator: {e}");
-        said.lock().unwrap().push(e.to_owned());
+        said.lock().push(e.to_owned());
     });
     let output = by_hand.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -785,7 +785,7 @@ fn a_different_plan_is_refused_and_a_missing_host_is_named() {
             && stderr.contains(&theirs),
         "{stderr}"
     );
-    let events = events.lock().unwrap();
+    let events = events.lock();
     assert!(
         events
             .iter()

@@ -28,6 +28,7 @@
 mod bind;
 pub mod codec;
 mod header;
+pub mod log;
 pub mod message;
 mod module;
 mod node;

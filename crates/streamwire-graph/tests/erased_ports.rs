@@ -2,9 +2,10 @@
 //! port seam only, binds a derived module's `Out<Image>` and `In<Image>` and moves one
 //! message between them without naming either module type.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use streamwire_core::{
     AnyMessage, AnyPort, Context, Counter, Direction, DropReason, Envelope, Header, In,
@@ -58,13 +59,13 @@ struct Queue {
 
 impl InputBinding for Queue {
     fn pop(&self) -> Option<Envelope> {
-        self.items.lock().ok()?.pop_front()
+        self.items.lock().pop_front()
     }
     fn peek(&self) -> Option<Envelope> {
-        self.items.lock().ok()?.front().cloned()
+        self.items.lock().front().cloned()
     }
     fn len(&self) -> usize {
-        self.items.lock().map(|q| q.len()).unwrap_or(0)
+        self.items.lock().len()
     }
     fn is_closed(&self) -> bool {
         false
@@ -78,9 +79,7 @@ impl OutputBinding for Queue {
             seq: self.seq.fetch_add(1, Ordering::Relaxed),
             publish_time: Timestamp::from_nanos(10),
         };
-        if let Ok(mut items) = self.items.lock() {
-            items.push_back(Envelope { header, message });
-        }
+        self.items.lock().push_back(Envelope { header, message });
         Ok(header)
     }
     fn has_consumers(&self) -> bool {

@@ -13,10 +13,11 @@
 //! });
 //! ```
 
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -368,9 +369,7 @@ struct Ring {
 
 impl Ring {
     fn lock(&self) -> MutexGuard<'_, RingState> {
-        // A poisoned lock means the other side panicked; its state is still consistent
-        // (every update is a whole push or pop).
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 }
 
@@ -462,7 +461,7 @@ fn decode_thread(ring: Arc<Ring>, frames: Vec<PathBuf>, total: Option<u64>, pass
         };
         let mut state = ring.lock();
         while !state.stop && !state.items.is_empty() && state.bytes + bytes > ring.cap {
-            state = ring.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+            ring.changed.wait(&mut state);
         }
         if state.stop {
             return;
@@ -678,11 +677,7 @@ impl Node for ReplaySource {
                     let wait =
                         Duration::from_nanos(next_due.as_nanos().saturating_sub(now.as_nanos()))
                             .clamp(Duration::from_millis(1), Duration::from_millis(20));
-                    let _ = playback
-                        .ring
-                        .changed
-                        .wait_timeout(state, wait)
-                        .map_err(|_| "replay ring poisoned")?;
+                    playback.ring.changed.wait_for(&mut state, wait);
                 }
             }
         }

@@ -6,11 +6,13 @@
 //! run before any thread exists; only `spawn` starts threads.
 
 mod slots;
+mod spans;
 mod threads;
 mod wiring;
 
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use streamwire_core::{History, MessageInfo, ModuleValue, Trigger};
@@ -236,9 +238,7 @@ impl Make {
     /// A new signal, woken on stop.
     fn signal(&self) -> Arc<Signal> {
         let signal = Signal::new();
-        if let Ok(mut signals) = self.shared.signals.lock() {
-            signals.push(signal.clone());
-        }
+        self.shared.signals.lock().push(signal.clone());
         signal
     }
 
@@ -256,9 +256,7 @@ impl Make {
             self.shared.stopping.clone(),
             passthrough,
         );
-        if let Ok(mut hubs) = self.shared.hubs.lock() {
-            hubs.push(hub.clone());
-        }
+        self.shared.hubs.lock().push(hub.clone());
         hub
     }
 

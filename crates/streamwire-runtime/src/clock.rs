@@ -1,7 +1,8 @@
 //! The run clock, and the one wake-up primitive every waiting thread uses.
 
+use parking_lot::{Condvar, Mutex};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use streamwire_core::Timestamp;
@@ -162,13 +163,11 @@ impl Signal {
             }
             std::hint::spin_loop();
         }
-        let Ok(guard) = self.lock.lock() else {
-            return;
-        };
+        let mut guard = self.lock.lock();
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         let _ = self
             .changed
-            .wait_timeout_while(guard, timeout, |_| self.count() == since);
+            .wait_while_for(&mut guard, |_| self.count() == since, timeout);
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 }

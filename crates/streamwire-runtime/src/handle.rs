@@ -39,7 +39,8 @@ pub struct RunHandle {
 
 /// One thread of a run.
 pub(crate) struct ThreadRecord {
-    /// Its name (`sw camera`, `sw encode jpeg color_image`, `sw send color_image`).
+    /// What the report calls it (`camera`, `encode jpeg color_image`, `send color_image`);
+    /// its thread is named `sw<number> <name>`.
     pub(crate) name: String,
     /// Whether it runs a module instance (the run has finished when every one has).
     pub(crate) is_instance: bool,
@@ -179,7 +180,7 @@ impl RunHandle {
                 }
             } else {
                 // Left running (detached): it ignored the stop; the report names it.
-                stragglers.push(thread.name.trim_start_matches("sw ").to_owned());
+                stragglers.push(thread.name.clone());
             }
         }
         stragglers

@@ -1,7 +1,8 @@
 //! Testing one module without a blueprint, on the runtime's real queues.
 
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use streamwire_core::{
@@ -268,9 +269,8 @@ impl<M: Module + Node> Harness<M> {
             .counters
             .counters
             .lock()
-            .ok()
-            .and_then(|c| c.get(name).map(|c| c.get()))
-            .unwrap_or(0)
+            .get(name)
+            .map_or(0, |c| c.get())
     }
 
     /// True once the module called `cx.finish()`.

@@ -1,9 +1,11 @@
 //! Output hubs: one per stream in a process. A publish stamps the header once and hands
 //! the same shared message to every subscriber queue (a reference-count bump each).
 
+use parking_lot::RwLock;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
 
+use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{
     AnyMessage, DropReason, Envelope, Header, OutputBinding, PortError, codec::DynCodec,
 };
@@ -74,9 +76,8 @@ pub(crate) struct Hub {
     clock: Arc<dyn Clock>,
     stopping: Arc<AtomicBool>,
     pub(crate) passthrough: Option<Passthrough>,
-    /// True inside a burst of failures: logged once per burst (an atomic, since every
-    /// successful frame clears it).
-    failing: AtomicBool,
+    /// Failures: each counted, logged once per burst.
+    failures: BurstLog,
 }
 
 impl Hub {
@@ -98,7 +99,7 @@ impl Hub {
             clock,
             stopping,
             passthrough,
-            failing: AtomicBool::new(false),
+            failures: BurstLog::default(),
         })
     }
 
@@ -112,15 +113,13 @@ impl Hub {
         let id = self.next_subscriber.fetch_add(1, Ordering::Relaxed);
         let link = Arc::new(LinkCounters::default());
         queue.add_upstream();
-        if let Ok(mut subscribers) = self.subscribers.write() {
-            subscribers.push(Subscriber {
-                id,
-                queue: queue.clone(),
-                wants,
-                demand,
-                link: link.clone(),
-            });
-        }
+        self.subscribers.write().push(Subscriber {
+            id,
+            queue: queue.clone(),
+            wants,
+            demand,
+            link: link.clone(),
+        });
         if !self.open.load(Ordering::SeqCst) {
             queue.upstream_closed();
         }
@@ -129,10 +128,11 @@ impl Hub {
 
     /// Removes subscriber `id` (a tap detached, a module finished).
     pub(crate) fn unsubscribe(&self, id: u64) {
-        let removed = self.subscribers.write().ok().and_then(|mut subscribers| {
-            let at = subscribers.iter().position(|s| s.id == id)?;
-            Some(subscribers.remove(at))
-        });
+        let removed = {
+            let mut subscribers = self.subscribers.write();
+            let at = subscribers.iter().position(|s| s.id == id);
+            at.map(|at| subscribers.remove(at))
+        };
         if let Some(subscriber) = removed
             && self.open.load(Ordering::SeqCst)
         {
@@ -142,21 +142,17 @@ impl Hub {
 
     /// True while some subscriber needs this stream.
     pub(crate) fn has_demand(&self) -> bool {
-        self.subscribers.read().is_ok_and(|subscribers| {
-            subscribers.iter().any(|s| match &s.demand {
-                Demand::Always => true,
-                Demand::Via(downstream) => downstream.has_demand(),
-                Demand::Remote(publisher) => publisher.is_matched(),
-            })
+        self.subscribers.read().iter().any(|s| match &s.demand {
+            Demand::Always => true,
+            Demand::Via(downstream) => downstream.has_demand(),
+            Demand::Remote(publisher) => publisher.is_matched(),
         })
     }
 
     /// The producer finished: subscribers see their input close once drained.
     pub(crate) fn close(&self) {
-        if self.open.swap(false, Ordering::SeqCst)
-            && let Ok(subscribers) = self.subscribers.read()
-        {
-            for s in subscribers.iter() {
+        if self.open.swap(false, Ordering::SeqCst) {
+            for s in self.subscribers.read().iter() {
                 s.queue.upstream_closed();
             }
         }
@@ -164,19 +160,15 @@ impl Hub {
 
     /// Counts a message lost upstream (a failed decode) on every subscriber's input.
     pub(crate) fn count_on_subscribers(&self, reason: DropReason) {
-        if let Ok(subscribers) = self.subscribers.read() {
-            for s in subscribers.iter() {
-                s.queue.count(reason);
-            }
+        for s in self.subscribers.read().iter() {
+            s.queue.count(reason);
         }
     }
 
     /// Wakes every producer blocked on a subscriber's full queue (stopping).
     pub(crate) fn wake_blocked_producers(&self) {
-        if let Ok(subscribers) = self.subscribers.read() {
-            for s in subscribers.iter() {
-                s.queue.wake_producers();
-            }
+        for s in self.subscribers.read().iter() {
+            s.queue.wake_producers();
         }
     }
 
@@ -194,9 +186,7 @@ impl Hub {
     /// header, so latency at a pixel consumer includes encode and decode).
     pub(crate) fn forward(&self, envelope: Envelope) {
         self.published.fetch_add(1, Ordering::Relaxed);
-        let Ok(subscribers) = self.subscribers.read() else {
-            return;
-        };
+        let subscribers = self.subscribers.read();
         let published_type = envelope.message.type_name();
         // Sizes and the decode of ready-made bytes are worked out once per publish,
         // however many subscribers share them.
@@ -243,7 +233,6 @@ impl Hub {
         match passthrough.codec.decode_any(envelope.message.as_ref()) {
             Ok(message) => {
                 passthrough.decoded.fetch_add(1, Ordering::Relaxed);
-                self.recovered();
                 Some(Envelope {
                     header: envelope.header,
                     message: Arc::from(message),
@@ -259,13 +248,14 @@ impl Hub {
 
     /// Logs the first failure of a burst, with the stream's name; counts all of them.
     pub(crate) fn failed(&self, error: &dyn std::error::Error) {
-        if !self.failing.swap(true, Ordering::Relaxed) {
-            tracing::warn!(stream = %self.stream, "corrupt frame skipped: {error}");
+        if let Some(unsaid) = self.failures.note() {
+            tracing::warn!(
+                stream = %self.stream,
+                "corrupt frame skipped: {}{}",
+                chain(error),
+                more_since(unsaid)
+            );
         }
-    }
-
-    pub(crate) fn recovered(&self) {
-        self.failing.store(false, Ordering::Relaxed);
     }
 
     pub(crate) fn is_stopping(&self) -> bool {

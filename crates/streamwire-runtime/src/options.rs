@@ -117,7 +117,7 @@ pub enum StartError {
         error: streamwire_core::PortError,
     },
     /// The transport refused a publisher or a subscription.
-    #[error("stream `{stream}` cannot cross between partitions: {error}")]
+    #[error("stream `{stream}` cannot cross between partitions")]
     Transport {
         /// The stream.
         stream: String,

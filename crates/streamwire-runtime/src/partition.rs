@@ -4,10 +4,12 @@
 //! through an *ingress* (a subscription that reads frames into a hub of the receiving
 //! partition, whose consumers subscribe to it as to any local hub).
 
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex};
 
+use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{DropReason, Envelope, InputBinding, Qos};
 use streamwire_transport::{
     FrameError, Publisher, Rejection, SequenceTracker, Step, Subscription, Transport,
@@ -34,7 +36,7 @@ use crate::worker::{Exit, IDLE_RECHECK, Outcome, Shared};
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct StartGate {
-    inner: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    inner: Arc<(Mutex<bool>, parking_lot::Condvar)>,
 }
 
 impl StartGate {
@@ -45,15 +47,13 @@ impl StartGate {
 
     /// Lets the modules start.
     pub fn open(&self) {
-        if let Ok(mut open) = self.inner.0.lock() {
-            *open = true;
-        }
+        *self.inner.0.lock() = true;
         self.inner.1.notify_all();
     }
 
     /// Whether it was opened.
     pub fn is_open(&self) -> bool {
-        self.inner.0.lock().map(|open| *open).unwrap_or(true)
+        *self.inner.0.lock()
     }
 
     pub(crate) fn wake(&self) {
@@ -62,18 +62,11 @@ impl StartGate {
 
     /// Waits until opened or `stopping` is set.
     pub(crate) fn wait(&self, stopping: &AtomicBool) {
-        let Ok(mut open) = self.inner.0.lock() else {
-            return;
-        };
+        let mut open = self.inner.0.lock();
         while !*open && !stopping.load(Ordering::SeqCst) {
-            match self
-                .inner
+            self.inner
                 .1
-                .wait_timeout(open, std::time::Duration::from_millis(50))
-            {
-                Ok((guard, _)) => open = guard,
-                Err(_) => return,
-            }
+                .wait_for(&mut open, std::time::Duration::from_millis(50));
         }
     }
 }
@@ -102,8 +95,8 @@ pub(crate) struct IngressCounters {
     rejected: [AtomicU64; Rejection::ALL.len()],
     /// A version mismatch is logged once per ingress, with both versions.
     incompatible_logged: AtomicBool,
-    /// Inside a burst of refused frames: logged once per burst.
-    failing: AtomicBool,
+    /// Refused frames: each counted, logged once per burst.
+    refusals: BurstLog,
 }
 
 impl IngressCounters {
@@ -120,8 +113,8 @@ impl IngressCounters {
             if !self.incompatible_logged.swap(true, Ordering::Relaxed) {
                 tracing::warn!(stream = %key, "frame refused: {error}");
             }
-        } else if !self.failing.swap(true, Ordering::Relaxed) {
-            tracing::warn!(stream = %key, "frame refused: {error}");
+        } else if let Some(unsaid) = self.refusals.note() {
+            tracing::warn!(stream = %key, "frame refused: {}{}", chain(error), more_since(unsaid));
         }
     }
 }
@@ -159,9 +152,7 @@ impl Ingress {
                 };
                 // Loss on the wire is read from the link sequence of every frame that is
                 // a frame at all, before its payload is judged.
-                if let Ok(mut tracker) = counters.tracker.lock()
-                    && let Step::Gap { lost } = tracker.observe(frame.head.link_seq)
-                {
+                if let Step::Gap { lost } = counters.tracker.lock().observe(frame.head.link_seq) {
                     counters.lost.fetch_add(lost, Ordering::Relaxed);
                 }
                 if frame.end_of_stream {
@@ -171,7 +162,6 @@ impl Ingress {
                 }
                 match frame.decode_message(&accepted) {
                     Ok(message) => {
-                        counters.failing.store(false, Ordering::Relaxed);
                         hub.forward(Envelope {
                             header: frame.head.header(),
                             message: Arc::from(message),
@@ -259,6 +249,8 @@ impl SenderRecord {
 /// transport, one frame each (the frame is built only if someone is subscribed).
 pub(crate) struct SenderWorker {
     pub(crate) thread: usize,
+    /// Its `tracing` span (`process`, `stream`, `port`).
+    pub(crate) span: tracing::Span,
     pub(crate) publisher: Arc<dyn Publisher>,
     /// The codec that made the stream's messages (`jpeg` for an encode node), or empty.
     pub(crate) codec: &'static str,
@@ -271,8 +263,9 @@ pub(crate) struct SenderWorker {
 
 impl SenderWorker {
     pub(crate) fn run(self, exits: Sender<Exit>) {
-        let _span = tracing::info_span!("sender", key = %self.publisher.key()).entered();
-        let mut failing = false;
+        let span = self.span.clone();
+        let _entered = span.enter();
+        let failures = BurstLog::default();
         loop {
             let since = self.signal.count();
             if self.shared.is_stopping() {
@@ -289,14 +282,18 @@ impl SenderWorker {
                         )
                     });
                     match result {
-                        Ok(()) => failing = false,
+                        Ok(()) => {}
                         Err(TransportError::Closed) => break,
                         Err(error) => {
                             self.failed.fetch_add(1, Ordering::Relaxed);
-                            if !failing {
-                                tracing::warn!(key = %self.publisher.key(), "not sent: {error}");
+                            if let Some(unsaid) = failures.note() {
+                                tracing::warn!(
+                                    key = %self.publisher.key(),
+                                    "not sent: {}{}",
+                                    chain(&error),
+                                    more_since(unsaid)
+                                );
                             }
-                            failing = true;
                         }
                     }
                 }

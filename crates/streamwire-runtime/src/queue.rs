@@ -1,8 +1,9 @@
 //! Input queues: bounded by the port's QoS, counting every drop, timing every delivery.
 
+use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -146,9 +147,7 @@ impl InputQueue {
     /// Queues `envelope` by the queue's bound. Returns false when it was dropped (and
     /// counted) instead.
     pub(crate) fn push(&self, envelope: Envelope) -> bool {
-        let Ok(mut items) = self.items.lock() else {
-            return false;
-        };
+        let mut items = self.items.lock();
         let queued = match self.bound {
             Bound::KeepLast(n) => {
                 while items.len() >= n {
@@ -180,10 +179,7 @@ impl InputQueue {
                         .unwrap_or(MANUAL_POLL)
                         .min(Duration::from_millis(5))
                         .max(Duration::from_micros(50));
-                    items = match self.room.wait_timeout(items, wait) {
-                        Ok((guard, _)) => guard,
-                        Err(_) => return false,
-                    };
+                    self.room.wait_for(&mut items, wait);
                 }
             }
         };
@@ -213,27 +209,27 @@ impl InputQueue {
     }
 
     pub(crate) fn latency(&self) -> LatencySummary {
-        self.latency.lock().map(|l| l.summary()).unwrap_or_default()
+        self.latency.lock().summary()
     }
 }
 
 impl InputBinding for InputQueue {
     fn pop(&self) -> Option<Envelope> {
-        let envelope = self.items.lock().ok()?.pop_front()?;
+        let envelope = self.items.lock().pop_front()?;
         self.room.notify_one();
         self.delivered.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut latency) = self.latency.lock() {
-            latency.record(envelope.header.publish_time, self.clock.now());
-        }
+        self.latency
+            .lock()
+            .record(envelope.header.publish_time, self.clock.now());
         Some(envelope)
     }
 
     fn peek(&self) -> Option<Envelope> {
-        self.items.lock().ok()?.front().cloned()
+        self.items.lock().front().cloned()
     }
 
     fn len(&self) -> usize {
-        self.items.lock().map(|q| q.len()).unwrap_or(0)
+        self.items.lock().len()
     }
 
     fn is_closed(&self) -> bool {

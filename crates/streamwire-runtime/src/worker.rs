@@ -1,10 +1,11 @@
 //! The threads of a run: one per module instance, one per codec node.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use streamwire_core::codec::DynCodec;
@@ -42,15 +43,11 @@ impl Shared {
         if let Some(gate) = &self.gate {
             gate.wake();
         }
-        if let Ok(signals) = self.signals.lock() {
-            for signal in signals.iter() {
-                signal.notify();
-            }
+        for signal in self.signals.lock().iter() {
+            signal.notify();
         }
-        if let Ok(hubs) = self.hubs.lock() {
-            for hub in hubs.iter() {
-                hub.wake_blocked_producers();
-            }
+        for hub in self.hubs.lock().iter() {
+            hub.wake_blocked_producers();
         }
     }
 
@@ -119,10 +116,12 @@ impl RunContext for InstanceContext {
     }
 
     fn counter(&self, name: &str) -> Counter {
-        match self.counters.counters.lock() {
-            Ok(mut counters) => counters.entry(name.to_owned()).or_default().clone(),
-            Err(_) => Counter::new(),
-        }
+        self.counters
+            .counters
+            .lock()
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
     }
 
     fn sleep_until(&self, deadline: Timestamp) -> bool {
@@ -152,6 +151,8 @@ impl RunContext for InstanceContext {
 /// One instance's thread: its module, its bound inputs, its outputs.
 pub(crate) struct InstanceWorker {
     pub(crate) thread: usize,
+    /// Its `tracing` span (`process`, `instance`, `module`).
+    pub(crate) span: tracing::Span,
     pub(crate) name: String,
     pub(crate) module_type: &'static str,
     pub(crate) module: Box<dyn ModuleValue>,
@@ -234,7 +235,8 @@ impl InstanceWorker {
             taps: Some(self.taps.clone()),
         };
         let cpu_origin = cpu_time::ThreadTime::try_now().ok();
-        let _span = tracing::info_span!("module", module = %self.name).entered();
+        let span = self.span.clone();
+        let _entered = span.enter();
         if let Some(gate) = &self.shared.gate {
             gate.wait(&self.shared.stopping);
         }
@@ -399,6 +401,8 @@ pub(crate) struct CodecCounters {
 /// One codec node's thread.
 pub(crate) struct CodecWorker {
     pub(crate) thread: usize,
+    /// Its `tracing` span (`process`, `stream`, `port`, `role`, `codec`).
+    pub(crate) span: tracing::Span,
     pub(crate) role: CodecRole,
     pub(crate) codec: Box<dyn DynCodec>,
     /// The encoded message's wire name (what an encoder passes through unchanged).
@@ -413,7 +417,8 @@ pub(crate) struct CodecWorker {
 
 impl CodecWorker {
     pub(crate) fn run(self, exits: Sender<Exit>) {
-        let _span = tracing::info_span!("codec", stream = %self.output.stream).entered();
+        let span = self.span.clone();
+        let _entered = span.enter();
         loop {
             let since = self.signal.count();
             if self.shared.is_stopping() {
@@ -468,7 +473,6 @@ impl CodecWorker {
                 c.bytes_in.fetch_add(bytes_in, Ordering::Relaxed);
                 c.bytes_out
                     .fetch_add(content_bytes(message.as_ref()), Ordering::Relaxed);
-                self.output.recovered();
                 self.output.forward(Envelope {
                     header: envelope.header,
                     message,

@@ -9,7 +9,8 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -165,7 +166,7 @@ fn encode_once_decode_once_per_receiving_partition() {
         bytes_in.delivered + bytes_in.dropped.total(),
         inbound.frames - 1
     );
-    assert_eq!(received.lock().unwrap().len() as u64, bytes_in.delivered);
+    assert_eq!(received.lock().len() as u64, bytes_in.delivered);
 }
 
 /// Ready-made JPEG bytes cross the loopback byte for byte.
@@ -193,7 +194,7 @@ fn pass_through_jpeg_bytes_are_identical_after_the_loopback() {
     bp.autoconnect();
     let report = start_with(bp, RunOptions::default()).wait_timeout(GUARD);
     assert_eq!(report.reason, EndReason::Finished, "{report}");
-    assert_eq!(*received.lock().unwrap(), sent, "{report}");
+    assert_eq!(*received.lock(), sent, "{report}");
     let inbound = wire(
         &report.stats,
         WireDirection::In,

@@ -252,7 +252,7 @@ fn a_tap_receives_pixels_by_name_and_wrong_names_are_clear_errors() {
 fn ready_made_bytes_pass_through_unchanged_and_pixels_get_one_decode() {
     let frames = jpeg_frames(6);
     let sent: Vec<Vec<u8>> = frames.iter().map(|f| f.data().to_vec()).collect();
-    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let received = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
     let mut bp = Blueprint::new();
     bp.add(
         "camera",
@@ -279,7 +279,7 @@ fn ready_made_bytes_pass_through_unchanged_and_pixels_get_one_decode() {
     assert_eq!(encode.done, 0, "nothing is re-encoded: {report}");
     assert_eq!(encode.passed_through, 6);
     assert_eq!(encode.dropped, 0);
-    assert_eq!(*received.lock().unwrap(), sent, "byte-identical");
+    assert_eq!(*received.lock(), sent, "byte-identical");
     let ready_made = report
         .stats
         .codecs
@@ -514,7 +514,7 @@ fn codec_nodes_keep_the_producers_header_and_the_sensor_stamp() {
 #[module(crate = streamwire_core)]
 struct SelfTapper {
     #[state]
-    listed: std::sync::Arc<std::sync::Mutex<Vec<(String, &'static str)>>>,
+    listed: std::sync::Arc<parking_lot::Mutex<Vec<(String, &'static str)>>>,
     #[state]
     tap: Option<Box<dyn streamwire_core::StreamTap>>,
 }
@@ -526,7 +526,7 @@ impl Node for SelfTapper {
 
     fn start(&mut self, cx: &mut Context<'_>) -> NodeResult {
         let taps = cx.taps().ok_or("a run offers taps")?;
-        *self.listed.lock().unwrap() = taps.streams();
+        *self.listed.lock() = taps.streams();
         self.tap = Some(taps.tap("color_image", Some("streamwire/CompressedImage"))?);
         let unknown = taps
             .tap("nowhere", None)
@@ -555,7 +555,7 @@ impl Node for SelfTapper {
 
 #[test]
 fn a_module_taps_its_own_run_and_the_harness_offers_none() {
-    let listed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listed = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
     let mut bp = Blueprint::new();
     bp.add("camera", Camera::new(u32::MAX, Duration::from_millis(2)));
     bp.add(
@@ -587,7 +587,7 @@ fn a_module_taps_its_own_run_and_the_harness_offers_none() {
         1,
         "{stats}"
     );
-    let listed = listed.lock().unwrap().clone();
+    let listed = listed.lock().clone();
     assert!(
         listed.contains(&("color_image".to_owned(), "streamwire/Image")),
         "{listed:?}"

@@ -9,8 +9,9 @@
 
 #![expect(clippy::unwrap_used, reason = "a benchmark: a failure is a bug to see")]
 
+use parking_lot::Mutex;
 use std::hint::black_box;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -49,7 +50,7 @@ fn main() {
             Arc::new(move |frame: Bytes| {
                 let frame = WireFrame::parse(frame).unwrap();
                 let message = frame.decode_message(&accepted).unwrap();
-                *sink_slot.lock().unwrap() = message.downcast_ref::<Image>().cloned();
+                *sink_slot.lock() = message.downcast_ref::<Image>().cloned();
             }),
         )
         .unwrap();
@@ -64,24 +65,24 @@ fn main() {
     let kept_copy: Mutex<Option<Bytes>> = Mutex::default();
     let memcpy = || {
         let copy = Bytes::copy_from_slice(black_box(image.data()));
-        *kept_copy.lock().unwrap() = Some(black_box(copy));
+        *kept_copy.lock() = Some(black_box(copy));
     };
     let kept_frame: Mutex<Option<Bytes>> = Mutex::default();
     let encode = || {
         let frame = WireFrame::encode(&image, header, 1, "").unwrap();
-        *kept_frame.lock().unwrap() = Some(black_box(frame));
+        *kept_frame.lock() = Some(black_box(frame));
     };
     let frame = WireFrame::encode(&image, header, 1, "").unwrap();
     let kept_message = Mutex::new(None);
     let decode = || {
         let parsed = WireFrame::parse(frame.clone()).unwrap();
-        *kept_message.lock().unwrap() = Some(black_box(parsed.decode_message(&accepted).unwrap()));
+        *kept_message.lock() = Some(black_box(parsed.decode_message(&accepted).unwrap()));
     };
 
     let ((), hop_bytes) = allocated_during(hop);
     let ((), copy_bytes) = allocated_during(memcpy);
     assert_eq!(
-        received.lock().unwrap().as_ref().map(|i| i.data().len()),
+        received.lock().as_ref().map(|i| i.data().len()),
         Some(image.data().len())
     );
     let cases: [(&str, &dyn Fn()); 4] = [

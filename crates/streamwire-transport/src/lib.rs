@@ -19,7 +19,8 @@
 //! peers run.
 //!
 //! ```
-//! use std::sync::{Arc, Mutex};
+//! use std::sync::Arc;
+//! use parking_lot::Mutex;
 //! use bytes::Bytes;
 //! use streamwire_core::Qos;
 //! use streamwire_transport::{Loopback, Transport};
@@ -32,11 +33,11 @@
 //! let subscription = transport.subscribe(
 //!     "chatter",
 //!     Qos::DEFAULT,
-//!     Arc::new(move |frame: Bytes| sink.lock().unwrap().push(frame)),
+//!     Arc::new(move |frame: Bytes| sink.lock().push(frame)),
 //! )?;
 //! assert!(publisher.is_matched());
 //! publisher.put(&mut |link_seq| Ok(Bytes::from(format!("hello {link_seq}"))))?;
-//! assert_eq!(got.lock().unwrap()[0], Bytes::from("hello 0"));
+//! assert_eq!(got.lock()[0], Bytes::from("hello 0"));
 //! drop(subscription);
 //! assert!(!publisher.is_matched());
 //! # Ok::<(), streamwire_transport::TransportError>(())
@@ -75,8 +76,14 @@ pub enum TransportError {
     #[error(transparent)]
     Frame(#[from] FrameError),
     /// The engine beneath failed (a network error, a refused declaration).
-    #[error("transport: {0}")]
-    Engine(String),
+    #[error("transport: cannot {what}")]
+    Engine {
+        /// What the transport was doing ("declare the publisher of `<key>`").
+        what: String,
+        /// The engine's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// Called once per received frame, on the transport's thread: the frame's bytes, shared

@@ -2,9 +2,10 @@
 //! them. Every message crosses as a serialized frame; a frame put is handed to each
 //! subscriber of its key as the same `Bytes` (no copy between subscribers).
 
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use bytes::Bytes;
 use streamwire_core::Qos;
@@ -93,10 +94,7 @@ impl std::fmt::Debug for Loopback {
 
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, KeyState>> {
-        // A sink that panicked poisoned nothing we rely on: the map stays consistent.
-        self.keys
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.keys.lock()
     }
 
     fn subscribers(&self, key: &str) -> Vec<Arc<SubscriberState>> {
@@ -126,11 +124,7 @@ impl Inner {
         };
         for publisher in publishers {
             if publisher.matched.swap(matched, Ordering::SeqCst) != matched {
-                let listeners = publisher
-                    .listeners
-                    .read()
-                    .map(|l| l.clone())
-                    .unwrap_or_default();
+                let listeners = publisher.listeners.read().clone();
                 for listener in listeners {
                     listener(matched);
                 }
@@ -276,9 +270,7 @@ impl Publisher for PublisherState {
     }
 
     fn on_matching(&self, listener: MatchingListener) {
-        if let Ok(mut listeners) = self.listeners.write() {
-            listeners.push(listener);
-        }
+        self.listeners.write().push(listener);
     }
 
     fn counters(&self) -> PublisherCounters {

@@ -9,8 +9,6 @@
 
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, header};
 use subtle::ConstantTimeEq as _;
@@ -191,48 +189,8 @@ fn normalise_origin(origin: &str) -> String {
     origin.trim().trim_end_matches('/').to_ascii_lowercase()
 }
 
-/// Says something once per burst: the first event of a burst is logged, later ones within
-/// [`BURST_QUIET`] of that line only counted, and told in the next line.
-#[derive(Debug, Default)]
-pub(crate) struct BurstLog {
-    /// When the last line was written, and the events since that were not.
-    state: Mutex<(Option<Instant>, u64)>,
-}
-
-/// How long after a line more events of its kind are only counted.
-pub(crate) const BURST_QUIET: Duration = Duration::from_secs(10);
-
-impl BurstLog {
-    /// `Some(n)` when this event is to be logged, `n` being the events since the last
-    /// line that were not.
-    pub(crate) fn note(&self) -> Option<u64> {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let now = Instant::now();
-        match state.0 {
-            Some(at) if now.duration_since(at) < BURST_QUIET => {
-                state.1 += 1;
-                None
-            }
-            _ => {
-                let unsaid = state.1;
-                *state = (Some(now), 0);
-                Some(unsaid)
-            }
-        }
-    }
-}
-
-/// ` (and N more since the last such line)`, or nothing.
-pub(crate) fn more_since(unsaid: u64) -> String {
-    if unsaid == 0 {
-        String::new()
-    } else {
-        format!(" (and {unsaid} more since the last such line)")
-    }
-}
+// The relay's refusals are logged once per burst, as every repeating failure is.
+pub(crate) use streamwire_core::log::{BurstLog, more_since};
 
 #[cfg(test)]
 mod tests {
@@ -315,14 +273,5 @@ mod tests {
         assert_eq!(token.len(), 48);
         assert!(token.chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(token, random_token().expect("random"));
-    }
-
-    #[test]
-    fn a_burst_is_said_once() {
-        let log = BurstLog::default();
-        assert_eq!(log.note(), Some(0));
-        assert_eq!(log.note(), None);
-        assert_eq!(log.note(), None);
-        assert_eq!(more_since(2), " (and 2 more since the last such line)");
     }
 }

@@ -76,8 +76,9 @@ mod server;
 mod typedefs;
 pub mod wire;
 
+use parking_lot::{Condvar, Mutex};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use streamwire_core::{Context, Node, NodeResult, Out, Trigger};
@@ -307,26 +308,24 @@ impl RelayAddress {
     pub fn wait(&self, timeout: Duration) -> Option<SocketAddr> {
         let deadline = Instant::now() + timeout;
         let (lock, ready) = &*self.0;
-        let mut bound = lock.lock().ok()?;
+        let mut bound = lock.lock();
         while bound.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return None;
             }
-            bound = ready.wait_timeout(bound, left).ok()?.0;
+            ready.wait_for(&mut bound, left);
         }
         bound.as_ref().map(|b| b.address)
     }
 
     fn bound(&self) -> Option<Bound> {
-        self.0.0.lock().ok().and_then(|b| b.clone())
+        self.0.0.lock().clone()
     }
 
     fn set(&self, address: SocketAddr, token: Option<String>) {
         let (lock, ready) = &*self.0;
-        if let Ok(mut bound) = lock.lock() {
-            *bound = Some(Bound { address, token });
-        }
+        *lock.lock() = Some(Bound { address, token });
         ready.notify_all();
     }
 }

@@ -10,11 +10,12 @@
 //! `stall_timeout` before disconnecting the client. Nothing a client does reaches the
 //! run's threads but its commands (`cmd_vel`), through a bounded counted channel.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -99,7 +100,7 @@ pub enum RelayError {
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere must not take the relay down with it: the data is counters and
     // queues, valid at every point.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    m.lock()
 }
 
 /// A topic browsers can subscribe to.
@@ -1214,7 +1215,13 @@ fn attach(
     let tap = shared
         .taps
         .tap(&topic.stream, Some(topic.tap_as))
-        .map_err(|e| format!("cannot tap `/{}`: {e}", topic.stream))?;
+        .map_err(|e| {
+            format!(
+                "cannot tap `/{}`: {}",
+                topic.stream,
+                streamwire_core::log::chain(e.as_ref())
+            )
+        })?;
     let feed = Arc::new(Feed {
         topic: topic.clone(),
         subscribers: Mutex::new(vec![(client.clone(), entry)]),
@@ -1224,8 +1231,11 @@ fn attach(
     let thread = {
         let shared = shared.clone();
         let feed = feed.clone();
+        // A number first: Linux keeps 15 bytes of a thread's name, and topics share prefixes.
+        static FEEDS: AtomicUsize = AtomicUsize::new(0);
+        let n = FEEDS.fetch_add(1, Ordering::Relaxed);
         std::thread::Builder::new()
-            .name(format!("sw web {}", topic.stream))
+            .name(format!("sw web{n} {}", topic.stream))
             .spawn(move || run_feed(&shared, &feed, tap))
     };
     thread.map_err(|e| format!("cannot start the feed of `/{}`: {e}", topic.stream))?;

@@ -3,11 +3,12 @@
 
 mod common;
 
+use parking_lot::Mutex;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::chromium::{Chromium, chromium_present, eval};
@@ -202,7 +203,7 @@ impl PageServer {
                     while !stop.load(Ordering::SeqCst) {
                         match listener.accept() {
                             Ok((stream, _)) => {
-                                let html = page.lock().map(|p| p.clone()).unwrap_or_default();
+                                let html = page.lock().clone();
                                 let _ = serve_page(stream, &html, &roslib);
                             }
                             Err(_) => std::thread::sleep(Duration::from_millis(10)),
@@ -266,9 +267,7 @@ fn roslib_subscribes_with_cbor_and_json() -> anyhow::Result<()> {
         SyntheticCamera::new(320, 240, 15.0, None),
     );
     let token = run.token.clone().unwrap_or_default();
-    if let Ok(mut page) = server.page.lock() {
-        *page = roslib_page(run.addr, &token);
-    }
+    *server.page.lock() = roslib_page(run.addr, &token);
     let chromium = Chromium::launch()?;
     let tab = chromium.tab()?;
     tab.navigate_to(&format!("{}/", server.origin))?;
@@ -321,9 +320,7 @@ fn a_page_of_another_origin_is_refused() -> anyhow::Result<()> {
         SyntheticCamera::new(64, 48, 10.0, None),
     );
     let token = run.token.clone().unwrap_or_default();
-    if let Ok(mut page) = server.page.lock() {
-        *page = roslib_page(run.addr, &token);
-    }
+    *server.page.lock() = roslib_page(run.addr, &token);
     let chromium = Chromium::launch()?;
     let tab = chromium.tab()?;
     tab.navigate_to(&format!("{}/", server.origin))?;

@@ -400,7 +400,7 @@ async fn browsers_publish_cmd_vel_only() {
     .await;
     let deadline = std::time::Instant::now() + WAIT;
     loop {
-        let got = run.commands.lock().map(|c| c.clone()).unwrap_or_default();
+        let got = run.commands.lock().clone();
         if let Some(twist) = got.first() {
             assert_eq!(twist.linear.x, 0.5);
             assert_eq!(twist.angular.z, -0.25);
@@ -455,7 +455,7 @@ async fn browsers_publish_cmd_vel_only() {
     )
     .await;
     assert!(status_error(&mut ws).await.contains("data"));
-    assert_eq!(run.commands.lock().map(|c| c.len()).unwrap_or(0), 1);
+    assert_eq!(run.commands.lock().len(), 1);
     drop(run);
 }
 

@@ -357,14 +357,13 @@ fn child(endpoints: &str) -> Result<(), Failure> {
     let (tx, rx) = mpsc::channel::<Bytes>();
     let mut subscriptions = Vec::new();
     for transport in [&on, &off] {
-        let tx = std::sync::Mutex::new(tx.clone());
+        let tx = parking_lot::Mutex::new(tx.clone());
         subscriptions.push(transport.subscribe(
             KEY,
             QOS,
             Arc::new(move |frame| {
-                if let Ok(tx) = tx.lock() {
-                    let _ = tx.send(frame);
-                }
+                let tx = tx.lock();
+                let _ = tx.send(frame);
             }),
         )?);
     }

@@ -41,10 +41,11 @@
 //! connects only on the endpoints it is given, by default `tcp/127.0.0.1:0` (loopback, an
 //! ephemeral port).
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -209,24 +210,35 @@ pub enum ZenohError {
     )]
     BadRunId(String),
     /// The configuration was refused.
-    #[error("zenoh configuration `{key}`: {error}")]
+    #[error("zenoh configuration `{key}`")]
     Config {
         /// The configuration key.
         key: &'static str,
         /// zenoh's error.
-        error: String,
+        #[source]
+        error: zenoh::Error,
     },
     /// The session could not open (an endpoint refused, a port taken, credentials
     /// refused).
-    #[error("cannot open the zenoh session: {0}")]
-    Open(String),
+    #[error("cannot open the zenoh session")]
+    Open(#[source] zenoh::Error),
+    /// No free port for an endpoint that asked for port 0.
+    #[error("cannot find a free port on {host}")]
+    FreePort {
+        /// The host of the endpoint.
+        host: String,
+        /// The operating system's error.
+        #[source]
+        error: std::io::Error,
+    },
     /// The zenoh configuration file could not be read.
-    #[error("zenoh configuration file {path}: {error}")]
+    #[error("zenoh configuration file {path}")]
     ConfigFile {
         /// The file.
         path: PathBuf,
         /// zenoh's error.
-        error: String,
+        #[source]
+        error: zenoh::Error,
     },
 }
 
@@ -283,7 +295,7 @@ impl ZenohTransport {
             Some(path) => {
                 zenoh::Config::from_file(path).map_err(|error| ZenohError::ConfigFile {
                     path: path.clone(),
-                    error: error.to_string(),
+                    error,
                 })?
             }
             None => zenoh::Config::default(),
@@ -366,14 +378,9 @@ impl ZenohTransport {
         for (key, value) in settings {
             config
                 .insert_json5(key, &value)
-                .map_err(|error| ZenohError::Config {
-                    key,
-                    error: error.to_string(),
-                })?;
+                .map_err(|error| ZenohError::Config { key, error })?;
         }
-        let session = zenoh::open(config)
-            .wait()
-            .map_err(|error| ZenohError::Open(error.to_string()))?;
+        let session = zenoh::open(config).wait().map_err(ZenohError::Open)?;
         Ok(ZenohTransport {
             inner: Arc::new(Inner {
                 session,
@@ -541,17 +548,27 @@ fn with_free_port(endpoint: &str) -> Result<String, ZenohError> {
         return Ok(endpoint.to_owned());
     };
     let bind_host = host.trim_start_matches('[').trim_end_matches(']');
-    let listener = std::net::TcpListener::bind((bind_host, 0))
-        .map_err(|error| ZenohError::Open(format!("cannot find a free port on {host}: {error}")))?;
+    let listener =
+        std::net::TcpListener::bind((bind_host, 0)).map_err(|error| ZenohError::FreePort {
+            host: host.to_owned(),
+            error,
+        })?;
     let port = listener
         .local_addr()
-        .map_err(|error| ZenohError::Open(error.to_string()))?
+        .map_err(|error| ZenohError::FreePort {
+            host: host.to_owned(),
+            error,
+        })?
         .port();
     Ok(format!("tcp/{host}:{port}"))
 }
 
-fn engine(error: impl std::fmt::Display) -> TransportError {
-    TransportError::Engine(error.to_string())
+/// zenoh's error, kept as the source, saying what was being done.
+fn engine(what: impl Into<String>) -> impl FnOnce(zenoh::Error) -> TransportError {
+    move |source| TransportError::Engine {
+        what: what.into(),
+        source,
+    }
 }
 
 impl Transport for ZenohTransport {
@@ -578,7 +595,7 @@ impl Transport for ZenohTransport {
             })
             .express(state)
             .wait()
-            .map_err(engine)?;
+            .map_err(engine(format!("declare the publisher of `{key}`")))?;
         let shared = Arc::new(PublisherShared {
             matched: AtomicBool::new(false),
             listeners: RwLock::new(Vec::new()),
@@ -592,10 +609,13 @@ impl Transport for ZenohTransport {
                 .callback(move |status| shared.set_matched(status.matching()))
                 .background()
                 .wait()
-                .map_err(engine)?;
+                .map_err(engine(format!("watch the subscribers of `{key}`")))?;
         }
         // The listener reports changes; the status now is asked once.
-        let now = publisher.matching_status().wait().map_err(engine)?;
+        let now = publisher
+            .matching_status()
+            .wait()
+            .map_err(engine(format!("ask who subscribes to `{key}`")))?;
         shared.set_matched(now.matching());
         let (history, queryable) = match history_depth(qos) {
             Some(depth) => {
@@ -620,7 +640,7 @@ impl Transport for ZenohTransport {
                         }
                     })
                     .wait()
-                    .map_err(engine)?;
+                    .map_err(engine(format!("declare the history of `{key}`")))?;
                 (Some(cache), Some(queryable))
             }
             None => (None, None),
@@ -682,7 +702,7 @@ impl Transport for ZenohTransport {
                         std::borrow::Cow::Owned(vec) => Bytes::from(vec),
                     };
                     if let Some(gate) = &gate {
-                        let mut gate = gate.lock().unwrap_or_else(PoisonError::into_inner);
+                        let mut gate = gate.lock();
                         if let Gate::Fetching(held) = &mut *gate {
                             held.push(bytes);
                             return;
@@ -691,7 +711,7 @@ impl Transport for ZenohTransport {
                     sink(bytes);
                 })
                 .wait()
-                .map_err(engine)?
+                .map_err(engine(format!("subscribe to `{key}`")))?
         };
         if let Some(gate) = gate {
             let fetch = HistoryFetch {
@@ -705,7 +725,10 @@ impl Transport for ZenohTransport {
             std::thread::Builder::new()
                 .name("sw-zenoh-history".to_owned())
                 .spawn(move || fetch.run())
-                .map_err(|e| TransportError::Engine(format!("history thread: {e}")))?;
+                .map_err(|error| TransportError::Engine {
+                    what: "start the history thread".to_owned(),
+                    source: Box::new(error),
+                })?;
         }
         Ok(Box::new(ZenohSubscription {
             key: key.to_owned(),
@@ -725,22 +748,13 @@ impl Transport for ZenohTransport {
             .declare_token(self.announcement_key(key, partition))
             .wait()
         {
-            Ok(token) => self
-                .inner
-                .announced
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(token),
+            Ok(token) => self.inner.announced.lock().push(token),
             Err(error) => tracing::warn!("announcing {partition} on {key}: {error}"),
         }
     }
 
     fn close(&self) {
-        self.inner
-            .announced
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        self.inner.announced.lock().clear();
         if !self.inner.closed.swap(true, Ordering::SeqCst)
             && let Err(error) = self.inner.session.close().wait()
         {
@@ -757,7 +771,7 @@ struct PublisherShared {
 impl PublisherShared {
     fn set_matched(&self, matched: bool) {
         if self.matched.swap(matched, Ordering::SeqCst) != matched {
-            let listeners = self.listeners.read().map(|l| l.clone()).unwrap_or_default();
+            let listeners = self.listeners.read().clone();
             for listener in listeners {
                 listener(matched);
             }
@@ -773,7 +787,7 @@ struct RecentFrames {
 
 impl RecentFrames {
     fn remember(&self, seq: u64, frame: Bytes) {
-        let mut frames = self.frames.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut frames = self.frames.lock();
         if frames.len() == self.depth {
             frames.pop_front();
         }
@@ -781,7 +795,7 @@ impl RecentFrames {
     }
 
     fn snapshot(&self) -> Vec<(u64, Bytes)> {
-        let frames = self.frames.lock().unwrap_or_else(PoisonError::into_inner);
+        let frames = self.frames.lock();
         frames.iter().cloned().collect()
     }
 }
@@ -826,7 +840,7 @@ impl HistoryFetch {
             Err(error) => tracing::warn!("asking {} for its history: {error}", self.selector),
         }
         remembered.sort_by_key(|(seq, _)| *seq);
-        let mut gate = self.gate.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut gate = self.gate.lock();
         let held = match std::mem::replace(&mut *gate, Gate::Open) {
             Gate::Fetching(held) => held,
             Gate::Open => Vec::new(),
@@ -898,7 +912,10 @@ impl Publisher for ZenohPublisher {
             }
         }
         let len = frame.len() as u64;
-        self.publisher.put(frame).wait().map_err(engine)?;
+        self.publisher
+            .put(frame)
+            .wait()
+            .map_err(engine("send a frame"))?;
         self.frames.fetch_add(1, Ordering::Relaxed);
         self.wire_bytes.fetch_add(len, Ordering::Relaxed);
         Ok(())
@@ -942,9 +959,7 @@ impl Publisher for ZenohPublisher {
     }
 
     fn on_matching(&self, listener: MatchingListener) {
-        if let Ok(mut listeners) = self.shared.listeners.write() {
-            listeners.push(listener);
-        }
+        self.shared.listeners.write().push(listener);
     }
 
     fn counters(&self) -> PublisherCounters {

@@ -7,7 +7,8 @@
     reason = "test helpers: a failure is the test failing"
 )]
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -86,7 +87,7 @@ fn frames_cross_between_sessions_and_matching_follows_subscribers() {
     let publisher = a.publisher("chatter", Qos::DEFAULT).unwrap();
     let matched_events = Arc::new(Mutex::new(Vec::new()));
     let events = matched_events.clone();
-    publisher.on_matching(Arc::new(move |m| events.lock().unwrap().push(m)));
+    publisher.on_matching(Arc::new(move |m| events.lock().push(m)));
     assert!(!publisher.is_matched());
     // Nobody listens: a put is counted, not sent.
     publisher
@@ -100,7 +101,7 @@ fn frames_cross_between_sessions_and_matching_follows_subscribers() {
         .subscribe(
             "chatter",
             Qos::DEFAULT,
-            Arc::new(move |frame: Bytes| sink.lock().unwrap().push(frame)),
+            Arc::new(move |frame: Bytes| sink.lock().push(frame)),
         )
         .unwrap();
     assert!(
@@ -116,8 +117,8 @@ fn frames_cross_between_sessions_and_matching_follows_subscribers() {
         };
         publisher.put(&mut |_| Ok(payload.clone())).unwrap();
     }
-    assert!(until(|| got.lock().unwrap().len() == 3));
-    let got_frames = got.lock().unwrap().clone();
+    assert!(until(|| got.lock().len() == 3));
+    let got_frames = got.lock().clone();
     assert_eq!(got_frames[1], big, "a 3 MB frame arrives whole");
     assert_eq!(got_frames[2], Bytes::from(vec![2u8; 10]));
     assert_eq!(subscription.counters().frames, 3);
@@ -125,7 +126,7 @@ fn frames_cross_between_sessions_and_matching_follows_subscribers() {
 
     drop(subscription);
     assert!(until(|| !publisher.is_matched()), "matching never ended");
-    assert_eq!(*matched_events.lock().unwrap(), vec![true, false]);
+    assert_eq!(*matched_events.lock(), vec![true, false]);
     a.close();
     b.close();
 }
@@ -690,7 +691,7 @@ fn with_access_control_a_peer_without_the_right_credentials_gets_no_data() {
             .subscribe(
                 "camera",
                 Qos::DEFAULT,
-                Arc::new(move |_frame: Bytes| *sink.lock().unwrap() += 1),
+                Arc::new(move |_frame: Bytes| *sink.lock() += 1),
             )
             .unwrap();
         (got, subscription)
@@ -708,7 +709,7 @@ fn with_access_control_a_peer_without_the_right_credentials_gets_no_data() {
         publisher
             .put(&mut |_| Ok(Bytes::from_static(b"frame")))
             .unwrap();
-        *to_operator.lock().unwrap() >= 10
+        *to_operator.lock() >= 10
     }));
     std::thread::sleep(Duration::from_millis(300));
     let robot_zid: zenoh::session::ZenohId = robot.session().zid();
@@ -717,11 +718,11 @@ fn with_access_control_a_peer_without_the_right_credentials_gets_no_data() {
         visitor_peers.contains(&robot_zid),
         "the visitor is connected to the robot (admitted, just not allowed)"
     );
-    assert_eq!(*to_visitor.lock().unwrap(), 0, "the visitor got frames");
+    assert_eq!(*to_visitor.lock(), 0, "the visitor got frames");
     if let (Some(intruder), Some((got, _s3))) = (&intruder, &to_intruder) {
         let peers: Vec<_> = intruder.session().info().peers_zid().wait().collect();
         assert!(peers.is_empty(), "the intruder was admitted: {peers:?}");
-        assert_eq!(*got.lock().unwrap(), 0, "the intruder got frames");
+        assert_eq!(*got.lock(), 0, "the intruder got frames");
     }
     drop(publisher);
     for transport in [

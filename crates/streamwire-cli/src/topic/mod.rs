@@ -6,10 +6,11 @@ pub(crate) mod stats;
 #[cfg(feature = "zenoh")]
 mod zenoh;
 
+use parking_lot::Mutex;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -310,11 +311,7 @@ impl Node for StatsSource {
     }
 
     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
-        let next = self
-            .next
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let next = self.next.lock().take();
         if let Some(stats) = next {
             self.stats.publish(stats)?;
         }
@@ -475,7 +472,7 @@ impl Feed for InProcess {
     }
 
     fn publish_stats(&mut self, stats: &TopicStats) {
-        *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = Some(stats.clone());
+        *self.stats.lock() = Some(stats.clone());
     }
 
     fn stats_stream(&self) -> String {

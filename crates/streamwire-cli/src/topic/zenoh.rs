@@ -2,9 +2,10 @@
 //! coordinator's endpoint, finds the other processes by gossip over that connection, and
 //! subscribes to a stream's key like a receiving partition does.
 
+use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::Write;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -167,7 +168,7 @@ impl ZenohFeed {
                 Arc::new(move |frame: Bytes| {
                     let arrived = (Instant::now(), Timestamp::now());
                     let (lock, wake) = &*sink_inbox;
-                    let mut inbox = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                    let mut inbox = lock.lock();
                     if inbox.frames.len() >= depth {
                         inbox.frames.pop_front();
                         inbox.dropped += 1;
@@ -223,7 +224,7 @@ impl Feed for ZenohFeed {
         loop {
             let (arrived, arrived_wall, frame) = {
                 let (lock, wake) = &*self.inbox;
-                let mut inbox = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut inbox = lock.lock();
                 loop {
                     if let Some(entry) = inbox.frames.pop_front() {
                         break entry;
@@ -232,10 +233,7 @@ impl Feed for ZenohFeed {
                     if left.is_zero() {
                         return None;
                     }
-                    inbox = wake
-                        .wait_timeout(inbox, left)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0;
+                    wake.wait_for(&mut inbox, left);
                 }
             };
             let bytes = frame.len() as u64;
@@ -268,7 +266,7 @@ impl Feed for ZenohFeed {
 
     fn dropped(&self) -> u64 {
         let (lock, _) = &*self.inbox;
-        lock.lock().unwrap_or_else(PoisonError::into_inner).dropped + self.refused
+        lock.lock().dropped + self.refused
     }
 
     fn ended(&mut self) -> Option<String> {

@@ -19,7 +19,7 @@ use crate::taps::{PartitionTaps, StreamHub, TapPoint};
 use crate::worker::{CodecCounters, CodecWorker, Exit, InstanceWorker, Shared};
 
 use super::slots::{InstanceSlot, codec_label, codec_role};
-use super::{RunBuilder, schema};
+use super::{RunBuilder, schema, spans};
 
 impl RunBuilder {
     /// Phase `codec workers`: a worker per codec node that runs here, its codec built
@@ -47,9 +47,10 @@ impl RunBuilder {
                 queue: Some(slot.queue.clone()),
             });
             self.codec_threads.push(PendingThread {
-                name: format!("sw {}", codec_label(node)),
+                name: codec_label(node),
                 worker: Worker::Codec(CodecWorker {
                     thread: 0,
+                    span: spans::codec(&self.plan, node),
                     role: codec_role(node),
                     codec: engine,
                     encoded_type: node.codec.encoded().name(),
@@ -87,7 +88,13 @@ impl RunBuilder {
                 })
                 .collect();
             for (port, codec, producer) in unplanned {
-                self.tap_encoder(partition, port, codec, &producer)?;
+                let span = spans::tap_encoder(
+                    &node.placement.to_string(),
+                    &node.name,
+                    port.field(),
+                    &port.stream,
+                );
+                self.tap_encoder(partition, port, codec, &producer, span)?;
             }
         }
         Ok(())
@@ -100,6 +107,7 @@ impl RunBuilder {
         port: &PlanPort,
         codec: CodecInfo,
         producer: &Arc<Hub>,
+        span: tracing::Span,
     ) -> Result<(), StartError> {
         let label = format!("tap encoder {} {}", codec.name(), port.stream);
         let engine = codec
@@ -136,9 +144,10 @@ impl RunBuilder {
             queue: Some(queue.clone()),
         });
         self.tap_encoder_threads.push(PendingThread {
-            name: format!("sw {label}"),
+            name: label.clone(),
             worker: Worker::Codec(CodecWorker {
                 thread: 0,
+                span,
                 role: CodecRole::Encode,
                 codec: engine,
                 encoded_type: codec.encoded().name(),
@@ -224,9 +233,10 @@ impl RunBuilder {
             failed: failed.clone(),
         });
         self.sender_threads.push(PendingThread {
-            name: format!("sw send {}", publisher.key()),
+            name: format!("send {}", stream.name),
             worker: Worker::Sender(SenderWorker {
                 thread: 0,
+                span: spans::sender(&self.plan, self.layout.name(stream.partition), &stream.name),
                 publisher,
                 codec: stream.codec,
                 queue,
@@ -304,7 +314,7 @@ impl RunBuilder {
 
 /// A thread to start.
 pub(super) struct PendingThread {
-    /// Its name (`sw camera`, `sw encode jpeg color_image`, `sw send color_image`).
+    /// What the report calls it (`camera`, `encode jpeg color_image`, `send color_image`).
     name: String,
     /// What it runs.
     worker: Worker,
@@ -353,6 +363,7 @@ fn instance_thread(
     let node = plan.instance(id).filter(|_| slot.here)?;
     let worker = InstanceWorker {
         thread: 0,
+        span: spans::instance(node),
         name: node.name.clone(),
         module_type: node.module_type,
         module: slot.module?,
@@ -377,9 +388,16 @@ fn instance_thread(
         }),
     };
     Some(PendingThread {
-        name: format!("sw {}", node.name),
+        name: node.name.clone(),
         worker: Worker::Instance(Box::new(worker)),
     })
+}
+
+/// The operating system's name of thread number `thread`: `sw<thread> <name>`. Linux keeps
+/// the first 15 bytes of a name (what `top -H` and `ps -L` show), so the number comes
+/// first: every thread of a run is told apart even when names share a long prefix.
+fn os_thread_name(thread: usize, name: &str) -> String {
+    format!("sw{thread} {name}")
 }
 
 /// Starts `pending` as thread number `thread` of the run.
@@ -392,7 +410,7 @@ fn start_thread(
     let is_instance = matches!(worker, Worker::Instance(_));
     let exits = exits.clone();
     let handle = std::thread::Builder::new()
-        .name(name.clone())
+        .name(os_thread_name(thread, &name))
         .spawn(move || worker.run(thread, exits))
         .map_err(|error| StartError::Spawn {
             name: name.clone(),
@@ -404,4 +422,30 @@ fn start_thread(
         handle: Some(handle),
         exited: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::os_thread_name;
+
+    #[test]
+    fn thread_names_differ_within_the_fifteen_bytes_linux_keeps() {
+        let names = [
+            "encode jpeg color_image",
+            "encode jpeg color_image_left",
+            "send color_image",
+            "send color_image_left",
+            "camera",
+        ];
+        let kept: Vec<String> = (0..60)
+            .map(|thread| {
+                let name = os_thread_name(thread, names[thread % names.len()]);
+                name.bytes().take(15).map(char::from).collect()
+            })
+            .collect();
+        let mut unique = kept.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), kept.len(), "{kept:?}");
+    }
 }

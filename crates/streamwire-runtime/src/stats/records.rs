@@ -2,8 +2,9 @@
 //! node, tap and wire end, holding the live counters; [`Records::snapshot`] reads them
 //! into [`RunStats`] (`RunHandle::stats`, and the final report).
 
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use streamwire_core::DropReason;
@@ -203,8 +204,9 @@ impl Records {
                     counters: c
                         .counters
                         .lock()
-                        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.get())).collect())
-                        .unwrap_or_default(),
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.get()))
+                        .collect(),
                 }
             })
             .collect()
@@ -213,17 +215,14 @@ impl Records {
     fn tap_stats(&self) -> Vec<TapStats> {
         self.taps
             .lock()
-            .map(|taps| {
-                taps.iter()
-                    .map(|t| TapStats {
-                        stream: t.stream.clone(),
-                        attached: t.attached.load(Ordering::SeqCst),
-                        delivered: t.queue.delivered.load(Ordering::Relaxed),
-                        dropped: t.queue.dropped(DropReason::QueueFull),
-                    })
-                    .collect()
+            .iter()
+            .map(|t| TapStats {
+                stream: t.stream.clone(),
+                attached: t.attached.load(Ordering::SeqCst),
+                delivered: t.queue.delivered.load(Ordering::Relaxed),
+                dropped: t.queue.dropped(DropReason::QueueFull),
             })
-            .unwrap_or_default()
+            .collect()
     }
 }
 

@@ -184,15 +184,13 @@ pub struct ByteSink {
     #[port(name = "color_image/compressed", keep_all)]
     pub jpeg: In<Compressed<Image>>,
     #[state]
-    pub received: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+    pub received: std::sync::Arc<parking_lot::Mutex<Vec<Vec<u8>>>>,
 }
 
 impl Node for ByteSink {
     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
         while let Some(jpeg) = self.jpeg.recv()? {
-            if let Ok(mut received) = self.received.lock() {
-                received.push(jpeg.message.data().to_vec());
-            }
+            self.received.lock().push(jpeg.message.data().to_vec());
         }
         Ok(())
     }

@@ -11,9 +11,10 @@
 pub mod chromium;
 pub mod raw;
 
+use parking_lot::Mutex;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use streamwire::msgs::{
@@ -220,9 +221,7 @@ pub struct CommandSink {
 impl Node for CommandSink {
     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
         while let Some(twist) = self.cmd_vel.recv()? {
-            if let Ok(mut received) = self.received.lock() {
-                received.push(twist.message);
-            }
+            self.received.lock().push(twist.message);
         }
         Ok(())
     }
