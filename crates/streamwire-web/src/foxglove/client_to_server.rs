@@ -82,11 +82,9 @@ pub(crate) struct NamedParameter {
 pub(crate) fn parse_text(text: &str) -> Result<ClientOp, String> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let op = value
-        .get("op")
-        .and_then(|op| op.as_str())
-        .unwrap_or("(none)")
-        .to_owned();
+    let Some(op) = value.get("op").and_then(|op| op.as_str()).map(str::to_owned) else {
+        return Err("expected a JSON object with an `op` (a string)".to_owned());
+    };
     serde_json::from_value(value).map_err(|e| {
         if e.to_string().starts_with("unknown variant") {
             format!(
@@ -144,6 +142,7 @@ mod tests {
             r#"{"op":"callService"}"#,
             r#"{"op":"subscribe","subscriptions":[{"id":-1,"channelId":3}]}"#,
             "[1, 2]",
+            r#"{"subscriptions":[]}"#,
             "not json",
         ];
         let text: Vec<String> = cases

@@ -45,7 +45,7 @@ use client_to_server::{ClientBinary, ClientChannel, ClientOp, parse_binary, pars
 pub(crate) use server_to_client::message_data;
 
 use crate::RelayConfig;
-use crate::access::{BurstLog, more_since};
+use streamwire_core::log::{BurstLog, more_since};
 use crate::listener::Connection;
 use crate::protocol::{self, Encoding};
 use crate::server::{
@@ -225,8 +225,14 @@ impl Session {
             }
             ClientOp::Unsubscribe { subscription_ids } => {
                 for id in subscription_ids {
-                    if let Some(entry) = self.subscriptions.remove(&id) {
-                        end_subscription(shared, client, &entry);
+                    match self.subscriptions.remove(&id) {
+                        Some(entry) => end_subscription(shared, client, &entry),
+                        None => refuse(
+                            shared,
+                            client,
+                            &format!("no subscription {id} to end"),
+                            None,
+                        ),
                     }
                 }
             }

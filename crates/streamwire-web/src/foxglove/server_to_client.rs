@@ -10,6 +10,8 @@ use super::channels::Channel;
 pub(crate) const CAPABILITIES: [&str; 2] = ["clientPublish", "parameters"];
 /// The encodings a client may publish in.
 pub(crate) const CLIENT_ENCODINGS: [&str; 2] = ["cdr", "json"];
+/// The ROS 2 distribution of the types written (streamwire-ros2's Jazzy types).
+const ROS_DISTRO: &str = "jazzy";
 /// `messageData`'s binary opcode.
 const MESSAGE_DATA: u8 = 0x01;
 /// A status's level: an error.
@@ -22,7 +24,9 @@ pub(crate) fn server_info() -> String {
         "name": "streamwire",
         "capabilities": CAPABILITIES,
         "supportedEncodings": CLIENT_ENCODINGS,
-        "metadata": {},
+        // The ROS 2 distribution whose types the channels carry: Lichtblick and Foxglove
+        // then know the common ROS 2 types (for publishing) as foxglove_bridge's clients do.
+        "metadata": {"ROS_DISTRO": ROS_DISTRO},
     })
     .to_string()
 }
