@@ -486,8 +486,7 @@ impl PageServer {
 
 impl Drop for PageServer {
     fn drop(&mut self) {
-        self.stop
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -531,7 +530,10 @@ fn in_a_browser_a_page_of_another_origin_gets_nothing() -> anyhow::Result<()> {
     let page = |origin: &str| {
         format!(
             "{origin}/?relay={}",
-            relay.replace('&', "%26").replace('?', "%3F").replace('=', "%3D")
+            relay
+                .replace('&', "%26")
+                .replace('?', "%3F")
+                .replace('=', "%3D")
         )
     };
     let chromium = common::chromium::Chromium::launch()?;
@@ -552,7 +554,11 @@ fn in_a_browser_a_page_of_another_origin_gets_nothing() -> anyhow::Result<()> {
     assert_eq!(result["protocol"], "foxglove.sdk.v1", "{result}");
     assert_eq!(
         result["ops"].as_array().map(|ops| ops[..3].to_vec()),
-        Some(vec![json!("serverInfo"), json!("advertise"), json!("status")]),
+        Some(vec![
+            json!("serverInfo"),
+            json!("advertise"),
+            json!("status")
+        ]),
         "{result}"
     );
     let status = result["statuses"][0].as_str().unwrap_or("");

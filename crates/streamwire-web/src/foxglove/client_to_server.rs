@@ -82,7 +82,11 @@ pub(crate) struct NamedParameter {
 pub(crate) fn parse_text(text: &str) -> Result<ClientOp, String> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let Some(op) = value.get("op").and_then(|op| op.as_str()).map(str::to_owned) else {
+    let Some(op) = value
+        .get("op")
+        .and_then(|op| op.as_str())
+        .map(str::to_owned)
+    else {
         return Err("expected a JSON object with an `op` (a string)".to_owned());
     };
     serde_json::from_value(value).map_err(|e| {

@@ -45,12 +45,12 @@ use client_to_server::{ClientBinary, ClientChannel, ClientOp, parse_binary, pars
 pub(crate) use server_to_client::message_data;
 
 use crate::RelayConfig;
-use streamwire_core::log::{BurstLog, more_since};
 use crate::listener::Connection;
 use crate::protocol::{self, Encoding};
 use crate::server::{
     Client, ClientTopic, Dialect, Shared, Topic, accept_client, clip, end_subscription, subscribe,
 };
+use streamwire_core::log::{BurstLog, more_since};
 
 /// Where the relay serves the protocol.
 pub(crate) const PATH: &str = "/foxglove";
