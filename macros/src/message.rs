@@ -33,6 +33,7 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
                     other => {
                         let hint = did_you_mean(other, KINDS.iter().copied())
                             .map(|s| format!(" (did you mean `{s}`?)"))
+                            // infallible: no close key is no hint, not a failure
                             .unwrap_or_default();
                         cx.error_spanned_by(
                             &value,
@@ -49,9 +50,11 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
                     .path
                     .get_ident()
                     .map(ToString::to_string)
+                    // infallible: a path that is not an identifier is an unknown key, reported just below
                     .unwrap_or_default();
                 let hint = did_you_mean(&key, MESSAGE_KEYS.iter().copied())
                     .map(|s| format!("; did you mean `{s}`?"))
+                    // infallible: no close key is no hint, not a failure
                     .unwrap_or_default();
                 cx.error_spanned_by(
                     &meta.path,

@@ -476,5 +476,6 @@ fn first_doc_line(attrs: &[syn::Attribute]) -> String {
             _ => None,
         })
         .find(|line| !line.is_empty())
+        // infallible: an item without a doc line has no summary
         .unwrap_or_default()
 }

@@ -33,6 +33,7 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
             let main = generate(&m);
             quote!(#main #file)
         })
+        // infallible: a struct that does not parse reports its errors through `cx`; nothing more to generate
         .unwrap_or_default();
     quote! {
         #errors

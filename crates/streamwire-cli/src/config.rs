@@ -426,6 +426,7 @@ fn alias_of(var: &str) -> Option<(&'static GlobalSetting, &'static EnvAlias)> {
 pub fn suggest<'a>(key: &str, valid: impl IntoIterator<Item = &'a str>) -> String {
     did_you_mean(key, valid)
         .map(|s| format!(" (did you mean `{s}`?)"))
+        // infallible: no close key is no hint, not a failure
         .unwrap_or_default()
 }
 

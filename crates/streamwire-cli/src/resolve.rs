@@ -211,6 +211,7 @@ fn from_file(
     path: &str,
     layers: &[Setting],
 ) -> anyhow::Result<Built> {
+    // infallible: the file was parsed already; without line numbers its settings are still named by key
     let lines = KeyLines::of(text).unwrap_or_default();
     let at = |keys: &[&str]| Source::File {
         path: path.to_owned(),

@@ -325,6 +325,7 @@ fn join(b: &mut Board, request: JoinRequest) -> (JoinReply, Option<Event>) {
     let reply = JoinReply {
         version: protocol::VERSION,
         accepted: refusal.is_none(),
+        // infallible: an accepted join has no refusal to give
         reason: refusal.clone().unwrap_or_default(),
         run_id: b.run_id.clone(),
     };

@@ -158,6 +158,7 @@ impl<M: Message + DefaultCodec> Codec<M> for DefaultCodecOf<M> {
     }
 
     fn params(&self) -> CodecParams {
+        // infallible: the box holds `M::Codec`: `from_params` made it
         self.inner().map(Codec::params).unwrap_or_default()
     }
 
@@ -292,6 +293,7 @@ impl CodecParams {
                     .iter()
                     .find(|k| k.contains(key.as_str()) || key.contains(*k))
                     .map(|k| format!("; did you mean `{k}`?"))
+                    // infallible: no close key is no hint, not a failure
                     .unwrap_or_default(),
                 known: if known.is_empty() {
                     "none".to_owned()

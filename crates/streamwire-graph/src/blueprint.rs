@@ -343,6 +343,7 @@ impl Blueprint {
             let names: Vec<&str> = self.instances.iter().map(|i| i.name.as_str()).collect();
             let hint = names::did_you_mean(instance, names.iter().copied())
                 .map(|s| format!(" (did you mean `{s}`?)"))
+                // infallible: no close name is no hint, not a failure
                 .unwrap_or_default();
             return Err(format!(
                 "no instance `{instance}`{hint}; the instances are: {}",
@@ -365,6 +366,7 @@ impl Blueprint {
             None => {
                 let hint = names::did_you_mean(port, valid.iter().copied())
                     .map(|s| format!(" (did you mean `{s}`?)"))
+                    // infallible: no close name is no hint, not a failure
                     .unwrap_or_default();
                 Err(format!(
                     "`{instance}` ({}) has no {what} `{port}`{hint}; its {what}s are: {}",

@@ -544,6 +544,7 @@ impl fmt::Display for Problem {
                 suggestion
                     .as_ref()
                     .map(|s| format!("; did you mean `{s}`?"))
+                    // infallible: no close name is no hint, not a failure
                     .unwrap_or_default()
             ),
             Problem::InvalidCodecParams {

@@ -569,6 +569,7 @@ fn resolve_settings(
                     codec_refused = true;
                 }
             }
+            // infallible: a stream without settings has no parameters of its own
             let stream_params = settings.map(|s| s.params.clone()).unwrap_or_default();
             // Blueprint-wide defaults apply to the parameters this stream's codec has
             // (`max_width` means nothing to zstd); the stream's own settings beat them.

@@ -356,6 +356,7 @@ impl fmt::Display for Plan {
             let links = links_by_stream
                 .get(summary.name.as_str())
                 .map(Vec::as_slice)
+                // infallible: a stream without links has none to list
                 .unwrap_or_default();
             if links.is_empty() {
                 writeln!(f, "  no consumers")?;

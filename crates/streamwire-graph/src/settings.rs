@@ -697,6 +697,7 @@ fn codec_info_of<M: Message, C: Codec<M>>(_codec: &C) -> CodecInfo {
 #[error(
     "no codec `{name}` is known for `{message}` on this stream (known: {}){}",
     if known.is_empty() { "none" } else { known.as_str() },
+    // infallible: no close name is no hint, not a failure
     suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default()
 )]
 pub struct UnknownCodec {
@@ -743,11 +744,13 @@ impl FromStr for StreamSettings {
                 )
             };
             if is_keyword(key, "compression") {
+                // infallible: a key without a value is the empty text, which the parse refuses
                 let compression = value.unwrap_or_default().parse()?;
                 if settings.compression.replace(compression).is_some() {
                     return Err(twice());
                 }
             } else if is_keyword(key, "codec") {
+                // infallible: a key without a value is the empty text, refused just below
                 let name = value.unwrap_or_default();
                 if name.is_empty() || name.contains(char::is_whitespace) {
                     return Err(ParseError::invalid(

@@ -152,6 +152,7 @@ pub(crate) fn rows(data: &[u8], layout: Layout) -> impl ExactSizeIterator<Item =
     (0..layout.height).map(move |y| {
         let start = y.saturating_mul(layout.step);
         data.get(start..start.saturating_add(layout.row_bytes))
+            // infallible: step >= row_bytes (checked at construction): every row is in range
             .unwrap_or_default()
     })
 }
@@ -189,6 +190,7 @@ pub(crate) fn clip(text: &str) -> String {
     const MAX: usize = 64;
     match text.char_indices().nth(MAX) {
         None => text.to_owned(),
+        // infallible: `cut` comes from `char_indices`, a character boundary
         Some((cut, _)) => format!("{}...", text.get(..cut).unwrap_or_default()),
     }
 }

@@ -239,10 +239,12 @@ fn parse_header(bytes: &[u8]) -> Result<(Header, &[u8]), PcdError> {
             return Err(PcdError::NoData);
         };
         let (line, after) = rest.split_at(newline);
+        // infallible: `after` starts with the newline found above
         rest = after.get(1..).unwrap_or_default();
         line_no = line_no.saturating_add(1);
         let line = std::str::from_utf8(line).map_err(|_| PcdError::NotText { line: line_no })?;
         // Comments start with '#', also at the end of a line.
+        // infallible: `split` yields at least one piece
         let line = line.split('#').next().unwrap_or_default().trim();
         let mut words = line.split_whitespace();
         let Some(key) = words.next() else { continue };

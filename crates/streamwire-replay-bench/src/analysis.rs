@@ -210,6 +210,7 @@ pub fn analyze(dir: &Path) -> Result<CellResult, BenchError> {
             let name = file
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
+                // infallible: files come from `read_dir` and have names
                 .unwrap_or_default();
             let lines: Vec<Arrival> = read_lines(&file)?;
             arrivals.push((

@@ -93,6 +93,7 @@ fn draw_bars<DB: DrawingBackend>(
         .x_label_formatter(&move |x| {
             let i = x.floor() as usize;
             if (x - x.floor() - 0.5).abs() < 0.01 {
+                // infallible: a tick between groups has no label
                 groups.get(i).cloned().unwrap_or_default()
             } else {
                 String::new()

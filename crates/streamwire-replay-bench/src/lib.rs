@@ -371,6 +371,7 @@ fn context(options: &Options) -> String {
         options
             .fps
             .map(|f| format!(" at {f} fps"))
+            // infallible: no rate asked is no rate to print
             .unwrap_or_default(),
         if options.netns {
             "in a network namespace of its own (`unshare -n`)"

@@ -88,6 +88,7 @@ impl Sampler {
         self.last = now;
         let tree = root
             .map(|r| self.tree(Pid::from_u32(r)))
+            // infallible: before the run's process exists there is no tree to sample
             .unwrap_or_default();
         let mut cpu_delta_ms = 0u64;
         let mut rss = 0u64;

@@ -18,6 +18,7 @@ use crate::{
 fn clip(value: &str) -> String {
     match value.char_indices().nth(64) {
         None => value.to_owned(),
+        // infallible: `cut` comes from `char_indices`, a character boundary
         Some((cut, _)) => format!("{}...", value.get(..cut).unwrap_or_default()),
     }
 }

@@ -237,6 +237,7 @@ impl MsgDef {
     fn parse_line(&mut self, package: &str, line: &str) -> Result<(), String> {
         let line = line.trim();
         let Some((type_text, rest)) = line.split_once(char::is_whitespace) else {
+            // infallible: `split` yields at least one piece
             return match line.split('#').next().unwrap_or_default().trim() {
                 "" => Ok(()),
                 other => Err(format!("`{other}` has no name")),
@@ -259,6 +260,7 @@ impl MsgDef {
             let value = match ty.base {
                 // A string constant's value is the rest of the line, `#` included.
                 BaseType::String(_) => value.trim(),
+                // infallible: `split` yields at least one piece
                 _ => value.split('#').next().unwrap_or_default().trim(),
             };
             let prim = match (&ty.base, ty.repeat) {
@@ -273,6 +275,7 @@ impl MsgDef {
             });
             return Ok(());
         }
+        // infallible: `split` yields at least one piece
         let default = after.split('#').next().unwrap_or_default().trim();
         self.fields.push(Field {
             name: name.to_owned(),

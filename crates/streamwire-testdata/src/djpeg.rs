@@ -31,11 +31,14 @@ pub fn decode(file: &[u8], label: &str) -> Option<Vec<u8>> {
         "djpeg failed on {label}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    Some(pnm_samples(&output.stdout).to_vec())
+    match pnm_samples(&output.stdout) {
+        Some(samples) => Some(samples.to_vec()),
+        None => panic!("djpeg wrote a PNM without samples for {label}"),
+    }
 }
 
 /// The samples of a binary PNM (`P5|P6\n<w> <h>\n255\n` then the samples).
-fn pnm_samples(pnm: &[u8]) -> &[u8] {
+fn pnm_samples(pnm: &[u8]) -> Option<&[u8]> {
     let mut pos = 0;
     for _ in 0..4 {
         while pnm.get(pos).is_some_and(u8::is_ascii_whitespace) {
@@ -45,7 +48,7 @@ fn pnm_samples(pnm: &[u8]) -> &[u8] {
             pos += 1;
         }
     }
-    pnm.get(pos + 1..).unwrap_or_default()
+    pnm.get(pos + 1..)
 }
 
 #[cfg(test)]
@@ -54,8 +57,8 @@ mod tests {
     fn the_samples_follow_the_header() {
         assert_eq!(
             super::pnm_samples(b"P6\n2 1\n255\n\x01\x02\x03\x04\x05\x06"),
-            b"\x01\x02\x03\x04\x05\x06"
+            Some(&b"\x01\x02\x03\x04\x05\x06"[..])
         );
-        assert_eq!(super::pnm_samples(b"P5"), b"");
+        assert_eq!(super::pnm_samples(b"P5"), None);
     }
 }

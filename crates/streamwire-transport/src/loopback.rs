@@ -101,6 +101,7 @@ impl Inner {
         self.lock()
             .get(key)
             .map(|state| state.subscribers.clone())
+            // infallible: a key nobody subscribed to has no subscribers
             .unwrap_or_default()
     }
 

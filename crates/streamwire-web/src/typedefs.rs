@@ -10,6 +10,7 @@ use streamwire_ros2::schema::RosSchema;
 pub(crate) fn full_text(ros_type: &str) -> String {
     RosSchema::standard(ros_type)
         .map(|schema| schema.full_text())
+        // infallible: only a type with no ROS 2 definition fails (a user's message): it has no full text
         .unwrap_or_default()
 }
 

@@ -63,6 +63,7 @@ fn open(connect: &[String], run_id: Option<&str>) -> anyhow::Result<ZenohTranspo
                 .collect();
             match runs.len() {
                 1 => {
+                    // infallible: this arm has exactly one run
                     let run = runs.into_iter().next().unwrap_or_default();
                     Ok(transport.with_run_id(&run)?)
                 }

@@ -305,6 +305,7 @@ fn parse_sof(
 fn skip_entropy_data(data: &[u8], mut pos: usize) -> Result<(usize, usize), JpegError> {
     let mut bytes = 0usize;
     loop {
+        // infallible: past the end reads as no bytes, which the loop below reports as truncated data
         let rest = data.get(pos..).unwrap_or_default();
         let Some(run) = rest.iter().position(|&b| b == 0xFF) else {
             return Err(truncated(

@@ -98,7 +98,10 @@ pub(super) fn stitch(
     out.extend_from_slice(&[0xFF, 0xD8]);
     for segment in &layout.header {
         let start = out.len();
-        out.extend_from_slice(first.get(segment.clone()).unwrap_or_default());
+        let bytes = first
+            .get(segment.clone())
+            .ok_or_else(|| JpegError::Encoder("strip header segment out of range".into()))?;
+        out.extend_from_slice(bytes);
         if segment.start == layout.sof {
             // The frame header of the first file declares its own height: declare the image's.
             let at = start + 5;
@@ -109,11 +112,15 @@ pub(super) fn stitch(
     }
     out.extend_from_slice(&[0xFF, 0xDD, 0x00, 0x04]);
     out.extend_from_slice(&interval.to_be_bytes());
-    out.extend_from_slice(first.get(layout.scan_header.clone()).unwrap_or_default());
+    let scan_header = first
+        .get(layout.scan_header.clone())
+        .ok_or_else(|| JpegError::Encoder("strip scan header out of range".into()))?;
+    out.extend_from_slice(scan_header);
     for (index, &(strip, file)) in parts.iter().enumerate() {
         let data = if index == 0 {
             layout.entropy(first)
         } else {
+            // infallible: a number mod 8 fits a u8
             let marker = u8::try_from((strip.saturating_sub(1)) % 8).unwrap_or_default();
             out.extend_from_slice(&[0xFF, 0xD0 + marker]);
             Layout::of(file)?.entropy(file)
@@ -121,6 +128,7 @@ pub(super) fn stitch(
         .ok_or_else(|| JpegError::Encoder("strip without entropy-coded data".into()))?;
         let start = out.len();
         out.extend_from_slice(data);
+        // infallible: `start` is the length before the extend just above
         renumber_restarts(out.get_mut(start..).unwrap_or_default(), strip);
     }
     out.extend_from_slice(&[0xFF, 0xD9]);
@@ -162,6 +170,7 @@ pub(super) fn rows_of<'a>(
 /// entropy-coded data a 0xFF byte is either stuffed (`FF 00`) or starts a marker, so every
 /// `FF D0..=D7` is a restart marker.
 fn renumber_restarts(entropy: &mut [u8], offset: u32) {
+    // infallible: a number mod 8 fits a u8
     let offset = u8::try_from(offset % 8).unwrap_or_default();
     if offset == 0 {
         return;
