@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use streamwire_core::log::chain;
 use streamwire_core::{Codec, Envelope, Message as _};
 use streamwire_msgs::{CompressedImage, DepthImage, Zstd};
 use streamwire_ros2::RosMessage;
@@ -57,7 +58,8 @@ pub(crate) fn channels_of(topics: &[Arc<Topic>]) -> Vec<Channel> {
                     if let Some((ros_type, Err(error))) = other {
                         tracing::warn!(
                             topic = %topic.stream,
-                            "web relay: no ROS 2 schema for `{ros_type}` ({error}): Foxglove gets the topic as JSON"
+                            "web relay: no ROS 2 schema for `{ros_type}` ({}): Foxglove gets the topic as JSON",
+                            chain(&error)
                         );
                     }
                     Channel {
@@ -94,13 +96,13 @@ pub(crate) fn payload(topic: &Topic, envelope: &Envelope) -> Result<Vec<u8>, Str
                 bytes.format()
             ));
         }
-        let depth: DepthImage =
-            Codec::<DepthImage>::decode(&Zstd::default(), bytes).map_err(|e| e.to_string())?;
-        return depth.to_cdr().map_err(|e| e.to_string());
+        let depth: DepthImage = Codec::<DepthImage>::decode(&Zstd::default(), bytes)
+            .map_err(|e| chain(&e).to_string())?;
+        return depth.to_cdr().map_err(|e| chain(&e).to_string());
     }
     match streamwire_ros2::encode_any(message) {
         Some(Ok((_, cdr))) => Ok(cdr),
-        Some(Err(error)) => Err(error.to_string()),
+        Some(Err(error)) => Err(chain(&error).to_string()),
         None => Err(format!(
             "`{}` has no ROS 2 form though its channel says `{ros_type}`",
             message.type_name()

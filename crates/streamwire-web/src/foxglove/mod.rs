@@ -50,7 +50,7 @@ use crate::protocol::{self, Encoding};
 use crate::server::{
     Client, ClientTopic, Dialect, Shared, Topic, accept_client, clip, end_subscription, subscribe,
 };
-use streamwire_core::log::{BurstLog, more_since};
+use streamwire_core::log::{BurstLog, chain, more_since};
 
 /// Where the relay serves the protocol.
 pub(crate) const PATH: &str = "/foxglove";
@@ -353,7 +353,7 @@ impl Session {
             ));
         };
         let twist = match encoding {
-            Publish::Cdr => Twist::from_cdr(payload.to_vec()).map_err(|e| e.to_string()),
+            Publish::Cdr => Twist::from_cdr(payload.to_vec()).map_err(|e| chain(&e).to_string()),
             Publish::Json => serde_json::from_slice(payload)
                 .map_err(|e| e.to_string())
                 .and_then(|value| protocol::twist(&value)),
