@@ -108,6 +108,81 @@ fn the_demo_relay_takes_its_token_and_origins_from_web_keys() {
     assert!(stderr.contains("letters, digits"), "{stderr}");
 }
 
+/// `-o foxglove.enabled=true`: the run prints the Foxglove URL with its token, and the
+/// relay (in its worker process) serves the protocol there; off by default.
+#[test]
+fn the_demo_serves_foxglove_when_asked() {
+    use std::io::{BufRead, BufReader, Read, Write};
+
+    let out = streamwire(&["config", "demo"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.contains("foxglove.enabled"));
+    assert!(line.is_some_and(|l| l.contains("false")), "{stdout}");
+
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "demo",
+            "--duration",
+            "5",
+            "-o",
+            "web.port=0",
+            "-o",
+            "foxglove.enabled=true",
+        ])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("streamwire starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (lines, said) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    let url = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match said.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(rest) = line.split("connection to ws://").nth(1) {
+                    break rest.split(' ').next().unwrap_or("").to_owned();
+                }
+                seen.push(line);
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no Foxglove URL printed:\n{}", seen.join("\n"));
+            }
+        }
+    };
+    // 127.0.0.1:PORT/foxglove?token=<48 hex digits>
+    let (host, path) = url.split_once('/').expect("a path");
+    let token = path.strip_prefix("foxglove?token=").unwrap_or("");
+    assert_eq!(token.len(), 48, "{url}");
+    let get = |path: &str| {
+        let mut stream = std::net::TcpStream::connect(host).expect("the relay listens");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout set");
+        write!(stream, "GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n").expect("sent");
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response.split(' ').nth(1).unwrap_or("").to_owned()
+    };
+    // Served, asking for a websocket; without the token, refused.
+    assert_eq!(get(path), "426");
+    assert_eq!(get("foxglove"), "401");
+    let status = child.wait().expect("the run ends");
+    assert!(status.success(), "{}", seen.join("\n"));
+}
+
 #[test]
 fn demo_graph_shows_the_global_quality() {
     let out = streamwire(&["graph", "demo", "-o", "jpeg_quality=60"]);
