@@ -807,12 +807,16 @@ fn qos_in_plans_defaults_by_kind_and_port_overrides() {
     let (odometry_qos, origin) = port("mapper", "odometry");
     assert_eq!(odometry_qos.history, streamwire::History::KeepLast(10));
     assert_eq!(origin, "state defaults");
-    // The encoded stream inherits its stream's QoS (the producer's output).
+    // The encode node keeps what the strictest consumer it serves keeps (the recorder's
+    // depth 30), with the producer's reliability and durability otherwise.
     let encoder = plan
         .codec_nodes()
         .find(|c| c.kind == CodecKind::Encode)
         .unwrap();
-    assert_eq!(encoder.qos, port("cam", "color_image").0);
+    let cam_qos = port("cam", "color_image").0;
+    assert_eq!(encoder.qos.history, streamwire::History::KeepLast(30));
+    assert_eq!(encoder.qos.reliability, cam_qos.reliability);
+    assert_eq!(encoder.qos.durability, cam_qos.durability);
     insta::assert_snapshot!(plan);
 }
 

@@ -7,7 +7,7 @@ use syn::{DeriveInput, Ident, LitStr, Path};
 use crate::ctxt::Ctxt;
 use streamwire_names::did_you_mean;
 
-const MESSAGE_KEYS: &[&str] = &["crate", "name", "kind"];
+const MESSAGE_KEYS: &[&str] = &["crate", "name", "kind", "payload_len"];
 const KINDS: &[&str] = &["sensor", "state"];
 
 pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
@@ -15,6 +15,7 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
     let mut krate: Path = syn::parse_quote!(::streamwire);
     let mut name: Option<LitStr> = None;
     let mut kind: Option<Ident> = None;
+    let mut payload_len: Option<syn::ExprPath> = None;
     for a in input.attrs.iter().filter(|a| a.path().is_ident("message")) {
         let result = a.parse_nested_meta(|meta| {
             if meta.path.is_ident("crate") {
@@ -25,6 +26,8 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
                     cx.error_spanned_by(&lit, format!("invalid message type name: {problem}"));
                 }
                 name = Some(lit);
+            } else if meta.path.is_ident("payload_len") {
+                payload_len = Some(meta.value()?.parse()?);
             } else if meta.path.is_ident("kind") {
                 let value: Ident = meta.value()?.parse()?;
                 match value.to_string().as_str() {
@@ -93,12 +96,28 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
         }
     };
     let kind = kind.map(|k| quote!(const KIND: #krate::MessageKind = #krate::MessageKind::#k;));
+    let payload_len = match payload_len {
+        Some(path) => quote! {
+            fn payload_len(&self) -> usize {
+                #path(self)
+            }
+        },
+        None => {
+            let fields = byte_fields(input);
+            quote! {
+                fn payload_len(&self) -> usize {
+                    0 #(+ <[u8]>::len(&self.#fields))*
+                }
+            }
+        }
+    };
     quote! {
         const _: () = {
             #[automatically_derived]
             impl #krate::Message for #ident {
                 const TYPE_NAME: &'static str = #type_name;
                 #kind
+                #payload_len
             }
 
             #[automatically_derived]
@@ -127,4 +146,40 @@ fn type_name_problem(name: &str) -> Option<String> {
     name.chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '/' | '.')))
         .map(|c| format!("`{c}` is not allowed (use ASCII letters, digits, `_`, `/` and `.`)"))
+}
+
+/// The fields of a struct that hold content bytes (`Bytes`, `bytes::Bytes`, `Vec<u8>`),
+/// by name or index: what the derived `payload_len` sums.
+fn byte_fields(input: &DeriveInput) -> Vec<syn::Member> {
+    let syn::Data::Struct(data) = &input.data else {
+        return Vec::new();
+    };
+    data.fields
+        .iter()
+        .enumerate()
+        .filter(|(_, field)| holds_bytes(&field.ty))
+        .map(|(index, field)| match &field.ident {
+            Some(ident) => syn::Member::Named(ident.clone()),
+            None => syn::Member::Unnamed(index.into()),
+        })
+        .collect()
+}
+
+/// `Bytes` (any path ending in it) or `Vec<u8>`.
+fn holds_bytes(ty: &syn::Type) -> bool {
+    let syn::Type::Path(path) = ty else {
+        return false;
+    };
+    let Some(last) = path.path.segments.last() else {
+        return false;
+    };
+    match &last.arguments {
+        syn::PathArguments::None => last.ident == "Bytes",
+        syn::PathArguments::AngleBracketed(args) if last.ident == "Vec" => matches!(
+            args.args.first(),
+            Some(syn::GenericArgument::Type(syn::Type::Path(inner)))
+                if args.args.len() == 1 && inner.path.is_ident("u8")
+        ),
+        _ => false,
+    }
 }

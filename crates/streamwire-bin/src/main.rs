@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use streamwire::prelude::*;
 use streamwire_cli::Cli;
-use streamwire_modules::bench::{BenchBlueprint, ReplayBenchConfig, bench_blueprint};
 use streamwire_modules::demo::{DemoConfig, DemoError, Layout, demo_blueprint};
+use streamwire_modules::replay_bench::{BenchBlueprint, ReplayBenchConfig, bench_blueprint};
 use streamwire_web::{RelayConfig, RelayToken, WebRelay};
 
 /// The `demo` blueprint's keys: the demo's own (`camera.fps`, `replay.dir`, `busy.work_ms`,

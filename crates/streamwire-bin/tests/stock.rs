@@ -27,6 +27,47 @@ fn streamwire(args: &[&str]) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// Reads the JSON report a run wrote to `path`, checks its accounting equation (RFC.md
+/// section 9) and that the CLI printed that it balances, and prints how many reports
+/// this test binary has checked.
+fn balanced_report(path: &std::path::Path, stdout: &str) -> serde_json::Value {
+    checked_report(path, stdout, Balance::Asserted)
+}
+
+/// Whether a test asserts that its run's report balances.
+#[derive(PartialEq)]
+enum Balance {
+    Asserted,
+    /// A known gap (issue 25 is open for it): the check's verdict is printed, not asserted.
+    KnownGap,
+}
+
+/// The one-process demo's report is one `cloud` message short on `mapper.cloud` (1 of 10
+/// in a one-second run, 1 of 30 in three: the perception partition's ingress counted
+/// every frame the sensors sent, the mapper delivered one fewer, and no counter took it).
+/// Until that is found, these runs print the check's verdict instead of failing on it.
+fn report_with_known_gap(path: &std::path::Path, stdout: &str) -> serde_json::Value {
+    checked_report(path, stdout, Balance::KnownGap)
+}
+
+fn checked_report(path: &std::path::Path, stdout: &str, balance: Balance) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let report: streamwire::runtime::RunReport =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    match streamwire::runtime::check_balance(&report) {
+        Err(error) if balance == Balance::KnownGap => {
+            eprintln!("known gap (issue 25): {error}");
+        }
+        Err(error) => panic!("{error}\n{report}"),
+        Ok(_) => assert!(stdout.contains("accounting: balanced"), "{stdout}"),
+    }
+    eprintln!(
+        "balance: {} reports checked in this test binary so far",
+        streamwire::runtime::balance_checks()
+    );
+    serde_json::from_str(&text).unwrap_or_default()
+}
+
 #[test]
 fn list_shows_every_built_in_tag() {
     let out = streamwire(&["list"]);
@@ -59,6 +100,9 @@ fn list_shows_every_built_in_tag() {
 
 #[test]
 fn run_demo_for_a_second() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let report_path = dir.path().join("report.json");
+    let report_arg = report_path.display().to_string();
     let out = streamwire(&[
         "run",
         "demo",
@@ -68,6 +112,8 @@ fn run_demo_for_a_second() {
         "jpeg_quality=60",
         "-o",
         "web.port=0",
+        "--report",
+        &report_arg,
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -77,6 +123,7 @@ fn run_demo_for_a_second() {
     );
     assert!(stdout.starts_with("run stopped after"), "{stdout}");
     assert!(stdout.contains("detector.frames"), "{stdout}");
+    report_with_known_gap(&report_path, &stdout);
     // The viewer's URL carries this run's token (48 hex digits).
     let stderr = String::from_utf8_lossy(&out.stderr);
     let token = stderr
@@ -276,9 +323,15 @@ fn demo_split_runs_as_workers() {
         "{stderr}"
     );
     assert!(stdout.starts_with("run stopped after"), "{stdout}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap_or_default())
-            .unwrap_or_default();
+    // Closed by default: said when it starts and in the report; no worker is insecure.
+    let closed = "closed: a certificate per process, mutual TLS, access control from the plan";
+    assert!(
+        stderr.contains(&format!("coordinator: access {closed}")),
+        "{stderr}"
+    );
+    assert!(stdout.contains(&format!("access: {closed}")), "{stdout}");
+    assert!(!stderr.contains("INSECURE"), "{stderr}");
+    let report = balanced_report(&report_path, &stdout);
     let codecs: Vec<(String, String)> = report["stats"]["codecs"]
         .as_array()
         .into_iter()
@@ -310,6 +363,37 @@ fn demo_split_runs_as_workers() {
             );
         }
     }
+}
+
+/// `run demo-split --insecure`: the coordinator says the run is open when it starts, each
+/// of its six workers says so, and so does the report.
+#[test]
+fn an_insecure_run_says_so_on_every_screen_and_in_the_report() {
+    let out = streamwire(&[
+        "run",
+        "demo-split",
+        "--insecure",
+        "--duration",
+        "1",
+        "-o",
+        "web.port=0",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let open = "INSECURE: open to every process that reaches an endpoint (--insecure)";
+    assert!(
+        stderr.contains(&format!("coordinator: access {open}")),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr
+            .matches("] INSECURE: this worker joins without a credential (--insecure)")
+            .count(),
+        6,
+        "{stderr}"
+    );
+    assert!(stdout.contains(&format!("access: {open}")), "{stdout}");
 }
 
 /// `run demo --replay DIR --fps N`: the folder's frames, each published once (no loop),
@@ -362,9 +446,7 @@ fn run_demo_replays_a_folder() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.starts_with("run stopped after"), "{stdout}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap_or_default())
-            .unwrap_or_default();
+    let report = report_with_known_gap(&report_path, &stdout);
     let published = report["stats"]["outputs"]
         .as_array()
         .into_iter()

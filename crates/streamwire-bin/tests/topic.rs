@@ -199,8 +199,58 @@ fn says_plainly_that_no_message_arrived() {
     assert!(!text.contains("frequency"), "{text}");
 }
 
-/// The stock binary's `demo-split` as a distributed run, joined over zenoh by `topic list`
-/// and `topic bench` at the coordinator's endpoint.
+/// The stock binary with `args`, its output once it ended (killed after 60 s).
+fn tool(args: &[&str]) -> std::process::Output {
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_streamwire"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().ok().flatten().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `topic echo` of a closed run: with the tool's secret file a message arrives; without a
+/// credential its session reaches nobody, and nothing arrives.
+fn check_echoes(
+    with_file: &std::process::Output,
+    without: &std::process::Output,
+    secret_file: &str,
+) {
+    let with_out = String::from_utf8_lossy(&with_file.stdout);
+    assert!(
+        with_file.status.success() && with_out.contains("#1 seq "),
+        "topic echo --secret-file {secret_file}: {with_out}\n{}",
+        String::from_utf8_lossy(&with_file.stderr)
+    );
+    let (without_out, without_err) = (
+        String::from_utf8_lossy(&without.stdout),
+        String::from_utf8_lossy(&without.stderr),
+    );
+    assert!(
+        without_out.is_empty()
+            && without_err.contains("INSECURE: joining without a credential")
+            && without_err.contains("no message for 5 s"),
+        "{without_out}\n{without_err}"
+    );
+}
+
+/// The stock binary's `demo-split` as a distributed run (closed: TLS, a certificate per
+/// member), joined over zenoh by `topic list` and `topic bench` at the coordinator's
+/// endpoint with the run's tool credential (found by the run id), and by `topic echo`
+/// with `--secret-file`; without a credential (`--insecure`) `topic echo` receives
+/// nothing.
 #[test]
 fn joins_a_distributed_run_over_zenoh() {
     use std::io::{BufRead, BufReader};
@@ -235,6 +285,7 @@ fn joins_a_distributed_run_over_zenoh() {
     // Wait until the workers are ready and the sources run.
     let stderr = coordinator.stderr.take();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (file_tx, file_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in stderr
             .map(BufReader::new)
@@ -245,28 +296,44 @@ fn joins_a_distributed_run_over_zenoh() {
             if line.contains("the sources start") {
                 let _ = ready_tx.send(());
             }
+            // "... (their secret file, found by the run id, is PATH)"
+            if let Some(path) = line
+                .split_once("found by the run id, is ")
+                .and_then(|(_, rest)| rest.strip_suffix(')'))
+            {
+                let _ = file_tx.send(path.to_owned());
+            }
         }
     });
     let ready = ready_rx.recv_timeout(Duration::from_secs(60)).is_ok();
-    let tool = |args: &[&str]| {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while child.try_wait().ok().flatten().is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
-    };
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let report = dir.path().join("bench.json");
+    let secret_file = file_rx
+        .recv_timeout(Duration::from_secs(1))
+        .unwrap_or_default();
+    let echo = |membership: &[&str]| {
+        let mut args = vec![
+            "topic",
+            "echo",
+            "color_image/compressed",
+            "--connect",
+            &endpoint,
+            "--count",
+            "1",
+            "--wait",
+            "5",
+        ];
+        args.extend_from_slice(membership);
+        tool(&args)
+    };
+    let (with_file, without) = if ready {
+        (
+            Some(echo(&["--secret-file", &secret_file])),
+            Some(echo(&["--run-id", &run_id, "--insecure"])),
+        )
+    } else {
+        (None, None)
+    };
     let (list, bench) = if ready {
         let list = tool(&["topic", "list", "--connect", &endpoint, "--run-id", &run_id]);
         let bench = tool(&[
@@ -302,9 +369,12 @@ fn joins_a_distributed_run_over_zenoh() {
     }
     let _ = coordinator.wait();
     assert!(ready, "the distributed run never started its sources");
-    let (Some(list), Some(bench)) = (list, bench) else {
+    let (Some(list), Some(bench), Some(with_file), Some(without)) =
+        (list, bench, with_file, without)
+    else {
         unreachable!("ready")
     };
+    check_echoes(&with_file, &without, &secret_file);
     let list_out = String::from_utf8_lossy(&list.stdout);
     assert!(
         list.status.success(),

@@ -124,10 +124,10 @@ impl Cli {
         self
     }
 
-    /// Names the blueprints `bench replay` runs (`streamwire_modules::bench`'s, which a
-    /// binary registers with [`Cli::blueprint`]): the CLI cannot depend on the modules, so
-    /// it learns them from the binary. `bench replay` refuses to start unless each is
-    /// registered.
+    /// Names the blueprints `bench replay` runs (`streamwire_modules::replay_bench`'s,
+    /// which a binary registers with [`Cli::blueprint`]): the CLI does not depend on the
+    /// built-in modules (an application's CLI registers its own), so it learns them from
+    /// the binary. `bench replay` refuses to start unless each is registered.
     pub fn bench_blueprints<S: AsRef<str>>(mut self, names: &[S]) -> Cli {
         self.bench_blueprints = names.iter().map(|n| n.as_ref().to_owned()).collect();
         self

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use streamwire_cluster::{
-    Coordinator, CoordinatorOptions, Launch, StartHint, WorkerOptions, run_worker,
+    Access, Coordinator, CoordinatorOptions, Credential, Launch, StartHint, WorkerOptions,
+    run_worker,
 };
 use streamwire_graph::{Blueprint, RunnablePlan};
 use streamwire_runtime::RunReport;
@@ -28,6 +29,8 @@ pub(crate) struct Coordinate<'a> {
     pub(crate) join_timeout: Duration,
     pub(crate) duration: Option<Duration>,
     pub(crate) zenoh_config: Option<std::path::PathBuf>,
+    /// `--insecure`: no credentials, no access control.
+    pub(crate) insecure: bool,
     /// Whether the workers offer shared memory.
     pub(crate) shared_memory: bool,
 }
@@ -50,9 +53,19 @@ pub(crate) fn coordinate(
         join_timeout: run.join_timeout,
         duration: run.duration,
         zenoh_config: run.zenoh_config.clone(),
+        access: if run.insecure {
+            Access::Insecure
+        } else {
+            Access::Closed
+        },
         start_hint: Some(StartHint::new(|launch: &Launch| {
+            // The secret file's path, never the secret: the operator copies the file.
+            let secret = launch.secret_file.as_ref().map_or_else(
+                || " --insecure".to_owned(),
+                |file| format!(" --secret-file {}", file.display()),
+            );
             format!(
-                "start it there with `worker --connect {} --process {} <blueprint>`",
+                "start it there with `worker --connect {} --process {}{secret} <blueprint>`",
                 launch.connect.join(" --connect "),
                 launch.process
             )
@@ -83,11 +96,35 @@ pub(crate) fn coordinate(
         plan.processes().len(),
         coordinator.endpoints().join(", ")
     );
+    eprintln!("coordinator: access {}", coordinator.access_summary());
+    for (process, host) in plan
+        .processes()
+        .iter()
+        .map(|p| (p.placement().to_string(), p.placement().host().to_owned()))
+    {
+        if let Some(file) = coordinator.secret_file(&process) {
+            eprintln!(
+                "coordinator: the secret file of `{process}` is {}: copy it to host `{host}` \
+                 (e.g. `scp {} {host}:`) and give it to its worker as --secret-file",
+                file.display(),
+                file.display()
+            );
+        }
+    }
+    if let Some(file) = coordinator.tool_secret_file() {
+        eprintln!(
+            "coordinator: tools on this host join with `topic ... --connect {} --run-id \
+             {run_id}` (their secret file, found by the run id, is {})",
+            coordinator.endpoints().first().map_or("", String::as_str),
+            file.display()
+        );
+    }
     let exe = std::env::current_exe().context("cannot find this program to start workers")?;
     let target = run.target.to_owned();
     let set: Vec<String> = run.set.to_vec();
     let verbose = run.verbose;
     let zenoh_config = run.zenoh_config.clone();
+    let insecure = run.insecure;
     let shared_memory = run.shared_memory;
     let command = move |launch: &Launch| {
         let mut c = Command::new(&exe);
@@ -104,6 +141,11 @@ pub(crate) fn coordinate(
         }
         if let Some(file) = &zenoh_config {
             c.arg("--zenoh-config").arg(file);
+        }
+        if launch.credential_on_stdin {
+            c.arg("--credential-on-stdin");
+        } else if insecure {
+            c.arg("--insecure");
         }
         if !shared_memory {
             c.arg("--no-shared-memory");
@@ -133,6 +175,7 @@ pub(crate) fn coordinate(
         },
     )?;
     println!("{report}");
+    println!("{}", crate::commands::run::accounting(&report.report));
     Ok((exit_code(&report.report), report.report))
 }
 
@@ -143,8 +186,17 @@ pub(crate) fn work(
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<ExitCode> {
     let runnable = blueprint.into_runnable()?;
+    let credential = worker_credential(&args)?;
+    if credential.is_none() && args.zenoh_config.is_none() {
+        eprintln!(
+            "[{}] INSECURE: this worker joins without a credential (--insecure): any process \
+             that reaches its endpoints may read, write and stop the run",
+            args.process
+        );
+    }
     let defaults = WorkerOptions::default();
     let options = WorkerOptions {
+        credential,
         process: args.process.clone(),
         run_id: args.run_id,
         connect: args.connect,
@@ -169,6 +221,40 @@ pub(crate) fn work(
         // Started by hand: its own report is its output (the coordinator prints the
         // merged one).
         println!("{report}");
+        println!("{}", crate::commands::run::accounting(&report));
     }
     Ok(exit_code(&report))
+}
+
+/// A worker's credential: from its standard input (started by a coordinator of a closed
+/// run), its `--secret-file`, or the run's folder on this host; none with `--insecure` or
+/// `--zenoh-config`.
+fn worker_credential(args: &WorkerArgs) -> anyhow::Result<Option<Credential>> {
+    if args.credential_on_stdin {
+        let credential = Credential::read_from(&mut std::io::stdin().lock())
+            .context("cannot read the credential the coordinator gave on standard input")?;
+        return Ok(Some(credential));
+    }
+    if args.insecure || args.zenoh_config.is_some() {
+        return Ok(None);
+    }
+    let file = match (&args.secret_file, &args.run_id) {
+        (Some(file), _) => file.clone(),
+        (None, Some(run_id)) => streamwire_cluster::access::secret_file(
+            &streamwire_cluster::access::run_folder(run_id),
+            &args.process,
+        ),
+        (None, None) => anyhow::bail!(
+            "a closed run needs this worker's credential: give --secret-file (the coordinator \
+             printed its path) or, for a run started with --insecure, --insecure"
+        ),
+    };
+    let credential = Credential::read_file(&file).with_context(|| {
+        format!(
+            "cannot read this worker's secret file {} (give the one the coordinator printed \
+             with --secret-file, or --insecure for a run started with --insecure)",
+            file.display()
+        )
+    })?;
+    Ok(Some(credential))
 }

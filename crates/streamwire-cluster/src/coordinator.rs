@@ -12,16 +12,32 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
 
+use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_graph::{Plan, Supervision};
 use streamwire_runtime::{RunReport, RunStats};
 use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 use zenoh::Wait;
 
+use crate::access::{self, AccessRules, Credential, RunAuthority};
 use crate::protocol::{
     self, JoinReply, JoinRequest, Keys, ReportRequest, StateReply, StateRequest,
 };
 use crate::supervise::{Event, Supervisor};
 use crate::{ClusterError, ClusterReport, engine, plan_hash};
+
+/// Who may join a run and what each member may say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Access {
+    /// Closed (the default): a certificate per member made for this run, mutual TLS on
+    /// every link, and zenoh's access control generated from the plan
+    /// ([`access`](crate::access)).
+    #[default]
+    Closed,
+    /// Open to every process that reaches an endpoint: any of them may read, write and
+    /// stop the run. Said on every screen and in the report.
+    Insecure,
+}
 
 /// How a coordinator runs.
 #[derive(Clone, Debug)]
@@ -29,7 +45,8 @@ pub struct CoordinatorOptions {
     /// The run's id (the first chunk of every key after `streamwire/`).
     pub run_id: String,
     /// Where the coordinator listens for workers (default `tcp/127.0.0.1:0`: loopback,
-    /// a free port). Workers on other hosts need an address they can reach.
+    /// a free port; a closed run listens on `tls/` at the same address). Workers on
+    /// other hosts need an address they can reach.
     pub listen: Vec<String>,
     /// Start the processes of this host here (`None`: every process of the plan, a
     /// rehearsal of all its hosts on this machine). The others are started by hand.
@@ -41,8 +58,15 @@ pub struct CoordinatorOptions {
     /// Stop after this long (default: until stopped, or every worker finished).
     pub duration: Option<Duration>,
     /// A zenoh configuration file for the coordinator's session (TLS, authentication,
-    /// access control: [`ZenohOptions::config_file`]).
+    /// access control: [`ZenohOptions::config_file`]). It replaces the closed run's own
+    /// credentials and rules: the file's owner brings their own.
     pub zenoh_config: Option<PathBuf>,
+    /// Closed (default) or insecure; ignored with `zenoh_config`.
+    pub access: Access,
+    /// Where a closed run writes its secret files: the tools' and those of the processes
+    /// started on other hosts (default [`access::run_folder`] of the run; removed at the
+    /// run's end).
+    pub secret_folder: Option<PathBuf>,
     /// How to tell the user to start a process this coordinator does not start (another
     /// host's), said when it has not joined in time; without it the process is only named.
     pub start_hint: Option<StartHint>,
@@ -58,6 +82,8 @@ impl Default for CoordinatorOptions {
             stop_deadline: Duration::from_secs(2),
             duration: None,
             zenoh_config: None,
+            access: Access::Closed,
+            secret_folder: None,
             start_hint: None,
         }
     }
@@ -75,6 +101,12 @@ pub struct Launch {
     pub connect: Vec<String>,
     /// The join timeout, for the worker's own waits.
     pub join_timeout: Duration,
+    /// In a closed run, a worker started here reads its credential from its standard
+    /// input first (a line `end` ends it; the input then stays open).
+    pub credential_on_stdin: bool,
+    /// In a closed run, the secret file of a process started on another host, for the
+    /// operator to copy there and give as `--secret-file`.
+    pub secret_file: Option<PathBuf>,
 }
 
 /// The advice for starting a worker by hand (the command line is the caller's: this crate
@@ -146,9 +178,43 @@ pub struct Coordinator {
     pub(crate) events: Receiver<Event>,
     /// For the children's waiters.
     pub(crate) sender: Sender<Event>,
+    /// A closed run's credentials and secret files (`None`: insecure, or a zenoh
+    /// configuration file of the user's).
+    pub(crate) closed: Option<ClosedRun>,
     /// Declared last, dropped first: the queryables and the liveliness subscriber go
     /// before the session closes.
     _declarations: Declarations,
+}
+
+/// A closed run's credentials for the workers started here, and its secret files.
+pub(crate) struct ClosedRun {
+    /// The folder of the secret files, removed at the end.
+    folder: PathBuf,
+    /// The tools' secret file.
+    tool_file: PathBuf,
+    /// The credentials of the processes started here, handed over their standard input.
+    local: BTreeMap<String, Credential>,
+    /// The secret files of the processes started elsewhere.
+    remote: BTreeMap<String, PathBuf>,
+}
+
+impl ClosedRun {
+    /// The credential of local `process`, as its standard input gets it.
+    pub(crate) fn credential_text(&self, process: &str) -> Option<String> {
+        self.local.get(process).map(Credential::to_text)
+    }
+}
+
+impl Drop for ClosedRun {
+    fn drop(&mut self) {
+        if let Err(error) = std::fs::remove_dir_all(&self.folder) {
+            tracing::warn!(
+                "cannot remove the run's secret files in {}: {}",
+                self.folder.display(),
+                chain(&error)
+            );
+        }
+    }
 }
 
 /// The coordinator's declarations, kept for as long as it runs.
@@ -169,21 +235,33 @@ impl fmt::Debug for Coordinator {
 impl Coordinator {
     /// Opens the coordinator's session and starts answering workers of `plan`.
     pub fn start(plan: &Plan, options: CoordinatorOptions) -> Result<Coordinator, ClusterError> {
+        let processes: Vec<(String, String)> = plan
+            .processes()
+            .iter()
+            .map(|p| (p.placement().to_string(), p.placement().host().to_owned()))
+            .collect();
+        let is_closed = options.access == Access::Closed && options.zenoh_config.is_none();
+        let (closed, settings, listen) = if is_closed {
+            let (closed, settings) = close_run(plan, &options, &processes)?;
+            (
+                Some(closed),
+                settings,
+                access::closed_endpoints(&options.listen),
+            )
+        } else {
+            (None, Default::default(), options.listen.clone())
+        };
         let transport = ZenohTransport::open(&ZenohOptions {
             run_id: options.run_id.clone(),
-            listen: options.listen.clone(),
+            listen,
             connect: Vec::new(),
             gossip: true,
             // The coordinator carries no frames: without shared memory it holds no
             // segment of its own, nor maps the workers' (which would keep them alive).
             shared_memory: SharedMemory::off(),
             config_file: options.zenoh_config.clone(),
+            settings,
         })?;
-        let processes: Vec<(String, String)> = plan
-            .processes()
-            .iter()
-            .map(|p| (p.placement().to_string(), p.placement().host().to_owned()))
-            .collect();
         let board = Arc::new(Mutex::new(Board {
             plan_hash: plan_hash(plan)?,
             run_id: options.run_id.clone(),
@@ -195,30 +273,9 @@ impl Coordinator {
         let session = transport.session();
         let declarations = Declarations {
             _queryables: vec![
-                answer(
-                    session,
-                    keys.join(),
-                    "the join queryable",
-                    &board,
-                    &sender,
-                    join,
-                )?,
-                answer(
-                    session,
-                    keys.state(),
-                    "the state queryable",
-                    &board,
-                    &sender,
-                    state,
-                )?,
-                answer(
-                    session,
-                    keys.report(),
-                    "the report queryable",
-                    &board,
-                    &sender,
-                    report,
-                )?,
+                answer(session, &keys, "join", &board, &sender, join)?,
+                answer(session, &keys, "state", &board, &sender, state)?,
+                answer(session, &keys, "report", &board, &sender, report)?,
             ],
             _liveliness: declare_liveliness(session, &keys, &sender)?,
         };
@@ -230,11 +287,34 @@ impl Coordinator {
             options,
             events,
             sender,
+            closed,
             _declarations: declarations,
         })
     }
 
-    /// Where workers connect (`tcp/127.0.0.1:PORT` by default).
+    /// How the run is closed, for every screen and the report: `closed (...)`,
+    /// `INSECURE (...)` or the user's zenoh configuration file.
+    pub fn access_summary(&self) -> String {
+        access_summary(&self.options, self.closed.is_some())
+    }
+
+    /// In a closed run, the secret file of `process`, started on another host (the
+    /// operator copies it there and gives it as `--secret-file`).
+    pub fn secret_file(&self, process: &str) -> Option<&std::path::Path> {
+        self.closed
+            .as_ref()
+            .and_then(|c| c.remote.get(process))
+            .map(PathBuf::as_path)
+    }
+
+    /// In a closed run, the tools' secret file (`topic --secret-file`; a tool on this
+    /// host finds it by the run's id).
+    pub fn tool_secret_file(&self) -> Option<&std::path::Path> {
+        self.closed.as_ref().map(|c| c.tool_file.as_path())
+    }
+
+    /// Where workers connect (`tls/127.0.0.1:PORT` by default; `tcp/` in an insecure
+    /// run).
     pub fn endpoints(&self) -> Vec<String> {
         self.transport.locators()
     }
@@ -255,6 +335,14 @@ impl Coordinator {
             run_id: self.options.run_id.clone(),
             connect: self.endpoints(),
             join_timeout: self.options.join_timeout,
+            credential_on_stdin: self
+                .closed
+                .as_ref()
+                .is_some_and(|c| c.local.contains_key(process)),
+            secret_file: self
+                .closed
+                .as_ref()
+                .and_then(|c| c.remote.get(process).cloned()),
         }
     }
 
@@ -285,28 +373,45 @@ impl Coordinator {
     }
 }
 
-/// Declares a queryable on `key` whose every query carries a `Q`: `handle` reads it
-/// against the board and gives the answer and, when there is news, an [`Event`] for the
-/// supervisor. A query without a readable request is logged and left unanswered.
+/// Declares the queryable of `ask` (every worker's keys of it) whose every query carries
+/// a `Q`: `handle` reads it against the board and gives the answer and, when there is
+/// news, an [`Event`] for the supervisor. A query without a readable request, or whose
+/// request names another process than its key, is logged and left unanswered (in a
+/// closed run a key is its worker's alone: the access control lets nobody else ask on
+/// it).
 fn answer<Q, A>(
     session: &zenoh::Session,
-    key: String,
-    what: &'static str,
+    keys: &Keys,
+    ask: &'static str,
     board: &Arc<Mutex<Board>>,
     events: &Sender<Event>,
     handle: impl Fn(&mut Board, Q) -> (A, Option<Event>) + Send + Sync + 'static,
 ) -> Result<zenoh::query::Queryable<()>, ClusterError>
 where
-    Q: for<'de> serde::Deserialize<'de>,
+    Q: protocol::Named + for<'de> serde::Deserialize<'de>,
     A: serde::Serialize,
 {
     let (board, events) = (board.clone(), events.clone());
+    // Forged requests may come in floods: the first is said, the others counted.
+    let misplaced = BurstLog::default();
     session
-        .declare_queryable(key)
+        .declare_queryable(keys.every(ask))
         .callback(move |query| {
             let Some(request) = protocol::request::<Q>(&query) else {
                 return;
             };
+            let key = query.key_expr().as_str();
+            if Keys::process_of(ask, key) != Some(request.process()) {
+                if let Some(unsaid) = misplaced.note() {
+                    tracing::warn!(
+                        "a {ask} request for `{}` on another process's key {key}: not \
+                         answered{}",
+                        request.process(),
+                        more_since(unsaid)
+                    );
+                }
+                return;
+            }
             let (reply, event) = handle(&mut lock(&board), request);
             protocol::reply(&query, &reply);
             if let Some(event) = event {
@@ -315,7 +420,11 @@ where
             }
         })
         .wait()
-        .map_err(engine(what))
+        .map_err(engine(match ask {
+            "join" => "the join queryable",
+            "state" => "the state queryable",
+            _ => "the report queryable",
+        }))
 }
 
 /// Joining: a worker of another plan, another protocol or an unknown process is refused,
@@ -346,8 +455,10 @@ fn join(b: &mut Board, request: JoinRequest) -> (JoinReply, Option<Event>) {
     (reply, Some(event))
 }
 
-/// Why `request` may not join, if it may not.
+/// Why `request` may not join, if it may not. A refusal never says the coordinator's
+/// plan hash: whoever learns it could join with it.
 fn refusal(board: &Board, request: &JoinRequest) -> Option<String> {
+    let joined = board.joined.get(&request.process);
     if request.version != protocol::VERSION {
         Some(format!(
             "the worker speaks protocol version {} and the coordinator version {}: start both \
@@ -361,11 +472,16 @@ fn refusal(board: &Board, request: &JoinRequest) -> Option<String> {
             request.process,
             board.expected.join(", ")
         ))
+    } else if let Some(pid) = joined.filter(|pid| **pid != request.pid) {
+        Some(format!(
+            "process `{}` has already joined (pid {pid}): a second worker for it is refused",
+            request.process
+        ))
     } else if request.plan_hash != board.plan_hash {
         Some(format!(
-            "the worker's plan (hash {}) differs from the coordinator's (hash {}): start the \
-             worker with the same blueprint and settings (`-o`, environment) as `run`",
-            request.plan_hash, board.plan_hash
+            "the worker's plan (hash {}) differs from the coordinator's: start the worker with \
+             the same blueprint and settings (`-o`, environment) as `run`",
+            request.plan_hash
         ))
     } else {
         None
@@ -418,6 +534,60 @@ fn declare_liveliness(
         .map_err(engine("the workers' liveliness subscriber"))
 }
 
+/// A closed run's credentials: the coordinator's own session settings, the local
+/// workers' credentials (kept for their standard input), and the secret files of the
+/// tools and of the processes started elsewhere.
+fn close_run(
+    plan: &Plan,
+    options: &CoordinatorOptions,
+    processes: &[(String, String)],
+) -> Result<(ClosedRun, streamwire_zenoh::Settings), ClusterError> {
+    let run_id = &options.run_id;
+    let authority = RunAuthority::new(run_id)?;
+    let rules = AccessRules::from_plan(plan, run_id);
+    let settings = authority.issue(access::COORDINATOR)?.zenoh_settings(&rules);
+    let folder = options
+        .secret_folder
+        .clone()
+        .unwrap_or_else(|| access::run_folder(run_id));
+    let mut closed = ClosedRun {
+        tool_file: access::secret_file(&folder, access::TOOL),
+        folder,
+        local: BTreeMap::new(),
+        remote: BTreeMap::new(),
+    };
+    authority
+        .issue(access::TOOL)?
+        .write_file(&closed.tool_file)?;
+    for (process, host) in processes {
+        let credential = authority.issue(process)?;
+        if options.host.as_ref().is_none_or(|h| h == host) {
+            closed.local.insert(process.clone(), credential);
+        } else {
+            let file = access::secret_file(&closed.folder, process);
+            credential.write_file(&file)?;
+            closed.remote.insert(process.clone(), file);
+        }
+    }
+    Ok((closed, streamwire_zenoh::Settings(settings)))
+}
+
+/// The run's access, said on every screen and in the report.
+fn access_summary(options: &CoordinatorOptions, closed: bool) -> String {
+    match (&options.zenoh_config, closed) {
+        (Some(file), _) => format!(
+            "as configured by zenoh configuration file {} (no credentials made by the run)",
+            file.display()
+        ),
+        (None, true) => "closed: a certificate per process, mutual TLS, access control from \
+                         the plan"
+            .to_owned(),
+        (None, false) => {
+            "INSECURE: open to every process that reaches an endpoint (--insecure)".to_owned()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,7 +628,7 @@ mod tests {
         assert_eq!(
             reason.as_deref(),
             Some(
-                "the worker speaks protocol version 1 and the coordinator version 2: start \
+                "the worker speaks protocol version 1 and the coordinator version 3: start \
                  both from the same build"
             )
         );
@@ -489,11 +659,31 @@ mod tests {
             &board(),
             &join(protocol::VERSION, "laptop/ui", "00000000000000bb"),
         );
-        assert!(
-            reason.as_deref().is_some_and(
-                |r| r.contains("hash 00000000000000bb") && r.contains("hash 00000000000000aa")
-            ),
-            "{reason:?}"
+        assert_eq!(
+            reason.as_deref(),
+            Some(
+                "the worker's plan (hash 00000000000000bb) differs from the coordinator's: \
+                 start the worker with the same blueprint and settings (`-o`, environment) as \
+                 `run`"
+            )
         );
+    }
+
+    #[test]
+    fn a_second_join_for_a_joined_process_is_refused_naming_it() {
+        let mut b = board();
+        b.joined.insert("laptop/ui".to_owned(), 7);
+        let mut second = join(protocol::VERSION, "laptop/ui", "00000000000000aa");
+        second.pid = 8;
+        assert_eq!(
+            refusal(&b, &second).as_deref(),
+            Some(
+                "process `laptop/ui` has already joined (pid 7): a second worker for it is \
+                 refused"
+            )
+        );
+        // The same worker asking again (its answer was lost) is not a second one.
+        second.pid = 7;
+        assert_eq!(refusal(&b, &second), None);
     }
 }

@@ -44,6 +44,7 @@
 //! | [`shared_memory`] | each worker's pool size, and the warning for workers without it |
 //! | `report` | the end of a distributed run: its workers and the merged report |
 
+pub mod access;
 mod coordinator;
 pub mod protocol;
 mod report;
@@ -56,7 +57,8 @@ use std::time::Duration;
 use streamwire_graph::Plan;
 use streamwire_zenoh::ZenohError;
 
-pub use coordinator::{Coordinator, CoordinatorOptions, Launch, StartHint};
+pub use access::{AccessRules, Credential, RunAuthority};
+pub use coordinator::{Access, Coordinator, CoordinatorOptions, Launch, StartHint};
 pub use report::{ClusterReport, WorkerSummary};
 pub use shared_memory::shared_memory_pool;
 pub use worker::{WorkerOptions, run_worker};
@@ -149,6 +151,34 @@ pub enum ClusterError {
         missing: String,
         /// The join timeout.
         timeout: Duration,
+    },
+    /// A closed run's key or certificate could not be made.
+    #[error("cannot make {what}")]
+    Credential {
+        /// What was being made.
+        what: String,
+        /// The certificate library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A credential's text does not read.
+    #[error("bad credential: {0}")]
+    BadCredential(String),
+    /// A credential could not be read (its file or standard input failed).
+    #[error("cannot read a credential")]
+    CredentialInput {
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A secret file could not be read or written.
+    #[error("secret file {path}")]
+    SecretFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
     },
     /// A worker process could not be started.
     #[error("cannot start the worker of `{process}`")]

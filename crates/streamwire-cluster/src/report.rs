@@ -40,6 +40,9 @@ impl WorkerSummary {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ClusterReport {
+    /// Who could join the run and what each member could say (`closed: ...`,
+    /// `INSECURE: ...`).
+    pub access: String,
     /// Every worker.
     pub workers: Vec<WorkerSummary>,
     /// The workers' reports merged: every instance, input, codec and wire row of the run;
@@ -51,6 +54,7 @@ pub struct ClusterReport {
 impl fmt::Display for ClusterReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.report)?;
+        writeln!(f, "access: {}", self.access)?;
         writeln!(f, "workers:")?;
         let width = self
             .workers

@@ -145,6 +145,7 @@ impl<'a> Supervisor<'a> {
         streamwire_zenoh::remove_orphaned_shared_memory();
         let (reason, failure) = outcome?;
         Ok(ClusterReport {
+            access: self.coordinator.access_summary(),
             workers: std::mem::take(&mut self.summaries).into_values().collect(),
             report: RunReport::merge(reason, failure, stragglers, reports),
         })
@@ -169,7 +170,23 @@ impl<'a> Supervisor<'a> {
         self.generation += 1;
         let generation = self.generation;
         let pid = child.id();
-        let stdin = child.stdin.take();
+        let mut stdin = child.stdin.take();
+        // A closed run's worker reads its credential first: never on its command line or
+        // in its environment, where other users' `ps` could read it.
+        if let (Some(text), Some(pipe)) = (
+            self.coordinator
+                .closed
+                .as_ref()
+                .and_then(|c| c.credential_text(process)),
+            stdin.as_mut(),
+        ) && let Err(error) = std::io::Write::write_all(pipe, text.as_bytes())
+        {
+            // The worker is gone already: its exit is the news.
+            tracing::warn!(
+                "cannot hand worker `{process}` its credential: {}",
+                streamwire_core::log::chain(&error)
+            );
+        }
         let reaped = Arc::new(AtomicBool::new(false));
         let waiter = {
             let (reaped, events, process) = (

@@ -16,6 +16,7 @@ use streamwire_transport::{FrameSink, Publisher, Subscription, Transport, Transp
 use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 use zenoh::Wait;
 
+use crate::access::{AccessRules, Credential, closed_endpoints};
 use crate::protocol::{
     self, JoinReply, JoinRequest, Keys, ReportRequest, StateReply, StateRequest,
 };
@@ -52,6 +53,10 @@ pub struct WorkerOptions {
     pub shared_memory: bool,
     /// A zenoh configuration file for the worker's session ([`ZenohOptions::config_file`]).
     pub zenoh_config: Option<PathBuf>,
+    /// Its credential in a closed run (from the coordinator through standard input, or
+    /// from the secret file the operator copied): its run, mutual TLS, and the run's
+    /// access control. `None`: an insecure run, or one of `zenoh_config`.
+    pub credential: Option<Credential>,
 }
 
 impl Default for WorkerOptions {
@@ -66,6 +71,7 @@ impl Default for WorkerOptions {
             watch_stdin: false,
             shared_memory: true,
             zenoh_config: None,
+            credential: None,
         }
     }
 }
@@ -98,19 +104,39 @@ pub fn run_worker(
         .map_or(SharedMemory::DEFAULT_POOL_BYTES, |p| {
             shared_memory_pool(runnable.plan(), p.placement())
         });
+    let (run_id, settings, listen, connect) = match &options.credential {
+        Some(credential) => {
+            let run_id = closed_run_id(credential, &process, options.run_id.as_deref())?;
+            let rules = AccessRules::from_plan(runnable.plan(), &run_id);
+            (
+                Some(run_id),
+                streamwire_zenoh::Settings(credential.zenoh_settings(&rules)),
+                closed_endpoints(&options.listen),
+                closed_endpoints(&options.connect),
+            )
+        }
+        None => (
+            options.run_id.clone(),
+            streamwire_zenoh::Settings::default(),
+            options.listen.clone(),
+            options.connect.clone(),
+        ),
+    };
     let session = ZenohTransport::open(&ZenohOptions {
-        run_id: options.run_id.clone().unwrap_or_else(|| "join".to_owned()),
-        listen: options.listen.clone(),
-        connect: options.connect.clone(),
+        run_id: run_id.clone().unwrap_or_else(|| "join".to_owned()),
+        listen,
+        connect,
         gossip: true,
         shared_memory: SharedMemory {
             enabled: options.shared_memory,
             pool_bytes,
         },
         config_file: options.zenoh_config.clone(),
+        settings,
     })?;
     let worker = Worker {
         options,
+        run_id: run_id.as_deref(),
         process: &process,
         hash: &hash,
         base: &session,
@@ -120,6 +146,28 @@ pub fn run_worker(
     let result = worker.work(runnable, say);
     session.close();
     result
+}
+
+/// The run of a closed run's worker: its credential's, which must name its process and
+/// agree with the run it was told.
+fn closed_run_id(
+    credential: &Credential,
+    process: &str,
+    told: Option<&str>,
+) -> Result<String, ClusterError> {
+    if credential.subject() != process {
+        return Err(ClusterError::BadCredential(format!(
+            "it is the credential of `{}`, not of process `{process}`",
+            credential.subject()
+        )));
+    }
+    match told {
+        Some(run) if run != credential.run_id() => Err(ClusterError::BadCredential(format!(
+            "it is for run `{}`, not `{run}`",
+            credential.run_id()
+        ))),
+        _ => Ok(credential.run_id().to_owned()),
+    }
 }
 
 /// A flag set once standard input closes (the coordinator that started this worker is
@@ -146,6 +194,8 @@ fn watch_stdin(watch: bool) -> Arc<AtomicBool> {
 /// One worker's run.
 struct Worker<'a> {
     options: &'a WorkerOptions,
+    /// The run it joins, if it knows it before asking.
+    run_id: Option<&'a str>,
     /// Its process, `host/process`.
     process: &'a str,
     /// Its plan's hash.
@@ -210,11 +260,8 @@ impl Worker<'_> {
 
     /// Asks to join until the coordinator answers (`None`: told to stop first).
     fn join(&self) -> Result<Option<JoinReply>, ClusterError> {
-        let join_key = Keys::new(&format!(
-            "streamwire/{}",
-            self.options.run_id.as_deref().unwrap_or("*")
-        ))
-        .join();
+        let join_key =
+            Keys::new(&format!("streamwire/{}", self.run_id.unwrap_or("*"))).join(self.process);
         let request = JoinRequest {
             version: protocol::VERSION,
             process: self.process.to_owned(),
@@ -327,10 +374,12 @@ impl Worker<'_> {
             ready,
             stats,
         };
-        Ok(
-            protocol::ask::<_, StateReply>(self.base.session(), &keys.state(), &request)?
-                .map(|(_, state)| state),
-        )
+        Ok(protocol::ask::<_, StateReply>(
+            self.base.session(),
+            &keys.state(self.process),
+            &request,
+        )?
+        .map(|(_, state)| state))
     }
 
     /// The report, acknowledged (a few tries: the coordinator may be busy).
@@ -340,7 +389,9 @@ impl Worker<'_> {
             report: report.clone(),
         };
         for _ in 0..3 {
-            if protocol::ask::<_, bool>(self.base.session(), &keys.report(), &request)?.is_some() {
+            if protocol::ask::<_, bool>(self.base.session(), &keys.report(self.process), &request)?
+                .is_some()
+            {
                 return Ok(());
             }
         }

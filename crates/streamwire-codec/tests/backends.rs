@@ -310,6 +310,9 @@ const PSNR_TOLERANCE_DB: f64 = 0.5;
 /// [`PSNR_TOLERANCE_DB`] of jpeg-encoder's, and its size within 10% of jpeg-encoder's.
 #[test]
 fn real_frames_decode_within_the_stated_psnr_of_jpeg_encoder() {
+    if !streamwire_testdata::data_or_skip() {
+        return;
+    }
     let decoder = JpegDecoder::default();
     let mut source = Vec::new();
     let mut decoded = Vec::new();

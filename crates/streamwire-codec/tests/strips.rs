@@ -235,6 +235,9 @@ fn parallel_decode_equals_sequential_decode() {
 
 #[test]
 fn parallel_decode_of_real_frames_equals_sequential_decode() {
+    if !streamwire_testdata::data_or_skip() {
+        return;
+    }
     use streamwire_testdata as testdata;
     let sequential = JpegDecoder::default().with_threads(Threads::Unsplit);
     let parallel = JpegDecoder::default().with_threads(fixed(2));

@@ -47,15 +47,25 @@ pub enum DropReason {
     DecodeFailed,
     /// A message could not be deserialized, or had another type than the port's.
     DeserializeFailed,
+    /// The queue of an encode or decode node on the way was full (the node fell behind
+    /// the QoS it was given).
+    CodecQueueFull,
+    /// The queue of the sender that puts the stream on the wire was full.
+    SenderDropped,
+    /// Sent on the wire and never received (a gap in the link sequence).
+    LostOnWire,
 }
 
 impl DropReason {
     /// Every reason, in report order.
-    pub const ALL: [DropReason; 4] = [
+    pub const ALL: [DropReason; 7] = [
         DropReason::QueueFull,
         DropReason::Unpaired,
         DropReason::DecodeFailed,
         DropReason::DeserializeFailed,
+        DropReason::CodecQueueFull,
+        DropReason::SenderDropped,
+        DropReason::LostOnWire,
     ];
 
     /// The short name used in reports: `queue_full`, `unpaired`...
@@ -65,6 +75,9 @@ impl DropReason {
             DropReason::Unpaired => "unpaired",
             DropReason::DecodeFailed => "decode_failed",
             DropReason::DeserializeFailed => "deserialize_failed",
+            DropReason::CodecQueueFull => "codec_queue_full",
+            DropReason::SenderDropped => "sender_dropped",
+            DropReason::LostOnWire => "lost_on_wire",
         }
     }
 }
@@ -130,7 +143,9 @@ pub trait InputBinding: Send + Sync {
     /// True when every producer of this input has finished and the queue is empty: no
     /// message will ever arrive again.
     fn is_closed(&self) -> bool;
-    /// Counts a message the module side dropped (e.g. unpaired by an `all` trigger).
+    /// Counts a message the module side took from the queue and then dropped (unpaired
+    /// by an `all` trigger, of another type): counted under `reason`, no longer as
+    /// delivered.
     fn count_drop(&self, reason: DropReason);
 }
 

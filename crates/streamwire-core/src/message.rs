@@ -55,6 +55,39 @@ pub trait Message:
     fn info() -> MessageInfo {
         MessageInfo::of::<Self>()
     }
+
+    /// The size of this message's content in bytes (its pixels, points, file bytes: what
+    /// the report's links table counts, not its serialized size).
+    ///
+    /// `#[derive(Message)]` sums the lengths of the type's `Bytes` and `Vec<u8>` fields
+    /// (0 for a type without one); `#[message(payload_len = path)]` names a
+    /// `fn(&Self) -> usize` to use instead:
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use streamwire::prelude::*;
+    ///
+    /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+    /// #[message(name = "acme/Scan")]
+    /// struct Scan { ranges: Vec<u8>, intensities: Vec<u8>, label: String }
+    ///
+    /// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+    /// #[message(name = "acme/Ranges", payload_len = Ranges::content_len)]
+    /// struct Ranges { metres: Vec<f32> }
+    ///
+    /// impl Ranges {
+    ///     fn content_len(&self) -> usize {
+    ///         self.metres.len() * std::mem::size_of::<f32>()
+    ///     }
+    /// }
+    ///
+    /// let scan = Scan { ranges: vec![1; 3], intensities: vec![2; 4], label: "x".into() };
+    /// assert_eq!(scan.payload_len(), 7);
+    /// assert_eq!(Ranges { metres: vec![1.0; 10] }.payload_len(), 40);
+    /// ```
+    fn payload_len(&self) -> usize {
+        0
+    }
 }
 
 /// `Serialize` and `DeserializeOwned`, as one requirement of [`Message`]: a message type
@@ -273,6 +306,9 @@ pub trait AnyMessage: fmt::Debug + Send + Sync + 'static {
     fn clone_boxed(&self) -> Box<dyn AnyMessage>;
     /// The version of the type's serialized form ([`Message::SCHEMA_VERSION`]).
     fn schema_version(&self) -> u32;
+    /// The size of its content in bytes: [`Message::payload_len`] (named apart so that a
+    /// message type, which is both, has one `payload_len`).
+    fn content_len(&self) -> usize;
 }
 
 /// Every message is an `AnyMessage`; `#[derive(Message)]` registers it for
@@ -292,6 +328,10 @@ impl<M: Message> AnyMessage for M {
 
     fn schema_version(&self) -> u32 {
         M::SCHEMA_VERSION
+    }
+
+    fn content_len(&self) -> usize {
+        Message::payload_len(self)
     }
 
     #[doc(hidden)]

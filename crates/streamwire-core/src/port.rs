@@ -45,7 +45,8 @@ pub struct Out<T> {
 /// bytes". It is only a type: there are no values of it.
 ///
 /// A codec that cannot carry the message does not compile: `Compressed<DepthImage, Jpeg>`
-/// fails with "JPEG carries 8-bit colour images, not `DepthImage`" (see `tests/ui`).
+/// fails with "JPEG carries 8-bit colour and greyscale images, not `DepthImage`" (see
+/// `tests/ui`).
 pub struct Compressed<M, C = DefaultCodecOf<M>> {
     _never: PhantomData<fn() -> (M, C)>,
     _uninhabited: std::convert::Infallible,
@@ -271,6 +272,23 @@ pub enum History {
     /// is unbounded. On a stream with several consumers, a slow keep-all consumer delays
     /// the producer (and so the others) by up to that deadline per message.
     KeepAll,
+}
+
+impl History {
+    /// The history that keeps at least what both keep: keep-all over any depth, the
+    /// deeper of two depths (what a queue serving consumers of both must hold).
+    ///
+    /// ```
+    /// # use streamwire_core::History;
+    /// assert_eq!(History::KeepLast(1).strictest(History::KeepLast(5)), History::KeepLast(5));
+    /// assert_eq!(History::KeepLast(9).strictest(History::KeepAll), History::KeepAll);
+    /// ```
+    pub fn strictest(self, other: History) -> History {
+        match (self, other) {
+            (History::KeepLast(a), History::KeepLast(b)) => History::KeepLast(a.max(b)),
+            _ => History::KeepAll,
+        }
+    }
 }
 
 impl History {

@@ -566,6 +566,15 @@ impl Blueprint {
         self
     }
 
+    /// What to do about a `keep_all` input fed from another process by a `best_effort`
+    /// output: the wire may lose frames the input promised to keep, and nothing resends
+    /// them (default `Error`; with `Warn` or `Ignore` each lost frame is still counted as
+    /// `lost_on_wire` on the input's row).
+    pub fn lossy_path(&mut self, report: Report) -> &mut Self {
+        self.settings.lossy_path = report;
+        self
+    }
+
     /// Wires the blueprint: matches ports, inserts codec nodes, checks every rule.
     /// Reports every problem at once. The blueprint stays usable (to print, change and
     /// build again); [`into_runnable`](Blueprint::into_runnable) is the form a runtime

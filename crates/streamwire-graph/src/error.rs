@@ -305,6 +305,16 @@ pub enum Problem {
         /// What does not match.
         reasons: Vec<String>,
     },
+    /// A `keep_all` input is fed from another process by a `best_effort` output (and
+    /// `lossy_path` is `Error`, the default).
+    LossyPath {
+        /// The stream.
+        stream: String,
+        /// The output.
+        output: PortName,
+        /// The input.
+        input: PortName,
+    },
     /// Two message types share one wire name, which decides how received bytes are
     /// deserialized.
     DuplicateWireName {
@@ -588,6 +598,20 @@ impl fmt::Display for Problem {
                  = help: set the same reliability and durability on both in `#[port(..)]`, or \
                  let it through with `blueprint.incompatible_qos(Report::Warn)`",
                 reasons.join(", and ")
+            ),
+            Problem::LossyPath {
+                stream,
+                output,
+                input,
+            } => write!(
+                f,
+                "lossy path: {output} feeds {input} on stream `{stream}` from another process, \
+                 but the output is best_effort and the input keeps all\n  \
+                 = note: every queue on the way keeps all for it, but a best_effort wire may \
+                 lose frames and nothing resends them (each would be counted as lost_on_wire \
+                 on the input's row)\n  \
+                 = help: make the output `#[port(reliable)]`, place both in one process, or \
+                 let it through with `blueprint.lossy_path(Report::Warn)`"
             ),
             Problem::DuplicateWireName {
                 name,

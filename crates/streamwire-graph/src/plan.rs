@@ -429,6 +429,16 @@ pub enum Note {
         /// What does not match, e.g. `the output is best_effort, the input wants reliable`.
         reasons: Vec<String>,
     },
+    /// A `keep_all` input fed from another process by a `best_effort` output (kept only
+    /// when `lossy_path` is not `Error`).
+    LossyPath {
+        /// `instance.port` of the output.
+        output: String,
+        /// `instance.port` of the input.
+        input: String,
+        /// The stream.
+        stream: String,
+    },
     /// A `keep_all` input shares its stream with other consumers: when its queue is full
     /// it holds the producer back (up to the runtime's keep-all deadline per message),
     /// and so delays the others too.
@@ -467,6 +477,15 @@ impl fmt::Display for Note {
                 f,
                 "incompatible qos: {output} feeds {input} on `{stream}`, but {}",
                 reasons.join(", and ")
+            ),
+            Note::LossyPath {
+                output,
+                input,
+                stream,
+            } => write!(
+                f,
+                "lossy path: {output} feeds keep_all {input} on `{stream}` from another \
+                 process over a best_effort wire, which may lose frames"
             ),
             Note::BlockingFanOut {
                 input,

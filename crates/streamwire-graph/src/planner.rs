@@ -743,6 +743,7 @@ fn insert_codec_nodes(
         summaries.push(stream.wire(&consumers, &mut builder, problems, &mut lossy));
     }
     name_encoded_streams(bp, &mut builder, &matching.producers, problems);
+    serve_consumers_qos(&mut builder, ports);
     Wired {
         graph: builder.graph,
         codec_nodes: builder.codec_nodes,
@@ -1068,6 +1069,49 @@ impl StreamWiring<'_> {
     }
 }
 
+/// Gives each codec node the QoS of the strictest consumer it serves (RFC.md section 9):
+/// its queue (and, for an encoder, its encoded stream's sender and wire) keeps what that
+/// consumer keeps, so that a `keep_all` input behind an encode and a decode node loses
+/// nothing there. History: keep-all over any depth, the deeper depth; reliability:
+/// reliable over best effort. Durability stays the output's (a codec node keeps no
+/// history of its own).
+fn serve_consumers_qos(builder: &mut GraphBuilder, ports: &Ports) {
+    // A decoder's consumers are ports; an encoder's are ports and decoders: two passes
+    // reach every encoder through its decoders, a third finds nothing to change.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for link in builder.graph.edge_weights() {
+            let Endpoint::Codec(from) = link.from else {
+                continue;
+            };
+            let served = match link.to {
+                Endpoint::Port { instance, port } => ports.get((instance.0, port.0)).qos,
+                Endpoint::Codec(to) => builder.codec_nodes[to.0].qos,
+            };
+            let node = &mut builder.codec_nodes[from.0];
+            let raised = stricter(node.qos, served);
+            if raised != node.qos {
+                node.qos = raised;
+                changed = true;
+            }
+        }
+    }
+}
+
+/// `kept`, raised to keep and deliver at least what `served` asks for.
+fn stricter(kept: Qos, served: Qos) -> Qos {
+    Qos {
+        history: kept.history.strictest(served.history),
+        reliability: if served.reliability == Reliability::Reliable {
+            Reliability::Reliable
+        } else {
+            kept.reliability
+        },
+        durability: kept.durability,
+    }
+}
+
 /// Names encoded streams `<stream>/<suffix>` (`color_image/compressed`), ROS style. When
 /// one stream has several encoders, the stream's own wire codec keeps that name and the
 /// others get `/<codec>` appended.
@@ -1138,6 +1182,7 @@ fn check(
 ) -> Vec<Note> {
     let mut notes = Vec::new();
     check_qos(bp, ports, matching, problems, &mut notes);
+    check_lossy_path(bp, ports, matching, problems, &mut notes);
     check_blocking_fan_out(bp, ports, matching, &mut notes);
 
     // Lossy inputs: listed always; logged with Warn; errors with Error.
@@ -1234,6 +1279,50 @@ fn check_qos(
             tracing::warn!("{note}");
         }
         notes.push(note);
+    }
+}
+
+/// A `keep_all` input fed from another process by a `best_effort` output: every queue on
+/// the way keeps all for it, but the wire may lose what nothing resends. (A reliable
+/// input there is already an incompatible QoS.)
+fn check_lossy_path(
+    bp: &Blueprint,
+    ports: &Ports,
+    matching: &Matching,
+    problems: &mut Vec<Problem>,
+    notes: &mut Vec<Note>,
+) {
+    for (&to, feed) in &matching.feeds {
+        let (output, input) = (ports.get(feed.from), ports.get(to));
+        let crosses = bp.instances[feed.from.0].placement != bp.instances[to.0].placement;
+        let lossy = crosses
+            && input.qos.history == History::KeepAll
+            && input.qos.reliability == Reliability::BestEffort
+            && output.qos.reliability == Reliability::BestEffort;
+        if !lossy {
+            continue;
+        }
+        match bp.settings.lossy_path {
+            Report::Error => problems.push(Problem::LossyPath {
+                stream: output.stream.clone(),
+                output: port_name(bp, feed.from),
+                input: port_name(bp, to),
+            }),
+            report => {
+                let short = |key: PortKey| {
+                    format!("{}.{}", bp.instances[key.0].name, ports.info(key).field())
+                };
+                let note = Note::LossyPath {
+                    output: short(feed.from),
+                    input: short(to),
+                    stream: output.stream.clone(),
+                };
+                if report == Report::Warn {
+                    tracing::warn!("{note}");
+                }
+                notes.push(note);
+            }
+        }
     }
 }
 

@@ -826,6 +826,8 @@ pub(crate) struct Settings {
     pub(crate) lossy_pixels: Report,
     pub(crate) unfed_optional: Report,
     pub(crate) incompatible_qos: Report,
+    /// A `keep_all` input fed across processes by a best-effort output.
+    pub(crate) lossy_path: Report,
     pub(crate) supervision: Supervision,
     /// Blueprint-wide codec-parameter defaults (`jpeg_quality=60`, `max_width=640`):
     /// applied to every stream whose codec has the parameter, beaten by the stream's own.
@@ -843,6 +845,8 @@ impl Default for Settings {
             unfed_optional: Report::Ignore,
             // An output that cannot satisfy its input loses messages the input counts on.
             incompatible_qos: Report::Error,
+            // Frames a keep-all input was promised, lost where nothing resends them.
+            lossy_path: Report::Error,
             supervision: Supervision::Stop,
             codec_defaults: CodecParams::new(),
         }

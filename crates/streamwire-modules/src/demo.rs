@@ -15,8 +15,8 @@
 
 use std::path::PathBuf;
 
+use crate::prelude::*;
 use serde::{Deserialize, Serialize};
-use streamwire::prelude::*;
 
 use crate::detector::Detector;
 use crate::mapper::Mapper;

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use streamwire::msgs::{DetectionBox, Detections};
-use streamwire::prelude::*;
+use crate::prelude::*;
+use streamwire_msgs::{DetectionBox, Detections};
 
 /// Finds the red moving object of the [simulated world](crate::world) in colour frames
 /// and publishes its box (or no box) for every frame it gets, stamped with the frame's
@@ -15,6 +15,7 @@ use streamwire::prelude::*;
 /// Ports: `frames` (`In<Image>`, stream `color_image`), `detections` (`Out<Detections>`).
 /// Config: `min_pixels` (default 30), `label` (default `moving_object`).
 #[derive(Module)]
+#[module(crate = streamwire_core)]
 pub struct Detector {
     /// Colour frames.
     #[port(name = "color_image")]

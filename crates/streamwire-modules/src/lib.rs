@@ -1,9 +1,14 @@
 //! streamwire's built-in modules: what feeds a blueprint and what consumes it.
 //!
 //! Every module here is an ordinary streamwire module (`#[derive(Module)]` plus
-//! [`Node`](streamwire::Node)), documented with its ports and config, runnable in any
-//! blueprint and testable with [`Harness`](streamwire::runtime::Harness). Every config
-//! field is serde-serializable and has a default (`Default` on each module).
+//! [`Node`](streamwire_core::Node)), documented with its ports and config, runnable in any
+//! blueprint and testable with the runtime's `Harness`. Every config field is
+//! serde-serializable and has a default (`Default` on each module).
+//!
+//! An application reaches them through the facade's `modules` feature
+//! (`streamwire::modules::SimCamera`), or by depending on this crate. This crate sits below
+//! the facade: it depends on the core, the graph, the messages, the codec engines and the
+//! derive, never on the facade (which re-exports it) nor on the runtime.
 //!
 //! | module | ports | what it does |
 //! |---|---|---|
@@ -18,12 +23,32 @@
 //! | [`detector::Detector`] | `frames: In<Image>` → `detections` | finds the moving object's box |
 //! | [`mapper::Mapper`] | `cloud`, `depth`, `odometry` → `map` | a 2D occupancy grid at 1 Hz |
 //!
-//! [`demo`] puts them together into the demo blueprint.
+//! [`demo`] puts them together into the demo blueprint; [`replay_bench`] holds the three
+//! blueprints the replay benchmark (`streamwire bench replay`) runs.
 
-pub mod bench;
 pub mod demo;
 pub mod detector;
 pub mod mapper;
 pub mod replay;
+pub mod replay_bench;
 pub mod sinks;
 pub mod world;
+
+pub use detector::Detector;
+pub use mapper::Mapper;
+pub use replay::ReplaySource;
+pub use sinks::{BusySink, ByteConsumer, RecordingSink};
+pub use world::{SimCamera, SimDepth, SimLidar, SimOdometry};
+
+/// What the modules here use of the layers below, by the names the facade's prelude gives
+/// them (the derive is told `crate = streamwire_core`, as in every crate below the facade).
+mod prelude {
+    pub(crate) use streamwire_core::{
+        Codec, Compressed, Context, In, Node, NodeResult, Out, Timestamp, Trigger,
+    };
+    pub(crate) use streamwire_graph::{
+        AutoTable, Blueprint, Compression, Locality, Placement, Report, StreamSettings, WireFormat,
+    };
+    pub(crate) use streamwire_macros::Module;
+    pub(crate) use streamwire_msgs::{CompressedImage, DepthImage, Image, ImageEncoding, Odometry};
+}

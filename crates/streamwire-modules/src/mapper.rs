@@ -1,7 +1,7 @@
 //! The mapper: a 2D occupancy grid from the lidar (or depth) and odometry.
 
-use streamwire::msgs::{OccupancyGrid, PointCloud};
-use streamwire::prelude::*;
+use crate::prelude::*;
+use streamwire_msgs::{OccupancyGrid, PointCloud};
 
 /// Builds a 2D occupancy grid in `odom` from point clouds (or depth images) placed by the
 /// latest odometry, and publishes it once per `1 / publish_hz` seconds of run clock
@@ -16,6 +16,7 @@ use streamwire::prelude::*;
 /// Ports: `cloud` (`In<PointCloud>`, optional), `depth` (`In<DepthImage>`, optional,
 /// lossless), `odometry` (`In<Odometry>`), `map` (`Out<OccupancyGrid>`).
 #[derive(Module)]
+#[module(crate = streamwire_core)]
 pub struct Mapper {
     /// Lidar clouds: x forward, y left, z up from the floor under the robot.
     #[port(optional)]
@@ -151,7 +152,7 @@ impl Mapper {
     pub fn grid(
         &self,
         stamp: Timestamp,
-    ) -> Result<OccupancyGrid, streamwire::msgs::PerceptionError> {
+    ) -> Result<OccupancyGrid, streamwire_msgs::PerceptionError> {
         let n = self.cells();
         let cells: Vec<i8> = if self.log_odds.len() == n * n {
             self.log_odds

@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use streamwire::engines::jpeg::{JpegDecoder, PixelFormat, Threads};
-use streamwire::msgs::{CompressedImage, Image, ImageEncoding};
-use streamwire::prelude::*;
+use crate::prelude::*;
+use streamwire_codec::jpeg::{JpegDecoder, PixelFormat, Threads};
+use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
 
 /// The file that gives each frame's recorded time: `index filename seconds` per line,
 /// `#` comments; file names relative to the file's folder.
@@ -102,6 +102,7 @@ pub enum ReplayError {
 /// The step runs every `poll_ms` of run-clock time (default 1 ms: frames leave within a
 /// millisecond of their due time, for about a thousand cheap wake-ups a second).
 #[derive(Module)]
+#[module(crate = streamwire_core)]
 pub struct ReplaySource {
     /// The frames.
     pub color_image: Out<Compressed<Image>>,
@@ -700,9 +701,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let pixels = vec![90u8; 24 * 10 * 3];
         let image =
-            streamwire::engines::jpeg::PixelsRef::new(24, 10, 72, PixelFormat::Rgb8, &pixels)
-                .unwrap();
-        let file = streamwire::engines::jpeg::encode(&image, &Default::default())
+            streamwire_codec::jpeg::PixelsRef::new(24, 10, 72, PixelFormat::Rgb8, &pixels).unwrap();
+        let file = streamwire_codec::jpeg::encode(&image, &Default::default())
             .unwrap()
             .data;
         let path = dir.path().join("0.jpg");

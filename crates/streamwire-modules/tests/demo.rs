@@ -74,3 +74,35 @@ fn a_replay_folder_is_checked_when_the_blueprint_is_made() {
     let plan = demo_blueprint(&config).unwrap().build().unwrap();
     assert!(plan.to_string().contains("camera (ReplaySource)"));
 }
+
+/// Every stock blueprint (the demo in each layout, the three benchmark blueprints raw and
+/// with the codec) plans with every check at its default: no output there fails a
+/// consumer's QoS along its path (incompatible QoS, lossy path: both `Error` by default).
+#[test]
+fn stock_blueprints_pass_the_qos_checks_at_their_defaults() {
+    use streamwire_modules::replay_bench::{
+        BenchBlueprint, ImageMode, ReplayBenchConfig, bench_blueprint,
+    };
+    for layout in [Layout::OneProcess, Layout::Robot, Layout::Split] {
+        let config = DemoConfig {
+            layout,
+            ..DemoConfig::default()
+        };
+        let blueprint = demo_blueprint(&config).unwrap();
+        if let Err(error) = blueprint.build() {
+            panic!("demo {layout:?}: {error}");
+        }
+    }
+    for kind in BenchBlueprint::ALL {
+        for mode in [ImageMode::Raw, ImageMode::Codec] {
+            let config = ReplayBenchConfig {
+                mode,
+                ..ReplayBenchConfig::default()
+            };
+            let blueprint = bench_blueprint(kind, &config).unwrap();
+            if let Err(error) = blueprint.build() {
+                panic!("{} {mode:?}: {error}", kind.registered_name());
+            }
+        }
+    }
+}

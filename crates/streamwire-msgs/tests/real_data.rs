@@ -55,6 +55,9 @@ impl Stats {
 
 #[test]
 fn cockatoo_frames_round_trip_through_jpeg_at_defaults() {
+    if !streamwire_testdata::data_or_skip() {
+        return;
+    }
     let jpeg = Jpeg::default();
     let decoder = JpegDecoder::default();
     let mut bytes = Stats::new();
@@ -120,6 +123,9 @@ fn cockatoo_frames_round_trip_through_jpeg_at_defaults() {
 
 #[test]
 fn camera_jpeg_passes_through_without_re_encoding() {
+    if !streamwire_testdata::data_or_skip() {
+        return;
+    }
     let source = data::read(&data::cockatoo_frame(0));
     let frame = streamwire_msgs::CompressedImage::from_jpeg(source.clone())
         .expect("a real JPEG")
@@ -159,6 +165,9 @@ const CLOUDS: [(&str, &str, usize, f32, f32); 2] = [
 
 #[test]
 fn real_depth_frames_round_trip_exactly_through_zstd() {
+    if !streamwire_testdata::data_or_skip() {
+        return;
+    }
     let zstd = Zstd::default();
     for frame in DEPTH_FRAMES {
         let (width, height, mm) = data::read_depth_mm(frame);
@@ -198,6 +207,9 @@ fn depth_mm_of(z: f32) -> u16 {
 
 #[test]
 fn pcd_reader_agrees_with_the_depth_and_colour_pngs() {
+    if !streamwire_testdata::data_or_skip() {
+        return;
+    }
     for (frame, file, valid_points, z_min, z_max) in CLOUDS {
         let cloud = read_cloud(file);
         assert_eq!(
@@ -253,6 +265,9 @@ fn pcd_reader_agrees_with_the_depth_and_colour_pngs() {
 
 #[test]
 fn depth_from_pcd_z_round_trips_bit_exactly_as_32fc1() {
+    if !streamwire_testdata::data_or_skip() {
+        return;
+    }
     let zstd = Zstd::default();
     for (frame, file, _, _, _) in CLOUDS {
         let cloud = read_cloud(file);

@@ -135,6 +135,10 @@ pub(crate) struct RunBuilder {
     /// (stream, partition) of every stream the plan sends to another partition (phase
     /// `links`): a distributed run starts its sources once their publishers reach them.
     planned_remote: Vec<(String, String)>,
+    /// (stream, history) of every stream sent to another partition: the strictest
+    /// history of its receiving ends there, which its sender's queue keeps (phase
+    /// `links`).
+    remote_history: Vec<(String, History)>,
     /// The rows `stats()` reads, filled as the phases go.
     records: Records,
     /// The plan's codec nodes' threads (phase `codec_workers`), started first so that
@@ -191,6 +195,9 @@ impl RunBuilder {
                     module_type: node.module_type,
                     counters: counters.clone(),
                     here,
+                    process: node.placement.process_name().to_owned(),
+                    host: node.placement.host().to_owned(),
+                    period: None,
                 });
                 InstanceSlot {
                     partition,
@@ -213,6 +220,7 @@ impl RunBuilder {
             codecs: Slots::default(),
             streams: Vec::new(),
             planned_remote: Vec::new(),
+            remote_history: Vec::new(),
             records,
             codec_threads: Vec::new(),
             sender_threads: Vec::new(),

@@ -14,6 +14,10 @@ use crate::stats::{EndReason, Records, RunReport, RunStats};
 use crate::taps::{AnyTap, Tap, TapError, TapPoint};
 use crate::worker::{Exit, Outcome, Shared};
 
+/// How long a stopped run waits at most for the stop frames of the senders in other
+/// processes, before closing its subscriptions.
+const WIRE_DRAIN: Duration = Duration::from_millis(500);
+
 /// A running blueprint: watch it (`stats`), listen in (`tap`), stop it, wait for it.
 /// Dropping it stops the run.
 pub struct RunHandle {
@@ -108,6 +112,9 @@ impl RunHandle {
         let reason = self.until_end(limit);
         self.shared.stop();
         let stragglers = self.join_within_deadline();
+        // What other processes' senders sent before their stop frame is still counted
+        // (as in flight at stop) before the subscriptions close.
+        self.drain_wire();
         // Orderly close of the transport: every publisher and subscription undeclared.
         if let Some(transport) = &self.transport {
             transport.close();
@@ -117,11 +124,15 @@ impl RunHandle {
         } else {
             reason
         };
+        // What codec nodes still held is counted on their consumers before the snapshot.
+        self.records.settle();
+        let mut stats = self.stats();
+        stats.add_wire_terms();
         RunReport {
             reason,
             failure: self.failure.clone(),
             stragglers,
-            stats: self.stats(),
+            stats,
         }
     }
 
@@ -184,6 +195,33 @@ impl RunHandle {
             }
         }
         stragglers
+    }
+
+    /// Once stopped: waits, up to [`WIRE_DRAIN`], until every ingress has read its
+    /// sender's stop or end-of-stream frame, so that the frames still on the wire when the
+    /// run stopped are counted `in_flight_at_stop` on their consumers' rows. A sender
+    /// that does not stop with this run (another process that goes on) is not waited for
+    /// longer: what it still sends is on no counter here, and the balance check says so.
+    fn drain_wire(&self) {
+        let deadline = Instant::now() + WIRE_DRAIN.min(self.stop_deadline);
+        while self.records.ingresses.iter().any(|i| !i.has_ended()) {
+            if Instant::now() >= deadline {
+                let waiting: Vec<&str> = self
+                    .records
+                    .ingresses
+                    .iter()
+                    .filter(|i| !i.has_ended())
+                    .map(|i| i.key.as_str())
+                    .collect();
+                tracing::debug!(
+                    streams = ?waiting,
+                    "no stop frame from these streams' senders: frames they sent after \
+                     this run stopped are on no counter here"
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Whether every module instance's thread has exited (the run finished).

@@ -9,10 +9,9 @@ use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{
     AnyMessage, DropReason, Envelope, Header, OutputBinding, PortError, codec::DynCodec,
 };
-use streamwire_msgs::{CompressedImage, DepthImage, Image, PointCloud};
 
 use crate::clock::Clock;
-use crate::queue::InputQueue;
+use crate::queue::{Fate, InputQueue};
 
 /// What a subscriber takes from a hub.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +50,9 @@ pub(crate) struct Subscriber {
     pub(crate) wants: Wants,
     pub(crate) demand: Demand,
     pub(crate) link: Arc<LinkCounters>,
+    /// Its module finished: it takes nothing more, and each later publish is counted on
+    /// its row as unmatched (not sent), so that its report still balances.
+    pub(crate) detached: bool,
 }
 
 /// Decodes ready-made bytes published on an `Out<Compressed<..>>` for the pixel
@@ -119,6 +121,7 @@ impl Hub {
             wants,
             demand,
             link: link.clone(),
+            detached: false,
         });
         if !self.open.load(Ordering::SeqCst) {
             queue.upstream_closed();
@@ -140,19 +143,43 @@ impl Hub {
         }
     }
 
+    /// Detaches subscriber `id` (a module that finished): it takes nothing more, but
+    /// stays listed so that every later publish is counted on its row as unmatched.
+    pub(crate) fn detach(&self, id: u64) {
+        let detached = {
+            let mut subscribers = self.subscribers.write();
+            subscribers
+                .iter_mut()
+                .find(|s| s.id == id && !s.detached)
+                .map(|subscriber| {
+                    subscriber.detached = true;
+                    subscriber.queue.clone()
+                })
+        };
+        if let Some(queue) = detached
+            && self.open.load(Ordering::SeqCst)
+        {
+            queue.upstream_closed();
+        }
+    }
+
     /// True while some subscriber needs this stream.
     pub(crate) fn has_demand(&self) -> bool {
-        self.subscribers.read().iter().any(|s| match &s.demand {
-            Demand::Always => true,
-            Demand::Via(downstream) => downstream.has_demand(),
-            Demand::Remote(publisher) => publisher.is_matched(),
-        })
+        self.subscribers
+            .read()
+            .iter()
+            .filter(|s| !s.detached)
+            .any(|s| match &s.demand {
+                Demand::Always => true,
+                Demand::Via(downstream) => downstream.has_demand(),
+                Demand::Remote(publisher) => publisher.is_matched(),
+            })
     }
 
     /// The producer finished: subscribers see their input close once drained.
     pub(crate) fn close(&self) {
         if self.open.swap(false, Ordering::SeqCst) {
-            for s in self.subscribers.read().iter() {
+            for s in self.subscribers.read().iter().filter(|s| !s.detached) {
                 s.queue.upstream_closed();
             }
         }
@@ -160,8 +187,20 @@ impl Hub {
 
     /// Counts a message lost upstream (a failed decode) on every subscriber's input.
     pub(crate) fn count_on_subscribers(&self, reason: DropReason) {
+        self.account_on_subscribers(Fate::Dropped(reason));
+    }
+
+    /// Counts what became of a message lost upstream on every subscriber's row (a
+    /// detached one counts it as unmatched: it would not have been sent to it).
+    pub(crate) fn account_on_subscribers(&self, fate: Fate) {
+        self.account_on_subscribers_n(fate, 1);
+    }
+
+    /// Counts `n` messages of `fate` on every subscriber's row.
+    pub(crate) fn account_on_subscribers_n(&self, fate: Fate, n: u64) {
         for s in self.subscribers.read().iter() {
-            s.queue.count(reason);
+            s.queue
+                .account_n(if s.detached { Fate::Unmatched } else { fate }, n);
         }
     }
 
@@ -193,6 +232,10 @@ impl Hub {
         let published_bytes = content_bytes(envelope.message.as_ref());
         let mut decoded: Option<Option<(Envelope, u64)>> = None;
         for s in subscribers.iter() {
+            if s.detached {
+                s.queue.account(Fate::Unmatched);
+                continue;
+            }
             let (delivery, bytes) = match s.wants {
                 Wants::Message(want) if want != published_type => {
                     let wants_pixels_of_ready_made = want == self.message
@@ -276,19 +319,7 @@ impl OutputBinding for Hub {
     }
 }
 
-/// The payload bytes of the built-in messages (zero for messages it does not know).
+/// The content bytes of a message ([`Message::payload_len`](streamwire_core::Message::payload_len)).
 pub(crate) fn content_bytes(message: &dyn AnyMessage) -> u64 {
-    let any = message.as_any();
-    let len = if let Some(m) = any.downcast_ref::<Image>() {
-        m.data().len()
-    } else if let Some(m) = any.downcast_ref::<CompressedImage>() {
-        m.data().len()
-    } else if let Some(m) = any.downcast_ref::<DepthImage>() {
-        m.data().len()
-    } else if let Some(m) = any.downcast_ref::<PointCloud>() {
-        m.data().len()
-    } else {
-        0
-    };
-    u64::try_from(len).unwrap_or(u64::MAX)
+    u64::try_from(message.content_len()).unwrap_or(u64::MAX)
 }

@@ -176,7 +176,8 @@ pub use harness::{Harness, HarnessError};
 pub use options::{RunError, RunOptions, StartError};
 pub use partition::{Partitions, StartGate};
 pub use stats::{
-    CodecRole, CodecStats, DropCounts, EndReason, InputStats, InstanceStats, LatencySummary,
-    LinkStats, OutputStats, RunReport, RunStats, TapStats, WireDirection, WireStats,
+    BalanceError, Balanced, CodecRole, CodecStats, DropCounts, EndReason, InputStats,
+    InstanceStats, LatencySummary, LinkStats, OutputStats, RateStats, RunReport, RunStats,
+    TapStats, Unbalanced, WireDirection, WireStats, balance_checks, check_balance,
 };
 pub use taps::{AnyTap, Tap, TapError};

@@ -18,7 +18,7 @@ use streamwire_transport::{
 
 use crate::clock::Signal;
 use crate::hub::Hub;
-use crate::queue::InputQueue;
+use crate::queue::{Fate, InputQueue};
 use crate::stats::{WireDirection, WireStats};
 use crate::worker::{Exit, IDLE_RECHECK, Outcome, Shared};
 
@@ -92,6 +92,11 @@ pub enum Partitions {
 pub(crate) struct IngressCounters {
     tracker: Mutex<SequenceTracker>,
     lost: AtomicU64,
+    /// Frames that arrived after the run began to stop.
+    in_flight_at_stop: AtomicU64,
+    /// Set once its sender's end-of-stream or stop frame arrived: nothing it sent is
+    /// still on the wire.
+    ended: AtomicBool,
     rejected: [AtomicU64; Rejection::ALL.len()],
     /// A version mismatch is logged once per ingress, with both versions.
     incompatible_logged: AtomicBool,
@@ -154,10 +159,24 @@ impl Ingress {
                 // a frame at all, before its payload is judged.
                 if let Step::Gap { lost } = counters.tracker.lock().observe(frame.head.link_seq) {
                     counters.lost.fetch_add(lost, Ordering::Relaxed);
+                    // Each consumer of the stream here lost them: its row says so.
+                    hub.account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
                 }
                 if frame.end_of_stream {
                     // The producer finished: consumers here see their input close.
+                    counters.ended.store(true, Ordering::SeqCst);
                     hub.close();
+                    return;
+                }
+                if frame.stop {
+                    // The sender stopped: every frame it sent has arrived or was lost.
+                    counters.ended.store(true, Ordering::SeqCst);
+                    return;
+                }
+                if hub.is_stopping() {
+                    // On the wire when the run stopped: counted, not delivered.
+                    counters.in_flight_at_stop.fetch_add(1, Ordering::Relaxed);
+                    hub.account_on_subscribers(Fate::InFlightAtStop);
                     return;
                 }
                 match frame.decode_message(&accepted) {
@@ -186,6 +205,12 @@ impl Ingress {
         })
     }
 
+    /// Whether its sender's end-of-stream or stop frame arrived (after it, nothing the
+    /// sender sent can still be on the wire).
+    pub(crate) fn has_ended(&self) -> bool {
+        self.counters.ended.load(Ordering::SeqCst)
+    }
+
     pub(crate) fn stats(&self) -> WireStats {
         let c = &self.counters;
         let seen = self.subscription.counters();
@@ -198,6 +223,9 @@ impl Ingress {
             unmatched: 0,
             sender_dropped: 0,
             lost: c.lost.load(Ordering::Relaxed),
+            dropped_upstream: Default::default(),
+            unprocessed_at_stop: 0,
+            in_flight_at_stop: c.in_flight_at_stop.load(Ordering::Relaxed),
             rejected: Rejection::ALL
                 .iter()
                 .zip(&c.rejected)
@@ -216,6 +244,9 @@ pub(crate) struct SenderRecord {
     pub(crate) publisher: Arc<dyn Publisher>,
     pub(crate) queue: Arc<InputQueue>,
     pub(crate) failed: Arc<AtomicU64>,
+    /// End-of-stream and stop frames put while nobody subscribed: counted by the
+    /// publisher as unmatched, but not messages.
+    pub(crate) control_unmatched: Arc<AtomicU64>,
 }
 
 impl SenderRecord {
@@ -227,9 +258,23 @@ impl SenderRecord {
             direction: WireDirection::Out,
             frames: sent.frames,
             wire_bytes: sent.wire_bytes,
-            unmatched: sent.unmatched,
+            unmatched: sent
+                .unmatched
+                .saturating_sub(self.control_unmatched.load(Ordering::Relaxed))
+                + self.queue.unmatched(),
             sender_dropped: self.queue.dropped(DropReason::QueueFull),
             lost: 0,
+            dropped_upstream: {
+                let mut upstream = crate::stats::DropCounts::default();
+                for reason in DropReason::ALL {
+                    if reason != DropReason::QueueFull {
+                        upstream.set(reason, self.queue.dropped(reason));
+                    }
+                }
+                upstream
+            },
+            unprocessed_at_stop: self.queue.unprocessed_at_stop(),
+            in_flight_at_stop: 0,
             rejected: Rejection::ALL
                 .iter()
                 .map(|k| {
@@ -258,6 +303,8 @@ pub(crate) struct SenderWorker {
     pub(crate) signal: Arc<Signal>,
     pub(crate) subscription: (Arc<Hub>, u64),
     pub(crate) failed: Arc<AtomicU64>,
+    /// See [`SenderRecord::control_unmatched`].
+    pub(crate) control_unmatched: Arc<AtomicU64>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -266,9 +313,13 @@ impl SenderWorker {
         let span = self.span.clone();
         let _entered = span.enter();
         let failures = BurstLog::default();
+        // The frame that closes the link: a stop frame when the run stops, an
+        // end-of-stream frame when the producer finished, none once the transport closed.
+        let mut last: Option<fn(u64) -> Result<bytes::Bytes, FrameError>> = None;
         loop {
             let since = self.signal.count();
             if self.shared.is_stopping() {
+                last = Some(WireFrame::stop);
                 break;
             }
             match self.queue.pop() {
@@ -283,7 +334,11 @@ impl SenderWorker {
                     });
                     match result {
                         Ok(()) => {}
-                        Err(TransportError::Closed) => break,
+                        Err(TransportError::Closed) => {
+                            // Taken from the queue as the run ended: still unsent.
+                            self.queue.account(Fate::UnprocessedAtStop);
+                            break;
+                        }
                         Err(error) => {
                             self.failed.fetch_add(1, Ordering::Relaxed);
                             if let Some(unsaid) = failures.note() {
@@ -299,17 +354,41 @@ impl SenderWorker {
                 }
                 None if self.queue.is_closed() => {
                     // The producer finished: so do its consumers in other partitions.
-                    let _ = self.publisher.put(&mut WireFrame::end_of_stream);
+                    last = Some(WireFrame::end_of_stream);
                     break;
                 }
                 None => self.signal.wait(since, IDLE_RECHECK),
             }
         }
+        if let Some(frame) = last {
+            self.put_control(frame);
+        }
+        // Detached, not removed: what the producer still publishes is counted on this
+        // queue as not sent (and so on the rows of the consumers behind the wire).
         let (hub, id) = &self.subscription;
-        hub.unsubscribe(*id);
+        hub.detach(*id);
         let _ = exits.send(Exit {
             thread: self.thread,
             outcome: Outcome::Finished,
         });
+    }
+
+    /// Puts an end-of-stream or stop frame, numbered after the last frame sent. Put while
+    /// nobody subscribes, it is no message not sent: taken out of the unmatched count.
+    fn put_control(&self, frame: fn(u64) -> Result<bytes::Bytes, FrameError>) {
+        let before = self.publisher.counters().unmatched;
+        let mut frame = frame;
+        let result = self.publisher.put(&mut frame);
+        let after = self.publisher.counters().unmatched;
+        self.control_unmatched
+            .fetch_add(after.saturating_sub(before), Ordering::Relaxed);
+        match result {
+            Ok(()) | Err(TransportError::Closed) => {}
+            Err(error) => tracing::warn!(
+                key = %self.publisher.key(),
+                "the frame that closes the link was not sent: {}",
+                chain(&error)
+            ),
+        }
     }
 }

@@ -3,6 +3,7 @@
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use hdrhistogram::Histogram;
 use streamwire_core::{DropReason, Envelope, History, InputBinding, Timestamp};
 
 use crate::clock::{Clock, MANUAL_POLL, Signal};
+use crate::hub::Hub;
 
 /// How an input queue bounds itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,8 +95,23 @@ pub struct LatencySummary {
     pub clock_skew: u64,
 }
 
+/// What became of a message that did not reach its consumer, as the consumer's row counts
+/// it: one term of the accounting equation (RFC.md section 9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fate {
+    /// Dropped on the way, for this reason.
+    Dropped(DropReason),
+    /// Published while the consumer was not subscribed (it had finished): not sent to it.
+    Unmatched,
+    /// Still in a queue on the way (a codec node's) when the run stopped.
+    UnprocessedAtStop,
+    /// On the wire when the run stopped: it reached the receiving partition after the stop.
+    InFlightAtStop,
+}
+
 /// One input's queue. Producers push (fan-out from a hub); the module pops through the
-/// [`InputBinding`] seam.
+/// [`InputBinding`] seam. A codec node's queue is a *relay*: what it loses is counted on
+/// it and, through the node's output hub, on every consumer downstream.
 pub(crate) struct InputQueue {
     items: Mutex<VecDeque<Envelope>>,
     room: Condvar,
@@ -107,6 +124,15 @@ pub(crate) struct InputQueue {
     open_upstreams: AtomicUsize,
     pub(crate) delivered: AtomicU64,
     dropped: [AtomicU64; DropReason::ALL.len()],
+    /// Messages published while this queue's consumer was not subscribed.
+    unmatched: AtomicU64,
+    /// Messages left at stop in a queue upstream of this one (relayed here); what is
+    /// left in this queue itself is its length.
+    unprocessed_upstream: AtomicU64,
+    /// Frames that reached this queue's partition after the run stopped.
+    in_flight_at_stop: AtomicU64,
+    /// A codec node's output hub: what this queue loses is lost to its subscribers too.
+    relay: OnceLock<Arc<Hub>>,
     latency: Mutex<Latency>,
 }
 
@@ -127,8 +153,18 @@ impl InputQueue {
             open_upstreams: AtomicUsize::new(0),
             delivered: AtomicU64::new(0),
             dropped: Default::default(),
+            unmatched: AtomicU64::new(0),
+            unprocessed_upstream: AtomicU64::new(0),
+            in_flight_at_stop: AtomicU64::new(0),
+            relay: OnceLock::new(),
             latency: Mutex::new(Latency::new()),
         })
+    }
+
+    /// Makes this queue a relay: what it loses is counted on the subscribers of `hub`
+    /// too (a codec node's queue, relaying to the node's output hub).
+    pub(crate) fn relay_to(&self, hub: Arc<Hub>) {
+        let _ = self.relay.set(hub);
     }
 
     /// One more hub feeds this queue.
@@ -195,10 +231,71 @@ impl InputQueue {
         self.room.notify_all();
     }
 
+    /// Counts a drop for `reason` on this queue (and downstream, for a relay).
     pub(crate) fn count(&self, reason: DropReason) {
-        if let Some(slot) = DropReason::ALL.iter().position(|r| *r == reason) {
-            self.dropped[slot].fetch_add(1, Ordering::Relaxed);
+        self.account(Fate::Dropped(reason));
+    }
+
+    /// Counts `fate` on this queue; a relay counts it on its downstream consumers too, a
+    /// full relay queue as `codec_queue_full`.
+    pub(crate) fn account(&self, fate: Fate) {
+        self.account_n(fate, 1);
+    }
+
+    /// Counts `n` messages of `fate`, as [`account`](InputQueue::account) counts one.
+    pub(crate) fn account_n(&self, fate: Fate, n: u64) {
+        if n == 0 {
+            return;
         }
+        let counter = match fate {
+            Fate::Dropped(reason) => DropReason::ALL
+                .iter()
+                .position(|r| *r == reason)
+                .and_then(|slot| self.dropped.get(slot)),
+            Fate::Unmatched => Some(&self.unmatched),
+            Fate::UnprocessedAtStop => Some(&self.unprocessed_upstream),
+            Fate::InFlightAtStop => Some(&self.in_flight_at_stop),
+        };
+        if let Some(counter) = counter {
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
+        if let Some(hub) = self.relay.get() {
+            let relayed = match fate {
+                Fate::Dropped(DropReason::QueueFull) => Fate::Dropped(DropReason::CodecQueueFull),
+                other => other,
+            };
+            hub.account_on_subscribers_n(relayed, n);
+        }
+    }
+
+    /// Once the run's threads are joined: every message still in a relay's queue is
+    /// counted as unprocessed at stop on its downstream consumers, and taken out.
+    pub(crate) fn settle_relay(&self) {
+        let Some(hub) = self.relay.get() else {
+            return;
+        };
+        let left = self.items.lock().drain(..).count();
+        hub.account_on_subscribers_n(
+            Fate::UnprocessedAtStop,
+            u64::try_from(left).unwrap_or(u64::MAX),
+        );
+    }
+
+    /// Messages published while its consumer was not subscribed.
+    pub(crate) fn unmatched(&self) -> u64 {
+        self.unmatched.load(Ordering::Relaxed)
+    }
+
+    /// Messages left unprocessed at stop on the way to this queue's consumer: those
+    /// still in this queue, and those relayed from queues upstream.
+    pub(crate) fn unprocessed_at_stop(&self) -> u64 {
+        let here = u64::try_from(self.len()).unwrap_or(u64::MAX);
+        here + self.unprocessed_upstream.load(Ordering::Relaxed)
+    }
+
+    /// Frames that reached this queue's partition after the run stopped.
+    pub(crate) fn in_flight_at_stop(&self) -> u64 {
+        self.in_flight_at_stop.load(Ordering::Relaxed)
     }
 
     pub(crate) fn dropped(&self, reason: DropReason) -> u64 {
@@ -237,6 +334,11 @@ impl InputBinding for InputQueue {
     }
 
     fn count_drop(&self, reason: DropReason) {
+        // Taken by `pop` (and counted delivered), then dropped by the module side: it
+        // moves from delivered to the drop, so that the input's row still balances.
+        let _ = self
+            .delivered
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
         self.count(reason);
     }
 }

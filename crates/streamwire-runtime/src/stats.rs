@@ -8,7 +8,10 @@ use streamwire_core::DropReason;
 
 pub use crate::queue::LatencySummary;
 
+mod balance;
 mod records;
+
+pub use balance::{BalanceError, Balanced, Unbalanced, balance_checks, check_balance};
 
 pub(crate) use records::{
     CodecRecord, InputRecord, InstanceRecord, LinkRecord, OutputRecord, Records, TapRecord,
@@ -69,6 +72,15 @@ pub struct WireStats {
     pub sender_dropped: u64,
     /// Receiving: frames that never arrived, from gaps in the link sequence.
     pub lost: u64,
+    /// Sending: messages lost before the sender by the codec nodes feeding it (counted
+    /// there, relayed here), by reason. Receiving: none.
+    pub dropped_upstream: DropCounts,
+    /// Sending: messages still in the sender's queue, or in a codec node's before it,
+    /// when the run stopped. Receiving: 0.
+    pub unprocessed_at_stop: u64,
+    /// Receiving: frames that arrived after the run began to stop (counted, not
+    /// delivered). Sending: 0.
+    pub in_flight_at_stop: u64,
     /// Receiving: frames refused, by kind (truncated, garbage, incompatible, wrong type,
     /// undecodable), in `Rejection::ALL` order. Sending: messages that failed to serialize,
     /// under `undecodable`.
@@ -108,8 +120,37 @@ pub struct InstanceStats {
     pub stalled: bool,
     /// True once the module finished (or the run stopped it).
     pub finished: bool,
+    /// True when it ended by an error or a panic (its state reads `failed`).
+    pub failed: bool,
+    /// The planned process it runs in.
+    pub process: String,
+    /// The host of that process.
+    pub host: String,
+    /// For an instance stepping on a period (a source): the rate it was configured for
+    /// and the rate it reached.
+    pub rate: Option<RateStats>,
     /// The module's own counters (`cx.counter(..)`), by name.
     pub counters: Vec<(String, u64)>,
+}
+
+/// The rate of an instance that steps on a period.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct RateStats {
+    /// Steps per second its trigger asks for.
+    pub configured_hz: f64,
+    /// Steps per second it took, from its first step to its last.
+    pub reached_hz: f64,
+}
+
+impl RateStats {
+    /// Below this share of its configured rate, an instance is flagged.
+    pub const FLAG_BELOW: f64 = 0.9;
+
+    /// Whether it reached less than 90% of its configured rate.
+    pub fn is_below(&self) -> bool {
+        self.reached_hz < self.configured_hz * Self::FLAG_BELOW
+    }
 }
 
 /// One output.
@@ -136,6 +177,12 @@ pub struct DropCounts {
     pub decode_failed: u64,
     /// Could not be deserialized, or of another type.
     pub deserialize_failed: u64,
+    /// An encode or decode node's queue on the way was full.
+    pub codec_queue_full: u64,
+    /// The sender's queue was full (the consumer is in another process).
+    pub sender_dropped: u64,
+    /// Sent on the wire and never received.
+    pub lost_on_wire: u64,
 }
 
 impl DropCounts {
@@ -146,6 +193,9 @@ impl DropCounts {
             DropReason::Unpaired => self.unpaired,
             DropReason::DecodeFailed => self.decode_failed,
             DropReason::DeserializeFailed => self.deserialize_failed,
+            DropReason::CodecQueueFull => self.codec_queue_full,
+            DropReason::SenderDropped => self.sender_dropped,
+            DropReason::LostOnWire => self.lost_on_wire,
             _ => 0,
         }
     }
@@ -156,13 +206,16 @@ impl DropCounts {
             DropReason::Unpaired => self.unpaired = n,
             DropReason::DecodeFailed => self.decode_failed = n,
             DropReason::DeserializeFailed => self.deserialize_failed = n,
+            DropReason::CodecQueueFull => self.codec_queue_full = n,
+            DropReason::SenderDropped => self.sender_dropped = n,
+            DropReason::LostOnWire => self.lost_on_wire = n,
             _ => {}
         }
     }
 
     /// Every drop.
     pub fn total(&self) -> u64 {
-        self.queue_full + self.unpaired + self.decode_failed + self.deserialize_failed
+        DropReason::ALL.iter().map(|reason| self.get(*reason)).sum()
     }
 }
 
@@ -193,8 +246,22 @@ pub struct InputStats {
     pub stream: String,
     /// Messages the module took.
     pub delivered: u64,
-    /// Messages dropped before the module saw them.
+    /// Messages dropped before the module saw them, anywhere on their way, by reason.
     pub dropped: DropCounts,
+    /// Messages published while the module was not subscribed (it had finished): not
+    /// sent to it.
+    pub unmatched: u64,
+    /// Messages still queued on the way (in this input's queue, or a codec node's
+    /// before it) when the run stopped.
+    pub unprocessed_at_stop: u64,
+    /// Messages on the wire when the run stopped (they arrived after it).
+    pub in_flight_at_stop: u64,
+    /// The key of the stream its messages crossed between processes on, when they did:
+    /// that sender's wire row counts what was lost before the wire.
+    pub via_wire: Option<String>,
+    /// True once the terms of that sender's row were added to this row (by the run's
+    /// report, or by [`RunReport::merge`] when the sender ran in another process).
+    pub wire_terms_added: bool,
     /// Arrival minus publish time of every delivery.
     pub latency: LatencySummary,
 }
@@ -211,8 +278,12 @@ pub struct LinkStats {
     pub stream: String,
     /// Messages handed to the receiving queue.
     pub messages: u64,
-    /// Payload bytes of those messages, in process (not wire bytes).
+    /// Payload bytes of those messages as the receiving queue got them (content bytes,
+    /// never wire bytes: a crossing's frames are counted in the wire rows).
     pub content_bytes: u64,
+    /// True when the link crosses between processes (its messages went through a
+    /// sender, the wire and an ingress).
+    pub crosses_processes: bool,
 }
 
 /// Encode or decode, at run time.
@@ -370,6 +441,41 @@ impl RunStats {
     }
 }
 
+impl RunStats {
+    /// Adds to every input whose messages crossed between processes the terms its
+    /// sender counted before the wire (`sender_dropped`, the drops relayed from codec
+    /// nodes there, messages it could not serialize as `deserialize_failed`, not sent,
+    /// unprocessed at stop), once, where the sender's row is in
+    /// these stats: a message lost anywhere on a consumer's path is on its row.
+    pub fn add_wire_terms(&mut self) {
+        let RunStats { inputs, wire, .. } = self;
+        for input in inputs.iter_mut().filter(|i| !i.wire_terms_added) {
+            let Some(sender) = input.via_wire.as_ref().and_then(|key| {
+                wire.iter()
+                    .find(|w| w.direction == WireDirection::Out && &w.key == key)
+            }) else {
+                continue;
+            };
+            let dropped = &mut input.dropped;
+            dropped.sender_dropped += sender.sender_dropped;
+            for reason in DropReason::ALL {
+                let n = dropped.get(reason) + sender.dropped_upstream.get(reason);
+                dropped.set(reason, n);
+            }
+            // A message the sender could not serialize never reached the wire.
+            dropped.deserialize_failed += sender
+                .rejected
+                .iter()
+                .filter(|(kind, _)| kind == "undecodable")
+                .map(|(_, n)| n)
+                .sum::<u64>();
+            input.unmatched += sender.unmatched;
+            input.unprocessed_at_stop += sender.unprocessed_at_stop;
+            input.wire_terms_added = true;
+        }
+    }
+}
+
 impl RunReport {
     /// One report of a run whose processes each reported apart (a distributed run's
     /// workers), given as (process, report): it ended for `reason` with `failure`; its
@@ -393,6 +499,7 @@ impl RunReport {
                     .map(|thread| format!("{thread} (in {process})")),
             );
         }
+        stats.add_wire_terms();
         RunReport::new(reason, failure, stragglers, stats)
     }
 }
@@ -476,9 +583,21 @@ impl RunStats {
             .instances
             .iter()
             .map(|i| {
-                let mut state = if i.finished { "finished" } else { "running" }.to_owned();
+                let mut state = match (i.failed, i.finished) {
+                    (true, _) => "failed",
+                    (false, true) => "finished",
+                    (false, false) => "running",
+                }
+                .to_owned();
                 if i.stalled {
                     state.push_str(", STALLED");
+                }
+                if let Some(rate) = i.rate.filter(RateStats::is_below) {
+                    let _ = write!(
+                        state,
+                        ", BELOW RATE {:.1} of {:.1} Hz",
+                        rate.reached_hz, rate.configured_hz
+                    );
                 }
                 let counters = i
                     .counters
@@ -489,6 +608,8 @@ impl RunStats {
                 vec![
                     i.name.clone(),
                     i.module_type.clone(),
+                    i.process.clone(),
+                    i.host.clone(),
                     i.steps.to_string(),
                     ms(i.cpu),
                     ms(i.longest_step),
@@ -503,6 +624,8 @@ impl RunStats {
             &[
                 "instance",
                 "module",
+                "process",
+                "host",
                 "steps",
                 "cpu",
                 "longest step",
@@ -534,6 +657,9 @@ impl RunStats {
                     i.stream.clone(),
                     i.delivered.to_string(),
                     i.dropped.to_string(),
+                    i.unmatched.to_string(),
+                    i.unprocessed_at_stop.to_string(),
+                    i.in_flight_at_stop.to_string(),
                     ms(i.latency.p50),
                     ms(i.latency.p99),
                     i.latency.clock_skew.to_string(),
@@ -548,6 +674,9 @@ impl RunStats {
                 "stream",
                 "delivered",
                 "dropped",
+                "not sent",
+                "unprocessed at stop",
+                "in flight at stop",
                 "latency p50",
                 "p99",
                 "clock skew",
@@ -556,7 +685,8 @@ impl RunStats {
         );
     }
 
-    /// The links table (content bytes, in process).
+    /// The links table: content bytes, each row saying whether it crosses processes
+    /// (the wire bytes of a crossing are in the wire table).
     fn write_links(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .links
@@ -566,14 +696,20 @@ impl RunStats {
                     format!("{} -> {}", l.from, l.to),
                     l.stream.clone(),
                     l.messages.to_string(),
-                    bytes(l.content_bytes),
+                    format!("{} content", bytes(l.content_bytes)),
+                    if l.crosses_processes {
+                        "across processes"
+                    } else {
+                        "in process"
+                    }
+                    .to_owned(),
                 ]
             })
             .collect();
         table(
             out,
-            "links (content bytes, in process)",
-            &["link", "stream", "messages", "content"],
+            "links",
+            &["link", "stream", "messages", "bytes", "path"],
             &rows,
         );
     }
@@ -657,7 +793,10 @@ impl RunStats {
                     bytes(w.wire_bytes),
                     w.unmatched.to_string(),
                     w.sender_dropped.to_string(),
+                    w.dropped_upstream.total().to_string(),
+                    w.unprocessed_at_stop.to_string(),
                     w.lost.to_string(),
+                    w.in_flight_at_stop.to_string(),
                     if problems.is_empty() {
                         "-".to_owned()
                     } else {
@@ -668,7 +807,7 @@ impl RunStats {
             .collect();
         table(
             out,
-            "wire (between partitions)",
+            "wire (between partitions: frames, wire bytes)",
             &[
                 "partition",
                 "dir",
@@ -677,7 +816,10 @@ impl RunStats {
                 "bytes",
                 "unmatched",
                 "sender dropped",
+                "dropped upstream",
+                "unprocessed at stop",
                 "lost",
+                "in flight at stop",
                 "rejected",
             ],
             &rows,
@@ -717,6 +859,13 @@ mod tests {
                 longest_step: d(2),
                 stalled: true,
                 finished: true,
+                failed: true,
+                process: process.to_owned(),
+                host: format!("host{n}"),
+                rate: Some(RateStats {
+                    configured_hz: n as f64,
+                    reached_hz: n as f64 / 2.0,
+                }),
                 counters: vec![("frames".to_owned(), n)],
             }],
             outputs: vec![OutputStats {
@@ -733,7 +882,15 @@ mod tests {
                     unpaired: n + 1,
                     decode_failed: n + 2,
                     deserialize_failed: n + 3,
+                    codec_queue_full: n + 4,
+                    sender_dropped: n + 5,
+                    lost_on_wire: n + 6,
                 },
+                unmatched: n + 7,
+                unprocessed_at_stop: n + 8,
+                in_flight_at_stop: n + 9,
+                via_wire: Some(format!("image{n}/compressed")),
+                wire_terms_added: true,
                 latency: LatencySummary {
                     count: n,
                     p50: d(3),
@@ -748,6 +905,7 @@ mod tests {
                 stream: format!("image{n}"),
                 messages: n,
                 content_bytes: n * 100,
+                crosses_processes: true,
             }],
             codecs: vec![CodecStats {
                 role: CodecRole::Decode,
@@ -778,6 +936,12 @@ mod tests {
                 unmatched: n + 2,
                 sender_dropped: n + 3,
                 lost: n + 4,
+                dropped_upstream: DropCounts {
+                    codec_queue_full: n + 5,
+                    ..DropCounts::default()
+                },
+                unprocessed_at_stop: n + 6,
+                in_flight_at_stop: n + 7,
                 rejected: vec![("garbage".to_owned(), n)],
             }],
         }

@@ -16,7 +16,7 @@ use streamwire_core::{
 
 use crate::clock::{Clock, MANUAL_POLL, Signal};
 use crate::hub::{Hub, content_bytes};
-use crate::queue::InputQueue;
+use crate::queue::{Fate, InputQueue};
 use crate::stats::CodecRole;
 
 /// How long a waiting thread sleeps at most before re-checking its state (a guard: every
@@ -84,6 +84,12 @@ pub(crate) struct InstanceCounters {
     /// `Shared::mark()` when the current step began; zero between steps.
     pub(crate) step_began: AtomicU64,
     pub(crate) finished: AtomicBool,
+    /// Set when it ended by an error or a panic.
+    pub(crate) failed: AtomicBool,
+    /// Run-clock nanoseconds (plus one) when its first step began; zero before.
+    pub(crate) first_step_ns: AtomicU64,
+    /// Run-clock nanoseconds (plus one) when its latest step began.
+    pub(crate) last_step_ns: AtomicU64,
     pub(crate) counters: Mutex<BTreeMap<String, Counter>>,
 }
 
@@ -257,6 +263,14 @@ impl InstanceWorker {
                 self.counters
                     .step_began
                     .store(self.shared.mark(), Ordering::SeqCst);
+                let step_at = self.shared.clock.now().as_nanos().saturating_add(1);
+                let _ = self.counters.first_step_ns.compare_exchange(
+                    0,
+                    step_at,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                self.counters.last_step_ns.store(step_at, Ordering::Relaxed);
                 outcome = self.call(Phase::Step, &context);
                 self.counters.step_began.store(0, Ordering::SeqCst);
                 let took = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -284,9 +298,14 @@ impl InstanceWorker {
             hub.close();
         }
         for (hub, id) in &self.subscriptions {
-            hub.unsubscribe(*id);
+            // Detached, not removed: what its producers publish from now on is counted
+            // on its inputs as not sent.
+            hub.detach(*id);
         }
         self.module.visit_ports(&mut |_, port| port.unbind());
+        if matches!(outcome, Some(Outcome::Failed(_))) {
+            self.counters.failed.store(true, Ordering::SeqCst);
+        }
         self.counters.finished.store(true, Ordering::SeqCst);
         let _ = exits.send(Exit {
             thread: self.thread,
@@ -447,6 +466,8 @@ impl CodecWorker {
             // compressed images only while subscribed).
             if !self.output.has_demand() {
                 c.skipped.fetch_add(1, Ordering::Relaxed);
+                // Not sent to the consumers downstream, which have all finished.
+                self.output.account_on_subscribers(Fate::Unmatched);
                 return;
             }
             if envelope.message.type_name() == self.encoded_type {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Camera, GUARD, Viewer};
+use common::{Camera, GUARD, Viewer, balanced};
 use parking_lot::Mutex;
 use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, WireFormat};
 use streamwire_runtime::{EndReason, RunOptions, Runtime};
@@ -65,7 +65,7 @@ fn codec_sender_and_instance_spans_name_process_stream_and_port() {
         bp.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Compressed));
         bp.autoconnect();
         let handle = Runtime::start(bp.into_runnable().unwrap(), RunOptions::default()).unwrap();
-        handle.wait_timeout(GUARD)
+        balanced(handle.wait_timeout(GUARD))
     });
     assert_eq!(report.reason, EndReason::Finished, "{report}");
     let spans = recorder.0.lock().clone();

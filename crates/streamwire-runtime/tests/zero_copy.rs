@@ -9,7 +9,7 @@ use streamwire_core::{Context, In, Node, NodeResult, Out, Trigger};
 use streamwire_graph::Blueprint;
 use streamwire_macros::Module;
 use streamwire_msgs::{Image, ImageEncoding};
-use streamwire_runtime::{EndReason, RunOptions, Runtime};
+use streamwire_runtime::{EndReason, RunOptions, Runtime, balance_checks, check_balance};
 use streamwire_testdata::alloc::{CountingAlloc, process_counts_during};
 
 #[global_allocator]
@@ -118,6 +118,13 @@ fn measure(width: u32, height: u32, consumers: usize) -> (u64, usize) {
         )
     });
 
+    if let Err(error) = check_balance(&report) {
+        panic!("{error}\n{report}");
+    }
+    eprintln!(
+        "balance: {} reports checked in this test binary",
+        balance_checks()
+    );
     assert_eq!(report.reason, EndReason::Finished, "{report}");
     let delivered: u64 = report.stats.inputs.iter().map(|i| i.delivered).sum();
     assert_eq!(

@@ -6,9 +6,11 @@
 //! `cockatoo_720p/frames/000000.jpg..000279.jpg` (280 real 1280x720 JPEG frames) and
 //! `rgbd_pointcloud/` (two 640x480 clouds, their 16-bit depth PNGs and RGB PNGs).
 //!
-//! Tests that need the data call [`require_dir`] (or a reader), which panics with a clear
-//! message when it is missing: such a test must fail, not silently pass. Benches and
-//! examples that can fall back to synthetic input check [`dir`] themselves.
+//! Tests that need the data start with [`data_or_skip`]: where it is missing they say
+//! `skipped:` and why, and fail instead under `STREAMWIRE_REQUIRE=all` (as CI runs them).
+//! The readers ([`require_dir`], [`read`], ...) panic with a clear message when it is
+//! missing. Benches and examples that can fall back to synthetic input check [`dir`]
+//! themselves.
 //!
 //! [`alloc`] holds the one counting allocator of the workspace's tests; [`require`] the
 //! one rule for tests that would skip for a missing tool (`STREAMWIRE_REQUIRE=all`).
@@ -37,6 +39,20 @@ pub fn dir() -> PathBuf {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
     }
+}
+
+/// Whether the shared data is here. Where it is not, says why the calling test skips (the
+/// caller then returns), or under `STREAMWIRE_REQUIRE=all` fails it ([`skip`]).
+pub fn data_or_skip() -> bool {
+    let dir = dir();
+    if dir.is_dir() {
+        return true;
+    }
+    skip(format!(
+        "the shared real data is not at {} (set STREAMWIRE_DATA to its folder)",
+        dir.display()
+    ));
+    false
 }
 
 /// The data folder; panics, naming where it looked, when it is missing.

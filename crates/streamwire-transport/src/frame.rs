@@ -6,8 +6,8 @@
 //! offset  size  field
 //! 0       4     magic, the ASCII bytes "SWFR"
 //! 4       2     format version, u16 little-endian (FORMAT_VERSION)
-//! 6       2     flags, u16 little-endian: 0, or FLAG_END_OF_STREAM (a frame with
-//!               other flags is refused)
+//! 6       2     flags, u16 little-endian: 0, FLAG_END_OF_STREAM or FLAG_STOP (a
+//!               frame with other flags is refused)
 //! 8       4     head length H, u32 little-endian
 //! 12      4     payload length P, u32 little-endian
 //! 16      H     head: CDR (little-endian, 4-byte encapsulation header 00 01 00 00),
@@ -16,7 +16,10 @@
 //! ```
 //!
 //! An end-of-stream frame (the producer finished: its consumers' inputs close once
-//! drained) has an empty wire name and codec, schema version 0, header 0, no payload.
+//! drained) and a stop frame (the sender stopped with the run) have an empty wire name
+//! and codec, schema version 0, header 0, no payload. Both are numbered after the last
+//! frame their sender sent, so a receiver that reads one knows that every frame before it
+//! has arrived or was lost (a gap in the link sequence).
 //!
 //! `FrameHead` in CDR order: `string wire_name; uint32 schema_version; uint64 link_seq;
 //! uint64 seq; uint64 publish_time_ns; string codec` (the codec that produced an encoded
@@ -43,6 +46,9 @@ pub const FORMAT_VERSION: u16 = 1;
 
 /// The flag of an end-of-stream frame.
 pub const FLAG_END_OF_STREAM: u16 = 0x0001;
+
+/// The flag of a stop frame: its sender stopped with the run and sends nothing more.
+pub const FLAG_STOP: u16 = 0x0002;
 
 /// Bytes before the head.
 pub const FIXED_LEN: usize = 16;
@@ -86,6 +92,8 @@ impl FrameHead {
 pub struct WireFrame {
     /// The producer's stream ended: no message, its consumers' inputs close.
     pub end_of_stream: bool,
+    /// The sender stopped with the run: no message, and none after it.
+    pub stop: bool,
     /// The head.
     pub head: FrameHead,
     /// The message's CBOR bytes.
@@ -253,18 +261,21 @@ impl WireFrame {
 
     /// The frame that ends a stream, numbered `link_seq`.
     pub fn end_of_stream(link_seq: u64) -> Result<Bytes, FrameError> {
-        let head = FrameHead {
-            wire_name: String::new(),
-            schema_version: 0,
-            link_seq,
-            seq: 0,
-            publish_time_ns: 0,
-            codec: String::new(),
-        };
-        Ok(Bytes::from(fixed_and_head(
-            &encode_head(&head)?,
-            FLAG_END_OF_STREAM,
-        )?))
+        control_frame(link_seq, FLAG_END_OF_STREAM)
+    }
+
+    /// The frame a sender sends when the run stops, numbered `link_seq` (after its last
+    /// frame): a receiver that reads it knows nothing it sent is still on the wire.
+    ///
+    /// ```
+    /// use streamwire_transport::WireFrame;
+    /// let frame = WireFrame::parse(WireFrame::stop(7)?)?;
+    /// assert!(frame.stop && !frame.end_of_stream);
+    /// assert_eq!(frame.head.link_seq, 7);
+    /// # Ok::<(), streamwire_transport::FrameError>(())
+    /// ```
+    pub fn stop(link_seq: u64) -> Result<Bytes, FrameError> {
+        control_frame(link_seq, FLAG_STOP)
     }
 
     /// Reads the fixed part and the head of `frame`, checking every declared length
@@ -296,7 +307,8 @@ impl WireFrame {
             });
         }
         let flags = LittleEndian::read_u16(&frame[6..8]);
-        if flags & !FLAG_END_OF_STREAM != 0 {
+        if flags & !(FLAG_END_OF_STREAM | FLAG_STOP) != 0 || flags == FLAG_END_OF_STREAM | FLAG_STOP
+        {
             return Err(FrameError::Flags(flags));
         }
         let head_len = u64::from(LittleEndian::read_u32(&frame[8..12]));
@@ -321,6 +333,7 @@ impl WireFrame {
         let head = decode_head(&frame[FIXED_LEN..FIXED_LEN + head_len])?;
         Ok(WireFrame {
             end_of_stream: flags & FLAG_END_OF_STREAM != 0,
+            stop: flags & FLAG_STOP != 0,
             head,
             payload: frame.slice(FIXED_LEN + head_len..),
         })
@@ -357,6 +370,19 @@ impl WireFrame {
 }
 
 /// The fixed part (payload length 0, patched once the payload is written) and the head.
+/// A frame without a message (end of stream, stop), numbered `link_seq`, with `flags`.
+fn control_frame(link_seq: u64, flags: u16) -> Result<Bytes, FrameError> {
+    let head = FrameHead {
+        wire_name: String::new(),
+        schema_version: 0,
+        link_seq,
+        seq: 0,
+        publish_time_ns: 0,
+        codec: String::new(),
+    };
+    Ok(Bytes::from(fixed_and_head(&encode_head(&head)?, flags)?))
+}
+
 fn fixed_and_head(head_bytes: &[u8], flags: u16) -> Result<Vec<u8>, FrameError> {
     let head_len =
         u32::try_from(head_bytes.len()).map_err(|_| FrameError::TooLarge(head_bytes.len()))?;

@@ -5,11 +5,16 @@
 //! [`RelayAddress`]) and serves, on one port:
 //!
 //! - `/` over HTTP: a live viewer page (no external downloads: everything is in this crate);
-//! - `/` as a websocket: the [rosbridge v2 protocol], the subset clients use, so roslibjs
-//!   and other rosbridge clients work: `subscribe` (`throttle_rate`, `queue_length`,
-//!   `compression` `none` (JSON) or `cbor`), `unsubscribe`, `advertise`/`publish` of
-//!   the relay's `cmd_vel` ([`Twist`]), `call_service` of `/rosapi/topics` and
-//!   `/rosapi/topics_and_raw_types`, and `status` messages for every error;
+//! - `/` as a websocket: the [rosbridge v2 protocol] as rosbridge_suite's ROS 2 branch
+//!   speaks it, so roslib, roslibpy and Foxglove's Rosbridge connection work: `subscribe`
+//!   (several per topic, keyed by `id`: the lowest `throttle_rate`, the largest
+//!   `queue_length`; `fragment_size`; `compression` `none`, `png`, `cbor` or `cbor-raw`),
+//!   `unsubscribe` (by `id`: that subscription only), `advertise`/`publish` of the relay's
+//!   `cmd_vel` ([`Twist`]), `set_level`, `call_service` of the rosapi services (`topics`,
+//!   `topics_and_raw_types`, `topic_type`, `topics_for_type`, `nodes`, `node_details`,
+//!   `publishers`, `subscribers`, `services`, `service_type`, `message_details`,
+//!   `get_time`, `get_param_names`, `get_param`; `set_param` refused: read-only), and
+//!   `status` messages for every error;
 //! - `/stats`: per topic and per client counts as JSON (what the viewer shows).
 //!
 //! Only the operator's own pages and tools get in. Every route asks for the run's token
@@ -26,10 +31,17 @@
 //! 1009 (too big). Each refusal and timeout is counted, refusals logged once per burst.
 //!
 //! Browsers subscribe while the run goes on, through the run's taps
-//! ([`Context::taps`](streamwire_core::Context::taps)). An image stream is tapped as its
-//! JPEG bytes (the camera's encode node feeds the relay; nothing decodes), depth as
-//! `16UC1` millimetres (a CBOR typed array), clouds as `sensor_msgs/PointCloud2`,
-//! odometry as `nav_msgs/Odometry`, a user's message as serde writes it.
+//! ([`Context::taps`](streamwire_core::Context::taps)). Topics have ROS 2 names and types
+//! (ROS 1 spellings such as `sensor_msgs/Image` are accepted from clients): a camera's
+//! JPEG bytes are `<stream>/compressed` (`sensor_msgs/msg/CompressedImage`, as the
+//! camera's encode node made them), its pixels `<stream>` (`sensor_msgs/msg/Image`,
+//! decoded once in the relay while someone subscribes, counted as `images_decoded`);
+//! depth is `sensor_msgs/msg/Image` (`16UC1`, `uint8[] data` of `step * height` bytes);
+//! every built-in message is written field by field from its ROS 2 CDR
+//! (`nav_msgs/msg/OccupancyGrid`, `vision_msgs/msg/Detection2DArray`, ...); `/tf`
+//! (`tf2_msgs/msg/TFMessage`) comes from the odometry, `/rosout` (`rcl_interfaces/msg/Log`)
+//! from the run's log-record streams at [`RelayConfig::rosout_level`] and above; a user's
+//! message is written as serde writes it.
 //!
 //! Clients never hurt the run or each other: each client has a bounded keep-last queue
 //! per topic (the newest frame wins, the stale one is dropped and counted for that
@@ -62,9 +74,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! `compression: "cbor-raw"` (ROS-serialized bytes) is answered with an "unsupported"
-//! status: streamwire messages have no ROS serialization. Per-message deflate is not
-//! offered (JPEG and CBOR payloads gain little from it).
+//! `compression: "cbor-raw"` sends a built-in message's ROS 2 CDR (what
+//! `typedefs_full_text` defines) with the relay's clock (`secs`, `nsecs`); a user's
+//! message, which has no ROS 2 serialization, is refused it with a status. A subscribe or
+//! advertise naming another type than the topic's is refused with a status. Per-message
+//! deflate is not offered (JPEG and CBOR payloads gain little from it).
 //!
 //! [rosbridge v2 protocol]: https://github.com/RobotWebTools/rosbridge_suite/blob/ros2/ROSBRIDGE_PROTOCOL.md
 
@@ -72,6 +86,7 @@ mod access;
 mod foxglove;
 mod listener;
 mod protocol;
+mod rosbridge;
 mod server;
 mod typedefs;
 pub mod wire;
@@ -83,7 +98,7 @@ use std::time::{Duration, Instant};
 
 use streamwire_core::{Context, Node, NodeResult, Out, Trigger};
 use streamwire_macros::Module;
-use streamwire_msgs::Twist;
+use streamwire_msgs::{LogLevel, Twist};
 
 pub use access::RelayToken;
 pub use server::RelayError;
@@ -136,6 +151,8 @@ pub struct RelayConfig {
     pub idle_timeout: Duration,
     /// The topic of the browser-fed velocity commands (default `cmd_vel`).
     pub cmd_vel_topic: String,
+    /// The least severe log records `/rosout` carries (default `warn`).
+    pub rosout_level: LogLevel,
     /// Serves the [Foxglove WebSocket protocol] at `/foxglove` too (default off), for
     /// Foxglove and Lichtblick, with the same token, origins and limits.
     ///
@@ -164,6 +181,7 @@ impl Default for RelayConfig {
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
             cmd_vel_topic: "cmd_vel".to_owned(),
+            rosout_level: LogLevel::Warn,
             foxglove: false,
             parameters: std::collections::BTreeMap::new(),
             address: RelayAddress::default(),

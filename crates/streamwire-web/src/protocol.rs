@@ -5,19 +5,10 @@ use std::time::Duration;
 use serde_json::Value;
 use streamwire_msgs::{Twist, Vector3};
 
+pub(crate) use crate::rosbridge::outgoing::Compression;
+
 /// The largest `queue_length` honoured (a client asking for more gets this many).
 pub(crate) const MAX_QUEUE_LENGTH: usize = 16;
-
-/// How a subscriber wants its messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Encoding {
-    /// JSON text frames.
-    Json,
-    /// CBOR binary frames with typed arrays.
-    Cbor,
-    /// Foxglove `messageData` binary frames of this subscription id (`crate::foxglove`).
-    Foxglove(u32),
-}
 
 /// One operation from a client.
 #[derive(Debug)]
@@ -25,11 +16,16 @@ pub(crate) enum Op {
     Subscribe {
         id: Option<String>,
         topic: String,
+        /// The type the client expects, if it said.
+        ros_type: Option<String>,
         throttle: Duration,
         queue_length: usize,
-        encoding: Encoding,
+        compression: Compression,
+        /// The longest text frame before it goes in `fragment`s.
+        fragment_size: Option<usize>,
     },
     Unsubscribe {
+        id: Option<String>,
         topic: String,
     },
     Advertise {
@@ -46,7 +42,26 @@ pub(crate) enum Op {
     CallService {
         id: Option<String>,
         service: String,
+        /// The request's fields (`{}` when none were given).
+        args: Value,
     },
+    /// Which `status` messages the client wants: `error`, `warning`, `info` or `none`.
+    SetLevel {
+        level: StatusLevel,
+    },
+}
+
+/// The least severe `status` a client is sent (ROSBRIDGE_PROTOCOL.md 3.2.2, `set_level`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum StatusLevel {
+    /// Every status.
+    Info = 0,
+    /// Warnings and errors (the default).
+    Warning = 1,
+    /// Errors only.
+    Error = 2,
+    /// No status at all.
+    None = 3,
 }
 
 /// Why an operation was refused: the text of its `status` error, and its id.
@@ -113,35 +128,36 @@ fn parse(value: Value) -> Result<Op, Refused> {
                 .and_then(Value::as_u64)
                 .unwrap_or(1)
                 .clamp(1, MAX_QUEUE_LENGTH as u64) as usize;
-            let encoding = match value.get("compression").and_then(Value::as_str) {
-                None | Some("none") | Some("") => Encoding::Json,
-                Some("cbor") => Encoding::Cbor,
-                Some("cbor-raw") => {
-                    return Err(refuse(
-                        &id,
-                        format!(
-                            "compression `cbor-raw` (ROS-serialized bytes) is unsupported on `{topic}`: use `cbor` or `none`"
-                        ),
-                    ));
-                }
-                Some(other) => {
-                    return Err(refuse(
-                        &id,
-                        format!(
-                            "compression `{other}` is unsupported on `{topic}`: use `cbor` or `none`"
-                        ),
-                    ));
-                }
+            let asked = value.get("compression").and_then(Value::as_str);
+            let Some(compression) = Compression::named(asked) else {
+                return Err(refuse(
+                    &id,
+                    format!(
+                        "compression `{}` is unsupported on `{topic}`: use `none`, `png`, `cbor` or `cbor-raw`",
+                        // infallible: no compression named is `none`, so `asked` is here
+                        asked.unwrap_or_default()
+                    ),
+                ));
             };
+            let fragment_size = value
+                .get("fragment_size")
+                .and_then(Value::as_u64)
+                .filter(|&size| size > 0)
+                .map(|size| usize::try_from(size).unwrap_or(usize::MAX));
             Ok(Op::Subscribe {
+                ros_type: string_field(&value, "type").filter(|t| !t.is_empty()),
                 id,
                 topic,
                 throttle: Duration::from_millis(throttle),
                 queue_length,
-                encoding,
+                compression,
+                fragment_size,
             })
         }
-        "unsubscribe" => Ok(Op::Unsubscribe { topic: topic()? }),
+        "unsubscribe" => Ok(Op::Unsubscribe {
+            topic: topic()?,
+            id,
+        }),
         "advertise" => Ok(Op::Advertise {
             topic: topic()?,
             ros_type: string_field(&value, "type"),
@@ -157,12 +173,44 @@ fn parse(value: Value) -> Result<Op, Refused> {
             let Some(service) = string_field(&value, "service") else {
                 return Err(refuse(&id, "`call_service` needs a `service`"));
             };
-            Ok(Op::CallService { id, service })
+            // rosbridge accepts a list of positional arguments too; the services here take
+            // named ones only.
+            let args = match value.get("args") {
+                None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
+                Some(args @ Value::Object(_)) => args.clone(),
+                Some(Value::Array(list)) if list.is_empty() => {
+                    Value::Object(serde_json::Map::new())
+                }
+                Some(_) => {
+                    return Err(refuse(
+                        &id,
+                        format!(
+                            "`call_service` of `{service}`: `args` must be an object of the request's fields"
+                        ),
+                    ));
+                }
+            };
+            Ok(Op::CallService { id, service, args })
+        }
+        "set_level" => {
+            let level = match value.get("level").and_then(Value::as_str) {
+                Some("info") => StatusLevel::Info,
+                Some("warning") => StatusLevel::Warning,
+                Some("error") => StatusLevel::Error,
+                Some("none") => StatusLevel::None,
+                _ => {
+                    return Err(refuse(
+                        &id,
+                        "`set_level` needs a `level`: `info`, `warning`, `error` or `none`",
+                    ));
+                }
+            };
+            Ok(Op::SetLevel { level })
         }
         other => Err(refuse(
             &id,
             format!(
-                "unknown op `{other}` (supported: subscribe, unsubscribe, advertise, unadvertise, publish, call_service)"
+                "unknown op `{other}` (supported: subscribe, unsubscribe, advertise, unadvertise, publish, call_service, set_level)"
             ),
         )),
     }
@@ -229,8 +277,14 @@ mod tests {
             r#"{"op": "fly", "id": 7}"#,
             r#"{"op": "subscribe", "id": "s"}"#,
             r#"{"op": "subscribe", "topic": "/odom", "compression": "cbor-raw"}"#,
-            r#"{"op": "subscribe", "topic": "/odom", "compression": "png"}"#,
+            r#"{"op": "subscribe", "topic": "/odom", "compression": "png", "fragment_size": 100}"#,
+            r#"{"op": "subscribe", "topic": "/odom", "compression": "zip"}"#,
+            r#"{"op": "unsubscribe", "topic": "/odom", "id": "a"}"#,
             r#"{"op": "call_service"}"#,
+            r#"{"op": "call_service", "service": "/rosapi/topic_type", "args": {"topic": "/odom"}}"#,
+            r#"{"op": "call_service", "service": "/rosapi/topic_type", "args": ["/odom"]}"#,
+            r#"{"op": "set_level", "level": "warning"}"#,
+            r#"{"op": "set_level", "level": "loud", "id": "l"}"#,
             r#"{"op": "subscribe", "topic": "/odom", "queue_length": 100000, "throttle_rate": 50, "compression": "cbor"}"#,
         ];
         let text: Vec<String> = cases.iter().map(|c| refusal(c)).collect();

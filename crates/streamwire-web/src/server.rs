@@ -14,7 +14,7 @@ use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
@@ -26,14 +26,18 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
-use streamwire_core::{Codec, Context, Counter, Envelope, Message as _, StreamTap, TapService};
-use streamwire_msgs::{CompressedImage, DepthImage, Image, Odometry, PointCloud, Twist, Zstd};
+use streamwire_core::{Context, Counter, Envelope, StreamTap, TapService, Timestamp};
+use streamwire_msgs::Twist;
 
 use crate::access::{Access, BurstLog, Denied, more_since, random_token};
 use crate::foxglove;
 use crate::listener::{Connection, accept_loop, connection_cap};
-use crate::protocol::{self, Encoding, Op, Refused};
-use crate::typedefs;
+use crate::protocol::{self, Op, Refused, StatusLevel};
+use crate::rosbridge::outgoing::{self, Compression};
+use crate::rosbridge::rosapi;
+use crate::rosbridge::subscription::{Effective, Removed, Subscription, Subscriptions};
+use crate::rosbridge::topics::{Topic, short_type, topics_of};
+use crate::rosbridge::{self, topics::Source};
 use crate::wire;
 use crate::{RelayConfig, RelayToken};
 
@@ -103,17 +107,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock()
 }
 
-/// A topic browsers can subscribe to.
-#[derive(Debug)]
-pub(crate) struct Topic {
-    /// The stream's name in the plan (`color_image`); its topic is `/color_image`.
-    pub(crate) stream: String,
-    /// What rosbridge clients are told it carries.
-    pub(crate) ros_type: &'static str,
-    /// The form to tap (`streamwire/CompressedImage` for JPEG bytes).
-    pub(crate) tap_as: &'static str,
-}
-
 /// The relay's counters, in the run's report.
 pub(crate) struct Counters {
     clients: Counter,
@@ -142,6 +135,8 @@ pub(crate) struct Counters {
     pub(crate) commands: Counter,
     pub(crate) commands_dropped: Counter,
     unwritable: Counter,
+    /// Images and depth frames decoded for the topics that carry pixels.
+    images_decoded: Counter,
 }
 
 impl Counters {
@@ -165,6 +160,7 @@ impl Counters {
             commands: cx.counter("commands"),
             commands_dropped: cx.counter("commands_dropped"),
             unwritable: cx.counter("unwritable_messages"),
+            images_decoded: cx.counter("images_decoded"),
         }
     }
 }
@@ -196,17 +192,26 @@ pub(crate) struct Shared {
     /// Drops of clients that left before the relay's step reported them, by report name.
     departed_drops: Mutex<HashMap<String, u64>>,
     next_client: AtomicU64,
+    /// Numbers the feeds' threads.
+    next_feed: AtomicU64,
+    /// Numbers fragmented messages (their fragments' `id`).
+    next_fragmented: AtomicU64,
     stopping: AtomicBool,
     pub(crate) counters: Counters,
     pub(crate) commands: SyncSender<Twist>,
     /// The Foxglove protocol's channels, parameters and counters, when it is served.
     pub(crate) foxglove: Option<foxglove::Served>,
+    /// The relay's node name for rosapi (its instance, `/web`).
+    node: String,
+    /// The run clock when the relay started, and the instant it was read: rosapi's
+    /// `get_time` is the run clock now.
+    started: (Timestamp, Instant),
 }
 
 impl Shared {
     fn topic(&self, name: &str) -> Option<&Arc<Topic>> {
         let stream = name.strip_prefix('/').unwrap_or(name);
-        self.topics.iter().find(|t| t.stream == stream)
+        self.topics.iter().find(|t| t.name == stream)
     }
 
     pub(crate) fn is_cmd_vel(&self, name: &str) -> bool {
@@ -265,48 +270,110 @@ impl Shared {
     }
 }
 
-/// A bounded keep-last queue of frames for one client.
-struct Slot {
-    frames: Mutex<VecDeque<Message>>,
-    capacity: usize,
+/// One message for a client: one websocket frame, or its `fragment`s, sent together.
+type Outgoing = Arc<[Message]>;
+
+/// A bounded keep-last queue for one client.
+struct Slot<T> {
+    frames: Mutex<VecDeque<T>>,
+    capacity: AtomicUsize,
     dropped: AtomicU64,
 }
 
-impl Slot {
-    fn new(capacity: usize) -> Slot {
+impl<T> Slot<T> {
+    fn new(capacity: usize) -> Slot<T> {
         Slot {
             frames: Mutex::new(VecDeque::with_capacity(capacity)),
-            capacity: capacity.max(1),
+            capacity: AtomicUsize::new(capacity.max(1)),
             dropped: AtomicU64::new(0),
         }
     }
 
-    /// Queues `frame`; true when the oldest was dropped for it.
-    fn push(&self, frame: Message) -> bool {
-        let mut frames = lock(&self.frames);
-        let full = frames.len() >= self.capacity;
-        if full {
-            frames.pop_front();
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-        frames.push_back(frame);
-        full
+    /// Keeps at most `capacity` from the next push on.
+    fn set_capacity(&self, capacity: usize) {
+        self.capacity.store(capacity.max(1), Ordering::Relaxed);
     }
 
-    fn pop(&self) -> Option<Message> {
+    /// Queues `frame`; true when the oldest was dropped for it.
+    fn push(&self, frame: T) -> bool {
+        let mut frames = lock(&self.frames);
+        let capacity = self.capacity.load(Ordering::Relaxed);
+        let mut dropped = false;
+        while frames.len() >= capacity {
+            frames.pop_front();
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            dropped = true;
+        }
+        frames.push_back(frame);
+        dropped
+    }
+
+    fn pop(&self) -> Option<T> {
         lock(&self.frames).pop_front()
     }
 }
 
-/// One subscription of one client, as its topic's feed sees it.
+/// The form a subscription's frames are written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Encoding {
+    /// rosbridge `publish` messages in this compression.
+    Rosbridge(Compression),
+    /// Foxglove `messageData` binary frames of this subscription id (`crate::foxglove`).
+    Foxglove(u32),
+}
+
+/// A client's subscriptions to one topic, as its topic's feed sees them: a rosbridge
+/// client's by `id`, or one Foxglove subscription.
 pub(crate) struct ClientTopic {
     /// The topic as the client spelled it (`/odom` or `odom`): replies echo it.
     spelling: String,
-    pub(crate) stream: String,
-    slot: Arc<Slot>,
-    encoding: Encoding,
-    throttle: Duration,
+    /// The topic's name (`odom`): its feed's key.
+    topic: String,
+    slot: Arc<Slot<Outgoing>>,
+    /// The subscriptions by id, and what they combine into.
+    subscriptions: Mutex<(Subscriptions, Effective)>,
     last_sent: Mutex<Option<Instant>>,
+    /// A Foxglove client's subscription id (its `subscriptions` then empty, its
+    /// `Effective` fixed: no throttle, its own queue length).
+    foxglove: Option<u32>,
+}
+
+impl ClientTopic {
+    fn effective(&self) -> Effective {
+        self.subscriptions.lock().1
+    }
+
+    fn encoding(&self) -> Encoding {
+        match self.foxglove {
+            Some(subscription) => Encoding::Foxglove(subscription),
+            None => Encoding::Rosbridge(self.effective().compression),
+        }
+    }
+
+    /// A Foxglove client's subscription `subscription` to `topic`, with a keep-last queue
+    /// of `capacity` frames.
+    pub(crate) fn foxglove(topic: &Topic, subscription: u32, capacity: usize) -> ClientTopic {
+        let effective = Effective {
+            throttle: Duration::ZERO,
+            queue_length: capacity.max(1),
+            // Not read: a Foxglove subscription's frames are `messageData` (`encoding`).
+            compression: Compression::CborRaw,
+            fragment_size: None,
+        };
+        ClientTopic {
+            spelling: format!("/{}", topic.name),
+            topic: topic.name.clone(),
+            slot: Arc::new(Slot::new(effective.queue_length)),
+            subscriptions: Mutex::new((Subscriptions::default(), effective)),
+            last_sent: Mutex::new(None),
+            foxglove: Some(subscription),
+        }
+    }
+
+    /// The topic's name (`odom`).
+    pub(crate) fn topic(&self) -> &str {
+        &self.topic
+    }
 }
 
 pub(crate) struct Client {
@@ -320,7 +387,7 @@ pub(crate) struct Client {
     wake: tokio::sync::Notify,
     /// Told when the writer ended (the client stalled or left), to end the reader too.
     gone: tokio::sync::Notify,
-    control: Slot,
+    control: Slot<Message>,
     topics: Mutex<Vec<Arc<ClientTopic>>>,
     dropped: AtomicU64,
     sent: AtomicU64,
@@ -328,6 +395,8 @@ pub(crate) struct Client {
     /// Control replies dropped from its full queue.
     replies_dropped: AtomicU64,
     closed: AtomicBool,
+    /// The least severe `status` sent to it (a [`StatusLevel`] as a number; `set_level`).
+    status_level: AtomicU8,
 }
 
 impl Client {
@@ -351,6 +420,13 @@ impl Client {
         self.wake.notify_one();
     }
 
+    /// Sends `status` unless the client asked for less (`set_level`).
+    fn status(&self, shared: &Shared, level: StatusLevel, status: serde_json::Value) {
+        if (level as u8) >= self.status_level.load(Ordering::Relaxed) {
+            self.reply(shared, status);
+        }
+    }
+
     fn status_error(&self, shared: &Shared, refused: Refused) {
         self.bad_input.fetch_add(1, Ordering::Relaxed);
         shared.counters.bad_input.increment();
@@ -360,7 +436,7 @@ impl Client {
         if let Some(id) = refused.id {
             status["id"] = json!(clip(&id, MAX_ID));
         }
-        self.reply(shared, status);
+        self.status(shared, StatusLevel::Error, status);
     }
 }
 
@@ -386,7 +462,11 @@ pub(crate) struct Running {
 impl Running {
     pub(crate) fn start(config: &RelayConfig, cx: &Context<'_>) -> Result<Running, RelayError> {
         let taps = cx.taps().ok_or(RelayError::NoTaps)?;
-        let topics = topics_of(&taps.streams(), config.streams.as_deref());
+        let topics = topics_of(
+            &taps.streams(),
+            config.streams.as_deref(),
+            config.rosout_level,
+        );
         let listener =
             std::net::TcpListener::bind(config.listen).map_err(|source| RelayError::Bind {
                 address: config.listen,
@@ -425,10 +505,14 @@ impl Running {
             seats_taken: AtomicUsize::new(0),
             departed_drops: Mutex::new(HashMap::new()),
             next_client: AtomicU64::new(1),
+            next_feed: AtomicU64::new(1),
+            next_fragmented: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
             counters: Counters::of(cx),
             commands: commands_tx,
             foxglove,
+            node: format!("/{}", cx.instance_name().trim_start_matches('/')),
+            started: (cx.now(), Instant::now()),
         });
         let listener = {
             let _entered = runtime.enter();
@@ -532,60 +616,6 @@ impl Drop for Running {
     }
 }
 
-/// The topics of a run: each stream once, under its own name, in the form a browser
-/// reads best.
-fn topics_of(streams: &[(String, &'static str)], only: Option<&[String]>) -> Vec<Arc<Topic>> {
-    let is_encoded_form = |name: &str, message: &str| {
-        streams.iter().any(|(base, m)| {
-            *m != message
-                && name
-                    .strip_prefix(base.as_str())
-                    .is_some_and(|rest| rest.starts_with('/'))
-        })
-    };
-    let has_form = |name: &str, message: &str| {
-        streams.iter().any(|(n, m)| {
-            *m == message
-                && (n == name
-                    || n.strip_prefix(name)
-                        .is_some_and(|rest| rest.starts_with('/')))
-        })
-    };
-    let mut topics: Vec<Arc<Topic>> = Vec::new();
-    for (name, message) in streams {
-        if is_encoded_form(name, message) || topics.iter().any(|t| &t.stream == name) {
-            continue;
-        }
-        if only.is_some_and(|only| !only.iter().any(|s| s.trim_start_matches('/') == name)) {
-            continue;
-        }
-        let has_bytes = has_form(name, CompressedImage::TYPE_NAME);
-        let (ros_type, tap_as) = match *message {
-            m if m == Image::TYPE_NAME && has_bytes => {
-                ("sensor_msgs/CompressedImage", CompressedImage::TYPE_NAME)
-            }
-            m if m == Image::TYPE_NAME => ("sensor_msgs/Image", m),
-            // Depth is tapped as it travels ("16UC1; zstd", a seventh of the pixels'
-            // size between processes) and decoded once by the feed.
-            m if m == DepthImage::TYPE_NAME && has_bytes => {
-                ("sensor_msgs/Image", CompressedImage::TYPE_NAME)
-            }
-            m if m == DepthImage::TYPE_NAME => ("sensor_msgs/Image", m),
-            m if m == CompressedImage::TYPE_NAME => ("sensor_msgs/CompressedImage", m),
-            m if m == PointCloud::TYPE_NAME => ("sensor_msgs/PointCloud2", m),
-            m if m == Odometry::TYPE_NAME => ("nav_msgs/Odometry", m),
-            m if m == Twist::TYPE_NAME => ("geometry_msgs/Twist", m),
-            m => (m, m),
-        };
-        topics.push(Arc::new(Topic {
-            stream: name.clone(),
-            ros_type,
-            tap_as,
-        }));
-    }
-    topics
-}
-
 #[derive(serde::Deserialize)]
 struct ConnectQuery {
     token: Option<String>,
@@ -686,9 +716,9 @@ async fn stats(
         .topics
         .iter()
         .map(|t| {
-            let feed = feeds.get(&t.stream);
+            let feed = feeds.get(&t.name);
             json!({
-                "topic": format!("/{}", t.stream),
+                "topic": format!("/{}", t.name),
                 "type": t.ros_type,
                 "messages": feed.map_or(0, |f| f.messages.load(Ordering::Relaxed)),
                 "bytes": feed.map_or(0, |f| f.bytes.load(Ordering::Relaxed)),
@@ -771,6 +801,7 @@ async fn serve_client(
         bad_input: AtomicU64::new(0),
         replies_dropped: AtomicU64::new(0),
         closed: AtomicBool::new(false),
+        status_level: AtomicU8::new(StatusLevel::Info as u8),
     });
     shared.counters.clients.increment();
     lock(&shared.clients).push(client.clone());
@@ -876,7 +907,7 @@ fn close_frame(code: u16, reason: String) -> Message {
 
 fn forget_client(shared: &Shared, client: &Arc<Client>) {
     for topic in lock(&client.topics).drain(..) {
-        if let Some(feed) = lock(&shared.feeds).get(&topic.stream) {
+        if let Some(feed) = lock(&shared.feeds).get(&topic.topic) {
             lock(&feed.subscribers).retain(|(_, t)| !Arc::ptr_eq(t, &topic));
         }
     }
@@ -965,8 +996,8 @@ async fn write_client(
             let topics = lock(&client.topics);
             let n = topics.len();
             for k in 0..n {
-                if let Some(frame) = topics[(turn + k) % n].slot.pop() {
-                    frames.push(frame);
+                if let Some(outgoing) = topics[(turn + k) % n].slot.pop() {
+                    frames.extend(outgoing.iter().cloned());
                 }
             }
             turn = turn.wrapping_add(1);
@@ -1022,15 +1053,17 @@ fn handle(shared: &Arc<Shared>, client: &Arc<Client>, op: Op) {
         Op::Subscribe {
             id,
             topic,
+            ros_type,
             throttle,
             queue_length,
-            encoding,
+            compression,
+            fragment_size,
         } => {
             let Some(known) = shared.topic(&topic).cloned() else {
                 let names: Vec<String> = shared
                     .topics
                     .iter()
-                    .map(|t| format!("/{}", t.stream))
+                    .map(|t| format!("/{}", t.name))
                     .collect();
                 return client.status_error(
                     shared,
@@ -1040,21 +1073,42 @@ fn handle(shared: &Arc<Shared>, client: &Arc<Client>, op: Op) {
                     },
                 );
             };
-            unsubscribe(shared, client, &topic);
-            let entry = Arc::new(ClientTopic {
-                spelling: topic,
-                stream: known.stream.clone(),
-                slot: Arc::new(Slot::new(queue_length)),
-                encoding,
-                throttle,
-                last_sent: Mutex::new(None),
-            });
-            if let Err(msg) = attach(shared, &known, client, entry.clone()) {
+            if let Some(asked) = ros_type
+                && !known.has_type(&asked)
+            {
+                let msg = format!("`{topic}` carries {}, not {asked}", known.ros_type);
                 return client.status_error(shared, Refused { id, msg });
             }
-            lock(&client.topics).push(entry);
+            if compression == Compression::CborRaw && known.schema.is_none() {
+                let msg = format!(
+                    "compression `cbor-raw` needs a ROS 2 serialization; `{topic}` carries {}, which has none: use `cbor` or `none`",
+                    known.ros_type
+                );
+                return client.status_error(shared, Refused { id, msg });
+            }
+            let subscription = Subscription {
+                id: id.clone(),
+                throttle,
+                queue_length,
+                compression,
+                fragment_size,
+            };
+            subscribe(shared, client, &known, topic, subscription, id);
         }
-        Op::Unsubscribe { topic, .. } => unsubscribe(shared, client, &topic),
+        Op::Unsubscribe { id, topic } => {
+            if unsubscribe(shared, client, &topic, id.as_deref()) == Removed::UnknownId {
+                let mut status = json!({
+                    "op": "status",
+                    "level": "warning",
+                    // infallible: without an id every subscription goes, so this is said only with one
+                    "msg": clip(&format!("no subscription `{}` on `{topic}`: nothing unsubscribed", id.as_deref().unwrap_or_default()), MAX_REPLY_TEXT),
+                });
+                if let Some(id) = id {
+                    status["id"] = json!(clip(&id, MAX_ID));
+                }
+                client.status(shared, StatusLevel::Warning, status);
+            }
+        }
         Op::Advertise {
             id,
             topic,
@@ -1062,14 +1116,14 @@ fn handle(shared: &Arc<Shared>, client: &Arc<Client>, op: Op) {
         } => {
             let type_ok = ros_type
                 .as_deref()
-                .is_none_or(|t| matches!(t, "geometry_msgs/Twist" | "geometry_msgs/msg/Twist"));
+                .is_none_or(|t| short_type(t) == "geometry_msgs/Twist");
             if !shared.is_cmd_vel(&topic) || !type_ok {
                 client.status_error(
                     shared,
                     Refused {
                         id,
                         msg: format!(
-                            "cannot advertise `{topic}` ({}): browsers may publish only `/{}` (geometry_msgs/Twist)",
+                            "cannot advertise `{topic}` ({}): browsers may publish only `/{}` (geometry_msgs/msg/Twist)",
                             ros_type.as_deref().unwrap_or("no type"),
                             shared.config.cmd_vel_topic.trim_start_matches('/')
                         ),
@@ -1107,80 +1161,175 @@ fn handle(shared: &Arc<Shared>, client: &Arc<Client>, op: Op) {
                 ),
             }
         }
-        Op::CallService { id, service } => call_service(shared, client, id, &service),
+        Op::CallService { id, service, args } => {
+            call_service(shared, client, id, &service, &args);
+        }
+        Op::SetLevel { level } => client.status_level.store(level as u8, Ordering::Relaxed),
     }
 }
 
-fn call_service(shared: &Shared, client: &Client, id: Option<String>, service: &str) {
-    let topics: Vec<String> = shared
-        .topics
-        .iter()
-        .map(|t| format!("/{}", t.stream))
-        .collect();
-    let types: Vec<&str> = shared.topics.iter().map(|t| t.ros_type).collect();
-    let values = match service {
-        "/rosapi/topics" | "rosapi/topics" => json!({"topics": topics, "types": types}),
-        "/rosapi/topics_and_raw_types" | "rosapi/topics_and_raw_types" => {
-            let typedefs: Vec<String> = types.iter().map(|t| typedefs::full_text(t)).collect();
-            json!({"topics": topics, "types": types, "typedefs_full_text": typedefs})
+fn call_service(
+    shared: &Shared,
+    client: &Client,
+    id: Option<String>,
+    service: &str,
+    args: &serde_json::Value,
+) {
+    let service = clip(service, MAX_ID);
+    let answered = match rosapi::service_name(&service) {
+        Some(name) => {
+            let elapsed = u64::try_from(shared.started.1.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            let view = rosapi::RunView {
+                topics: &shared.topics,
+                node: shared.node.clone(),
+                cmd_vel: shared.config.cmd_vel_topic.clone(),
+                now_nanos: shared.started.0.as_nanos().saturating_add(elapsed),
+                params: relay_params(&shared.config),
+            };
+            rosapi::answer(&view, name, args)
+                .map_err(|why| format!("service `{service}` refused: {why}"))
         }
-        other => {
-            let other = clip(other, MAX_ID);
-            let msg = format!(
-                "service `{other}` is unsupported (supported: /rosapi/topics, /rosapi/topics_and_raw_types)"
-            );
-            let mut response =
-                json!({"op": "service_response", "service": other, "values": msg, "result": false});
-            if let Some(id) = &id {
-                response["id"] = json!(clip(id, MAX_ID));
-            }
-            client.reply(shared, response);
-            return client.status_error(shared, Refused { id, msg });
+        None => {
+            let served: Vec<String> = rosapi::SERVICES
+                .iter()
+                .map(|(n, _)| format!("/rosapi/{n}"))
+                .collect();
+            Err(format!(
+                "service `{service}` is not served (served: {})",
+                served.join(", ")
+            ))
         }
+    };
+    // rosbridge answers a failed call with `result: false` and the reason as `values`,
+    // and says it in a `status` error too.
+    let (values, result) = match &answered {
+        Ok(values) => (values.clone(), true),
+        Err(msg) => (json!(clip(msg, MAX_REPLY_TEXT)), false),
     };
     let mut response =
-        json!({"op": "service_response", "service": service, "values": values, "result": true});
-    if let Some(id) = id {
-        response["id"] = json!(clip(&id, MAX_ID));
+        json!({"op": "service_response", "service": service, "values": values, "result": result});
+    if let Some(id) = &id {
+        response["id"] = json!(clip(id, MAX_ID));
     }
     client.reply(shared, response);
+    if let Err(msg) = answered {
+        client.status_error(shared, Refused { id, msg });
+    }
 }
 
-fn unsubscribe(shared: &Shared, client: &Client, topic: &str) {
-    let removed: Vec<Arc<ClientTopic>> = {
-        let mut topics = lock(&client.topics);
-        let (gone, kept) = topics.drain(..).partition(|t| t.spelling == topic);
-        *topics = kept;
-        gone
+/// The relay's parameters for rosapi: its resolved settings, the token left out (only
+/// whether one is asked).
+fn relay_params(config: &RelayConfig) -> Vec<(String, serde_json::Value)> {
+    vec![
+        ("listen".into(), json!(config.listen.to_string())),
+        (
+            "streams".into(),
+            json!(config.streams.clone().unwrap_or_default()), // infallible: no list is every stream, said as an empty one
+        ),
+        (
+            "token_required".into(),
+            json!(!matches!(config.token, RelayToken::Open)),
+        ),
+        ("allowed_origins".into(), json!(config.allowed_origins)),
+        ("max_message_bytes".into(), json!(config.max_message_bytes)),
+        (
+            "stall_timeout_ms".into(),
+            json!(config.stall_timeout.as_millis() as u64),
+        ),
+        ("max_clients".into(), json!(config.max_clients)),
+        ("max_connections".into(), json!(config.max_connections)),
+        (
+            "idle_timeout_ms".into(),
+            json!(config.idle_timeout.as_millis() as u64),
+        ),
+        ("cmd_vel_topic".into(), json!(config.cmd_vel_topic)),
+        (
+            "rosout_level".into(),
+            json!(format!("{:?}", config.rosout_level).to_lowercase()),
+        ),
+    ]
+}
+
+/// Adds `subscription` to the client's subscriptions of `topic` (as it spelled it),
+/// joining the topic's feed on the first.
+fn subscribe(
+    shared: &Arc<Shared>,
+    client: &Arc<Client>,
+    known: &Arc<Topic>,
+    spelling: String,
+    subscription: Subscription,
+    id: Option<String>,
+) {
+    let existing = lock(&client.topics)
+        .iter()
+        .find(|t| t.spelling == spelling)
+        .cloned();
+    if let Some(entry) = existing {
+        let mut subscriptions = entry.subscriptions.lock();
+        subscriptions.0.add(subscription);
+        if let Some(effective) = subscriptions.0.effective() {
+            subscriptions.1 = effective;
+            entry.slot.set_capacity(effective.queue_length);
+        }
+        return;
+    }
+    let mut subscriptions = Subscriptions::default();
+    subscriptions.add(subscription);
+    let Some(effective) = subscriptions.effective() else {
+        return;
     };
-    for entry in removed {
-        if let Some(feed) = lock(&shared.feeds).get(&entry.stream) {
+    let entry = Arc::new(ClientTopic {
+        spelling,
+        topic: known.name.clone(),
+        slot: Arc::new(Slot::new(effective.queue_length)),
+        subscriptions: Mutex::new((subscriptions, effective)),
+        last_sent: Mutex::new(None),
+        foxglove: None,
+    });
+    if let Err(msg) = attach(shared, known, client, entry.clone()) {
+        return client.status_error(shared, Refused { id, msg });
+    }
+    lock(&client.topics).push(entry);
+}
+
+/// Removes the client's subscription `id` of `topic`, or all of them without an id;
+/// leaves the topic's feed when none is left.
+fn unsubscribe(shared: &Shared, client: &Client, topic: &str, id: Option<&str>) -> Removed {
+    let mut removed = Removed::Some(0);
+    let emptied: Vec<Arc<ClientTopic>> = {
+        let mut topics = lock(&client.topics);
+        let mut emptied = Vec::new();
+        topics.retain(|entry| {
+            if entry.spelling != topic {
+                return true;
+            }
+            let mut subscriptions = entry.subscriptions.lock();
+            removed = subscriptions.0.remove(id);
+            match subscriptions.0.effective() {
+                Some(effective) => {
+                    subscriptions.1 = effective;
+                    entry.slot.set_capacity(effective.queue_length);
+                    true
+                }
+                None => {
+                    emptied.push(entry.clone());
+                    false
+                }
+            }
+        });
+        emptied
+    };
+    for entry in emptied {
+        if let Some(feed) = lock(&shared.feeds).get(&entry.topic) {
             lock(&feed.subscribers).retain(|(_, t)| !Arc::ptr_eq(t, &entry));
         }
     }
+    removed
 }
 
-impl ClientTopic {
-    /// A subscription to `topic` as `spelling`, with a keep-last queue of `capacity`.
-    pub(crate) fn new(
-        topic: &Topic,
-        spelling: String,
-        capacity: usize,
-        encoding: Encoding,
-    ) -> ClientTopic {
-        ClientTopic {
-            spelling,
-            stream: topic.stream.clone(),
-            slot: Arc::new(Slot::new(capacity)),
-            encoding,
-            throttle: Duration::ZERO,
-            last_sent: Mutex::new(None),
-        }
-    }
-}
-
-/// Subscribes `client` to `topic` (its feed started if none runs).
-pub(crate) fn subscribe(
+/// Subscribes `client` to `topic` with `entry` (a Foxglove subscription), starting the
+/// topic's feed if none runs.
+pub(crate) fn subscribe_entry(
     shared: &Arc<Shared>,
     client: &Arc<Client>,
     topic: &Arc<Topic>,
@@ -1194,7 +1343,7 @@ pub(crate) fn subscribe(
 /// Ends one subscription of `client`; what its queue still holds is not sent.
 pub(crate) fn end_subscription(shared: &Shared, client: &Client, entry: &Arc<ClientTopic>) {
     lock(&client.topics).retain(|t| !Arc::ptr_eq(t, entry));
-    if let Some(feed) = lock(&shared.feeds).get(&entry.stream) {
+    if let Some(feed) = lock(&shared.feeds).get(&entry.topic) {
         lock(&feed.subscribers).retain(|(_, t)| !Arc::ptr_eq(t, entry));
     }
 }
@@ -1208,67 +1357,142 @@ fn attach(
     entry: Arc<ClientTopic>,
 ) -> Result<(), String> {
     let mut feeds = lock(&shared.feeds);
-    if let Some(feed) = feeds.get(&topic.stream) {
+    if let Some(feed) = feeds.get(&topic.name) {
         lock(&feed.subscribers).push((client.clone(), entry));
         return Ok(());
     }
-    let tap = shared
-        .taps
-        .tap(&topic.stream, Some(topic.tap_as))
-        .map_err(|e| {
-            format!(
-                "cannot tap `/{}`: {}",
-                topic.stream,
-                streamwire_core::log::chain(e.as_ref())
-            )
-        })?;
     let feed = Arc::new(Feed {
         topic: topic.clone(),
         subscribers: Mutex::new(vec![(client.clone(), entry)]),
         messages: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
     });
-    let thread = {
-        let shared = shared.clone();
-        let feed = feed.clone();
+    // A topic nothing in the run feeds (`/rosout` without log records) keeps its
+    // subscribers, silent.
+    if let Some(stream) = &topic.stream {
+        let tap = shared.taps.tap(stream, Some(topic.tap_as)).map_err(|e| {
+            format!(
+                "cannot tap `/{}`: {}",
+                topic.name,
+                streamwire_core::log::chain(e.as_ref())
+            )
+        })?;
         // A number first: Linux keeps 15 bytes of a thread's name, and topics share prefixes.
-        static FEEDS: AtomicUsize = AtomicUsize::new(0);
-        let n = FEEDS.fetch_add(1, Ordering::Relaxed);
-        std::thread::Builder::new()
-            .name(format!("sw web{n} {}", topic.stream))
-            .spawn(move || run_feed(&shared, &feed, tap))
-    };
-    thread.map_err(|e| format!("cannot start the feed of `/{}`: {e}", topic.stream))?;
-    feeds.insert(topic.stream.clone(), feed);
+        let number = shared.next_feed.fetch_add(1, Ordering::Relaxed);
+        let thread = {
+            let shared = shared.clone();
+            let feed = feed.clone();
+            std::thread::Builder::new()
+                .name(format!("sw web{number} {}", topic.name))
+                .spawn(move || {
+                    let _span =
+                        tracing::info_span!("web feed", stream = %stream_name(&feed), topic = %feed.topic.name)
+                            .entered();
+                    run_feed(&shared, &feed, tap);
+                })
+        };
+        thread.map_err(|e| format!("cannot start the feed of `/{}`: {e}", topic.name))?;
+    }
+    feeds.insert(topic.name.clone(), feed);
     Ok(())
 }
 
-/// A message in its ROS shape; zstd depth (which browsers cannot read) decoded once.
-fn shape(envelope: &Envelope) -> Result<wire::Value, String> {
-    let message = &*envelope.message;
-    if let Some(bytes) = message.downcast_ref::<CompressedImage>()
-        && bytes.format().contains("zstd")
-    {
-        let depth: DepthImage =
-            Codec::<DepthImage>::decode(&Zstd::default(), bytes).map_err(|e| e.to_string())?;
-        return Ok(wire::depth(&depth));
-    }
-    wire::any(message).map_err(|e| e.to_string())
+fn stream_name(feed: &Feed) -> &str {
+    // infallible: a feed without a stream (`/rosout` with no log records) has no name to show
+    feed.topic.stream.as_deref().unwrap_or_default()
 }
 
-/// A message of `topic` in its ROS shape: the bytes of a topic that clients are told is
-/// a `sensor_msgs/Image` (depth) must decode into one.
-fn shape_for(topic: &Topic, envelope: &Envelope) -> Result<wire::Value, String> {
-    if topic.ros_type == "sensor_msgs/Image"
-        && let Some(bytes) = envelope.message.downcast_ref::<CompressedImage>()
-        && !bytes.format().contains("zstd")
-    {
-        return Err(format!(
-            "`{}` bytes cannot be decoded for browsers",
-            bytes.format()
-        ));
+/// A message of `topic` made from what its stream carried, in the forms `encodings`
+/// need; `None` when the topic leaves it out or it cannot be written (counted).
+fn prepare(
+    shared: &Shared,
+    topic: &Topic,
+    envelope: &Envelope,
+    encodings: &[Encoding],
+) -> Option<rosbridge::Prepared> {
+    let converted = match topic.convert(&envelope.message) {
+        Ok(Some(message)) => message,
+        Ok(None) => return None,
+        Err(error) => {
+            shared.counters.unwritable.increment();
+            tracing::debug!(%error, "message not converted");
+            return None;
+        }
+    };
+    if matches!(topic.source, Source::DecodedImage | Source::DecodedDepth) {
+        shared.counters.images_decoded.increment();
     }
-    shape(envelope)
+    // Foxglove reads a ROS 2 type's CDR, a user's type as JSON (its shape).
+    let want_value = encodings.iter().any(|e| match e {
+        Encoding::Rosbridge(c) => c.wants_value(),
+        Encoding::Foxglove(_) => topic.schema.is_none(),
+    });
+    let want_cdr = encodings.iter().any(|e| match e {
+        Encoding::Rosbridge(c) => *c == Compression::CborRaw,
+        Encoding::Foxglove(_) => topic.schema.is_some(),
+    });
+    match rosbridge::prepare(topic, &converted, want_value, want_cdr) {
+        Ok(prepared) => Some(prepared),
+        Err(error) => {
+            shared.counters.unwritable.increment();
+            tracing::debug!(%error, "message not written");
+            None
+        }
+    }
+}
+
+/// The frames of a prepared message on `spelling` in `encoding`, as `effective` asks: one
+/// frame, or the `fragment`s of a longer text; a Foxglove subscription's `messageData`
+/// stamped `stamp_ns`.
+fn frames_of(
+    shared: &Shared,
+    prepared: &rosbridge::Prepared,
+    spelling: &str,
+    encoding: Encoding,
+    effective: Effective,
+    stamp_ns: u64,
+) -> Result<Outgoing, String> {
+    let missing = || format!("`{spelling}`: the message was not prepared in this form");
+    let compression = match encoding {
+        Encoding::Rosbridge(compression) => compression,
+        Encoding::Foxglove(subscription) => {
+            let payload = foxglove::payload(prepared).ok_or_else(missing)?;
+            let bytes = foxglove::message_data(subscription, stamp_ns, &payload);
+            return Ok(Arc::from([Message::Binary(bytes.into())]));
+        }
+    };
+    let (text, op) = match compression {
+        Compression::CborRaw => {
+            let cdr = prepared.cdr.as_ref().ok_or_else(missing)?;
+            let bytes = outgoing::publish_cbor_raw(spelling, cdr).map_err(|e| e.to_string())?;
+            return Ok(Arc::from([Message::Binary(bytes.into())]));
+        }
+        Compression::Cbor => {
+            let value = prepared.value.as_ref().ok_or_else(missing)?;
+            let bytes = wire::publish_cbor(spelling, value);
+            return Ok(Arc::from([Message::Binary(bytes.into())]));
+        }
+        Compression::Json => {
+            let value = prepared.value.as_ref().ok_or_else(missing)?;
+            (wire::publish_json(spelling, value), "fragment")
+        }
+        Compression::Png => {
+            let value = prepared.value.as_ref().ok_or_else(missing)?;
+            let text = outgoing::publish_png(spelling, value).map_err(|e| e.to_string())?;
+            (text, "png")
+        }
+    };
+    let Some(size) = effective.fragment_size else {
+        return Ok(Arc::from([Message::Text(text.into())]));
+    };
+    let id = format!(
+        "publish {}",
+        shared.next_fragmented.fetch_add(1, Ordering::Relaxed)
+    );
+    Ok(outgoing::fragments(text, size, op, &id)
+        .into_iter()
+        .map(|part| Message::Text(part.into()))
+        .collect())
 }
 
 fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
@@ -1286,10 +1510,10 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
             let linger_over = unwatched_since.is_some_and(|at| at.elapsed() >= FEED_LINGER);
             if shared.stopping.load(Ordering::SeqCst) || linger_over {
                 if feeds
-                    .get(&feed.topic.stream)
+                    .get(&feed.topic.name)
                     .is_some_and(|f| Arc::ptr_eq(f, feed))
                 {
-                    feeds.remove(&feed.topic.stream);
+                    feeds.remove(&feed.topic.name);
                 }
                 return;
             }
@@ -1298,65 +1522,69 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
             continue;
         };
         feed.messages.fetch_add(1, Ordering::Relaxed);
-        let subscribers = lock(&feed.subscribers).clone();
-        // Each form (rosbridge's shape, Foxglove's CDR) made once, if a subscriber wants it.
-        let wants_cdr = |entry: &ClientTopic| matches!(entry.encoding, Encoding::Foxglove(_));
-        let value = subscribers
-            .iter()
-            .any(|(_, entry)| !wants_cdr(entry))
-            .then(|| shape_for(&feed.topic, &envelope));
-        let payload = subscribers
-            .iter()
-            .any(|(_, entry)| wants_cdr(entry))
-            .then(|| foxglove::payload(&feed.topic, &envelope));
-        let errors = [
-            value.as_ref().and_then(|v| v.as_ref().err()),
-            payload.as_ref().and_then(|p| p.as_ref().err()),
-        ];
-        for error in errors.into_iter().flatten() {
-            shared.counters.unwritable.increment();
-            tracing::debug!(topic = %feed.topic.stream, %error, "message not written");
-        }
         let now = Instant::now();
-        // Each (spelling, encoding) written once per message, whatever the subscribers.
-        let mut written: Vec<(String, Encoding, Message)> = Vec::new();
-        for (client, entry) in subscribers {
-            {
+        // The subscribers due a message (past their throttle): none, nothing to write.
+        let due: Vec<(Arc<Client>, Arc<ClientTopic>)> = lock(&feed.subscribers)
+            .iter()
+            .filter(|(_, entry)| {
                 let mut last = lock(&entry.last_sent);
-                if let Some(at) = *last
-                    && now.duration_since(at) < entry.throttle
-                {
-                    continue;
+                let throttle = entry.effective().throttle;
+                let due = last.is_none_or(|at| now.duration_since(at) >= throttle);
+                if due {
+                    *last = Some(now);
                 }
-                *last = Some(now);
-            }
-            let frame = match written
-                .iter()
-                .find(|(s, e, _)| *s == entry.spelling && *e == entry.encoding)
-            {
-                Some((_, _, frame)) => frame.clone(),
+                due
+            })
+            .cloned()
+            .collect();
+        if due.is_empty() {
+            continue;
+        }
+        let encodings: Vec<Encoding> = due.iter().map(|(_, e)| e.encoding()).collect();
+        let Some(prepared) = prepare(shared, &feed.topic, &envelope, &encodings) else {
+            continue;
+        };
+        let stamp_ns = envelope.header.publish_time.as_nanos();
+        // Each (spelling, encoding, fragment size) written once per message, whatever
+        // the subscribers (the message prepared once for all of them).
+        type Key = (String, Encoding, Option<usize>);
+        let mut written: Vec<(Key, Outgoing)> = Vec::new();
+        for (client, entry) in due {
+            let effective = entry.effective();
+            let encoding = entry.encoding();
+            let key = (
+                entry.spelling.clone(),
+                encoding,
+                effective.fragment_size,
+            );
+            let frame = match written.iter().find(|(k, _)| *k == key) {
+                Some((_, frame)) => frame.clone(),
                 None => {
-                    let frame = match (entry.encoding, &value, &payload) {
-                        (Encoding::Json, Some(Ok(value)), _) => {
-                            let text = wire::publish_json(&entry.spelling, value);
-                            feed.bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
-                            Message::Text(text.into())
+                    let frame = match frames_of(
+                        shared,
+                        &prepared,
+                        &entry.spelling,
+                        encoding,
+                        effective,
+                        stamp_ns,
+                    ) {
+                        Ok(frame) => frame,
+                        Err(error) => {
+                            shared.counters.unwritable.increment();
+                            tracing::debug!(%error, "message not written");
+                            continue;
                         }
-                        (Encoding::Cbor, Some(Ok(value)), _) => {
-                            let bytes = wire::publish_cbor(&entry.spelling, value);
-                            feed.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                            Message::Binary(bytes.into())
-                        }
-                        (Encoding::Foxglove(subscription), _, Some(Ok(payload))) => {
-                            let stamp = envelope.header.publish_time.as_nanos();
-                            let bytes = foxglove::message_data(subscription, stamp, payload);
-                            feed.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                            Message::Binary(bytes.into())
-                        }
-                        // Not writable in this form: counted above, once per message.
-                        _ => continue,
                     };
-                    written.push((entry.spelling.clone(), entry.encoding, frame.clone()));
+                    let len: usize = frame
+                        .iter()
+                        .map(|m| match m {
+                            Message::Text(text) => text.len(),
+                            Message::Binary(bytes) => bytes.len(),
+                            _ => 0,
+                        })
+                        .sum();
+                    feed.bytes.fetch_add(len as u64, Ordering::Relaxed);
+                    written.push((key, frame.clone()));
                     frame
                 }
             };
@@ -1383,43 +1611,6 @@ mod tests {
     }
 
     #[test]
-    fn zstd_depth_is_decoded_once_into_16uc1() {
-        let mm: Vec<u16> = (0..12).map(|i| i * 250).collect();
-        let depth = DepthImage::from_mm(4, 3, &mm).expect("valid");
-        let bytes = Codec::<DepthImage>::encode(&Zstd::default(), &depth).expect("encodes");
-        let envelope = Envelope {
-            header: streamwire_core::Header {
-                seq: 0,
-                publish_time: streamwire_core::Timestamp::ZERO,
-            },
-            message: Arc::new(bytes),
-        };
-        let shaped = shape(&envelope).expect("decodes");
-        assert_eq!(shaped, wire::depth(&depth));
-        // A corrupt frame is an error (counted by the feed), not a panic.
-        let corrupt = CompressedImage::new("16UC1; zstd", vec![1u8, 2, 3], 4, 3).expect("valid");
-        let envelope = Envelope {
-            message: Arc::new(corrupt),
-            ..envelope
-        };
-        assert!(shape(&envelope).is_err());
-        // Bytes of another codec on a depth topic are refused (counted), not sent as
-        // something else than the `sensor_msgs/Image` clients were told.
-        let depth_topic = Topic {
-            stream: "depth".to_owned(),
-            ros_type: "sensor_msgs/Image",
-            tap_as: CompressedImage::TYPE_NAME,
-        };
-        let png = CompressedImage::new("16UC1; png", vec![1u8, 2, 3], 4, 3).expect("valid");
-        let envelope = Envelope {
-            message: Arc::new(png),
-            ..envelope
-        };
-        let refused = shape_for(&depth_topic, &envelope).expect_err("not decodable");
-        assert!(refused.contains("16UC1; png"), "{refused}");
-    }
-
-    #[test]
     fn a_client_is_one_word_of_the_report() {
         assert_eq!(report_name("client 3"), "client_3");
         assert_eq!(report_name("viewer-ab12.x_y"), "viewer-ab12.x_y");
@@ -1431,30 +1622,5 @@ mod tests {
     fn replies_clip_on_a_character_boundary() {
         assert_eq!(clip("héllo", 2), "h…");
         assert_eq!(clip("hello", 5), "hello");
-    }
-
-    #[test]
-    fn each_stream_is_one_topic_in_the_form_a_browser_reads() {
-        let streams = [
-            ("color_image".to_owned(), Image::TYPE_NAME),
-            (
-                "color_image/compressed".to_owned(),
-                CompressedImage::TYPE_NAME,
-            ),
-            ("depth".to_owned(), DepthImage::TYPE_NAME),
-            ("depth/zstd".to_owned(), CompressedImage::TYPE_NAME),
-            ("raw".to_owned(), Image::TYPE_NAME),
-            ("odom".to_owned(), Odometry::TYPE_NAME),
-            ("odom".to_owned(), Odometry::TYPE_NAME),
-            ("acme/beep".to_owned(), "acme/Beep"),
-        ];
-        let topics = topics_of(&streams, None);
-        let text: Vec<String> = topics
-            .iter()
-            .map(|t| format!("/{} {} (tapped as {})", t.stream, t.ros_type, t.tap_as))
-            .collect();
-        insta::assert_snapshot!(text.join("\n"));
-        let only = topics_of(&streams, Some(&["/odom".to_owned()]));
-        assert_eq!(only.len(), 1);
     }
 }

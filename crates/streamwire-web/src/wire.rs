@@ -25,6 +25,83 @@ pub const TAG_F32_LE: u64 = 85;
 /// RFC 8746: `float64`, little endian.
 pub const TAG_F64_LE: u64 = 86;
 
+/// The element type of a [`Value::Numbers`] array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Numeric {
+    /// `int8` (and `byte`).
+    I8,
+    /// `uint16`.
+    U16,
+    /// `int16`.
+    I16,
+    /// `uint32`.
+    U32,
+    /// `int32`.
+    I32,
+    /// `uint64`.
+    U64,
+    /// `int64`.
+    I64,
+    /// `float32`.
+    F32,
+    /// `float64`.
+    F64,
+}
+
+impl Numeric {
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            Numeric::I8 => 1,
+            Numeric::U16 | Numeric::I16 => 2,
+            Numeric::U32 | Numeric::I32 | Numeric::F32 => 4,
+            Numeric::U64 | Numeric::I64 | Numeric::F64 => 8,
+        }
+    }
+
+    /// The RFC 8746 tag of a little-endian array of it (rosbridge's `TAGGED_ARRAY_FORMATS`).
+    pub const fn tag(self) -> u64 {
+        match self {
+            Numeric::I8 => 72,
+            Numeric::U16 => TAG_U16_LE,
+            Numeric::I16 => 77,
+            Numeric::U32 => 70,
+            Numeric::I32 => 78,
+            Numeric::U64 => 71,
+            Numeric::I64 => 79,
+            Numeric::F32 => TAG_F32_LE,
+            Numeric::F64 => TAG_F64_LE,
+        }
+    }
+
+    /// Writes one element (`size()` little-endian bytes) as JSON.
+    fn write_json(self, le: &[u8], out: &mut String) {
+        fn array<const N: usize>(le: &[u8]) -> [u8; N] {
+            let mut bytes = [0u8; N];
+            bytes.copy_from_slice(&le[..N]);
+            bytes
+        }
+        let _ = match self {
+            Numeric::I8 => write!(out, "{}", i8::from_le_bytes(array(le))),
+            Numeric::U16 => write!(out, "{}", u16::from_le_bytes(array(le))),
+            Numeric::I16 => write!(out, "{}", i16::from_le_bytes(array(le))),
+            Numeric::U32 => write!(out, "{}", u32::from_le_bytes(array(le))),
+            Numeric::I32 => write!(out, "{}", i32::from_le_bytes(array(le))),
+            Numeric::U64 => write!(out, "{}", u64::from_le_bytes(array(le))),
+            Numeric::I64 => write!(out, "{}", i64::from_le_bytes(array(le))),
+            Numeric::F32 => {
+                write_f64(f64::from(f32::from_le_bytes(array(le))), out);
+                Ok(())
+            }
+            Numeric::F64 => {
+                write_f64(f64::from_le_bytes(array(le)), out);
+                Ok(())
+            }
+        };
+    }
+}
+
 /// A message in its ROS shape, ready to be written as JSON or CBOR.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -46,6 +123,9 @@ pub enum Value {
     U16Le(Bytes),
     /// A `float64[]`: numbers in JSON, tag 86 in CBOR.
     F64s(Vec<f64>),
+    /// A numeric array as little-endian bytes: numbers in JSON, its RFC 8746 typed-array
+    /// tag in CBOR (what rosbridge's `cbor` compression sends).
+    Numbers(Numeric, Bytes),
     /// A list.
     List(Vec<Value>),
     /// A struct: field names and values, in order.
@@ -314,6 +394,16 @@ pub fn write_json(value: &Value, out: &mut String) {
             }
             out.push(']');
         }
+        Value::Numbers(kind, le) => {
+            out.push('[');
+            for (i, element) in le.chunks_exact(kind.size()).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                kind.write_json(element, out);
+            }
+            out.push(']');
+        }
         Value::List(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -348,7 +438,8 @@ fn write_f64(f: f64, out: &mut String) {
     }
 }
 
-fn write_str(s: &str, out: &mut String) {
+/// Writes `s` as a JSON string.
+pub(crate) fn write_str(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -381,6 +472,7 @@ pub fn to_cbor(value: &Value) -> Cbor {
             let bytes = values.iter().flat_map(|f| f.to_le_bytes()).collect();
             Cbor::Tag(TAG_F64_LE, Box::new(Cbor::Bytes(bytes)))
         }
+        Value::Numbers(kind, le) => Cbor::Tag(kind.tag(), Box::new(Cbor::Bytes(le.to_vec()))),
         Value::List(items) => Cbor::Array(items.iter().map(to_cbor).collect()),
         Value::Map(fields) => Cbor::Map(
             fields

@@ -80,12 +80,12 @@ fn the_viewer_shows_live_camera_odometry_cloud_and_depth() -> anyhow::Result<()>
     let state = loop {
         let state = eval(&tab, PAGE_STATE)?;
         let drawn = |topic: &str| state["drawn"][topic].as_u64().unwrap_or(0);
-        let rated = ["/color_image", "/odom", "/cloud", "/depth"]
+        let rated = ["/color_image/compressed", "/odom", "/cloud", "/depth"]
             .iter()
             .all(|topic| shown_number(&state, topic, "rate").is_some_and(|r| r > 0.0));
         // The `img` reports no width while its next frame loads: a frame on screen is
         // one whose width is the camera's.
-        let live = drawn("/color_image") >= FRAMES
+        let live = drawn("/color_image/compressed") >= FRAMES
             && state["imageWidth"] == 320
             && drawn("/cloud") >= 2
             && drawn("/odom") >= 5
@@ -107,7 +107,7 @@ fn the_viewer_shows_live_camera_odometry_cloud_and_depth() -> anyhow::Result<()>
     );
     assert!(count(&state, "images") >= FRAMES, "{state}");
     assert!(
-        shown_number(&state, "/color_image", "latency").is_some_and(|ms| ms >= 0.0),
+        shown_number(&state, "/color_image/compressed", "latency").is_some_and(|ms| ms >= 0.0),
         "a latency is shown: {state}"
     );
     assert_eq!(state["errors"], serde_json::json!([]), "{state}");
@@ -126,11 +126,17 @@ fn the_viewer_shows_live_camera_odometry_cloud_and_depth() -> anyhow::Result<()>
     );
 
     // The frames keep coming (live, not one frame).
-    let before = state["drawn"]["/color_image"].as_u64().unwrap_or(0);
+    let before = state["drawn"]["/color_image/compressed"]
+        .as_u64()
+        .unwrap_or(0);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let now = eval(&tab, PAGE_STATE)?;
-        if now["drawn"]["/color_image"].as_u64().unwrap_or(0) >= before + 5 {
+        if now["drawn"]["/color_image/compressed"]
+            .as_u64()
+            .unwrap_or(0)
+            >= before + 5
+        {
             break;
         }
         anyhow::ensure!(Instant::now() < deadline, "frames stopped: {now}");
@@ -158,7 +164,7 @@ window.result = {{ image: 0, odom: 0, jpeg: false, dataType: null, odomRadius: n
 const ros = new ROSLIB.Ros({{ url: "ws://{relay}/?token={token}" }});
 ros.on("error", (e) => result.errors.push(String(e && e.type || e)));
 ros.on("connection", () => {{
-  const image = new ROSLIB.Topic({{ ros, name: "/color_image", messageType: "sensor_msgs/CompressedImage", compression: "cbor" }});
+  const image = new ROSLIB.Topic({{ ros, name: "/color_image/compressed", messageType: "sensor_msgs/CompressedImage", compression: "cbor" }});
   image.subscribe((m) => {{
     result.image++;
     result.dataType = Object.prototype.toString.call(m.data);

@@ -67,7 +67,7 @@ const PAGE: &str = r#"
 window.lat = []; window.sizes = 0;
 const ws = new WebSocket("ws://ADDR/?client=latency");
 ws.binaryType = "arraybuffer";
-ws.onopen = () => ws.send(JSON.stringify({ op: "subscribe", topic: "/color_image", compression: "cbor", queue_length: 4 }));
+ws.onopen = () => ws.send(JSON.stringify({ op: "subscribe", topic: "/color_image/compressed", compression: "cbor", queue_length: 4 }));
 ws.onmessage = (e) => {
   const now = performance.timeOrigin + performance.now();
   const m = decodeCbor(e.data);

@@ -5,14 +5,12 @@ mod common;
 
 use std::time::Duration;
 
+use common::ws::{Ws, connect, send};
 use common::{SyntheticCamera, TestRun, relay_counter, start, stats};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use streamwire_web::RelayConfig;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
-
-type Ws = WebSocketStream<MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// What arrived: a text frame as JSON, a binary frame as CBOR, or a close.
 #[derive(Debug)]
@@ -23,20 +21,6 @@ enum Frame {
 }
 
 const WAIT: Duration = Duration::from_secs(20);
-
-async fn connect(run: &TestRun, query: &str) -> Ws {
-    let path = run.with_token(&format!("/{query}"));
-    let (ws, _) = connect_async(format!("ws://{}{path}", run.addr))
-        .await
-        .expect("connects");
-    ws
-}
-
-async fn send(ws: &mut Ws, value: Value) {
-    ws.send(Message::Text(value.to_string().into()))
-        .await
-        .expect("sends");
-}
 
 async fn next(ws: &mut Ws) -> Frame {
     loop {
@@ -129,24 +113,20 @@ async fn topics_come_from_the_plan() {
         .filter_map(Value::as_str)
         .collect();
     let pairs: Vec<(&str, &str)> = topics.iter().copied().zip(types.iter().copied()).collect();
-    assert!(
-        pairs.contains(&("/color_image", "sensor_msgs/CompressedImage")),
-        "{pairs:?}"
-    );
-    assert!(pairs.contains(&("/odom", "nav_msgs/Odometry")), "{pairs:?}");
-    assert!(
-        pairs.contains(&("/cloud", "sensor_msgs/PointCloud2")),
-        "{pairs:?}"
-    );
-    assert!(
-        pairs.contains(&("/cmd_vel", "geometry_msgs/Twist")),
-        "{pairs:?}"
-    );
-    // The encoded form is not a topic of its own.
-    assert!(
-        !topics.iter().any(|t| t.starts_with("/color_image/")),
-        "{topics:?}"
-    );
+    // ROS 2 names; the camera's bytes on `<stream>/compressed` (image_transport), its
+    // pixels (decoded by the relay when asked) on `<stream>`.
+    for pair in [
+        ("/color_image/compressed", "sensor_msgs/msg/CompressedImage"),
+        ("/color_image", "sensor_msgs/msg/Image"),
+        ("/depth", "sensor_msgs/msg/Image"),
+        ("/odom", "nav_msgs/msg/Odometry"),
+        ("/cloud", "sensor_msgs/msg/PointCloud2"),
+        ("/cmd_vel", "geometry_msgs/msg/Twist"),
+        ("/tf", "tf2_msgs/msg/TFMessage"),
+        ("/rosout", "rcl_interfaces/msg/Log"),
+    ] {
+        assert!(pairs.contains(&pair), "{pair:?} in {pairs:?}");
+    }
 
     send(
         &mut ws,
@@ -169,7 +149,7 @@ async fn topics_come_from_the_plan() {
         .iter()
         .position(|t| *t == "/depth")
         .expect("a depth topic");
-    assert_eq!(reply["values"]["types"][depth], "sensor_msgs/Image");
+    assert_eq!(reply["values"]["types"][depth], "sensor_msgs/msg/Image");
     let typedef = reply["values"]["typedefs_full_text"][depth]
         .as_str()
         .unwrap_or_default();
@@ -182,7 +162,7 @@ async fn topics_come_from_the_plan() {
 
     send(
         &mut ws,
-        json!({"op": "call_service", "service": "/rosapi/nodes", "id": "n"}),
+        json!({"op": "call_service", "service": "/rosapi/delete_param", "id": "n"}),
     )
     .await;
     let reply = next_reply(&mut ws).await;
@@ -192,9 +172,9 @@ async fn topics_come_from_the_plan() {
         reply["values"]
             .as_str()
             .unwrap_or_default()
-            .contains("unsupported")
+            .contains("not served")
     );
-    assert!(status_error(&mut ws).await.contains("/rosapi/nodes"));
+    assert!(status_error(&mut ws).await.contains("/rosapi/delete_param"));
     drop(run);
 }
 
@@ -226,10 +206,10 @@ async fn subscribe_json_and_cbor_in_ros_shapes() {
     // The image as CBOR: the JPEG bytes in one byte string, as the camera's encoder made them.
     send(
         &mut ws,
-        json!({"op": "subscribe", "topic": "/color_image", "compression": "cbor"}),
+        json!({"op": "subscribe", "topic": "/color_image/compressed", "compression": "cbor"}),
     )
     .await;
-    let Frame::Cbor(image) = next_publish(&mut ws, "/color_image").await else {
+    let Frame::Cbor(image) = next_publish(&mut ws, "/color_image/compressed").await else {
         panic!("CBOR is binary")
     };
     let msg = cbor_get(&image, "msg").expect("msg");
@@ -244,7 +224,7 @@ async fn subscribe_json_and_cbor_in_ros_shapes() {
     assert_eq!(&data[data.len() - 2..], &[0xFF, 0xD9], "a whole JPEG");
     send(
         &mut ws,
-        json!({"op": "unsubscribe", "topic": "/color_image"}),
+        json!({"op": "unsubscribe", "topic": "/color_image/compressed"}),
     )
     .await;
 
@@ -286,27 +266,12 @@ async fn subscribe_json_and_cbor_in_ros_shapes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn depth_is_millimetres_in_a_uint16_typed_array() {
+async fn depth_is_a_ros_image_of_step_times_height_bytes() {
     let run = start(RelayConfig::default(), camera());
     let mut ws = connect(&run, "").await;
     send(
         &mut ws,
-        json!({"op": "call_service", "service": "/rosapi/topics"}),
-    )
-    .await;
-    let reply = next_reply(&mut ws).await;
-    let topics = reply["values"]["topics"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let at = topics
-        .iter()
-        .position(|t| t == "/depth")
-        .expect("a depth topic");
-    assert_eq!(reply["values"]["types"][at], "sensor_msgs/Image");
-    send(
-        &mut ws,
-        json!({"op": "subscribe", "topic": "/depth", "compression": "cbor"}),
+        json!({"op": "subscribe", "topic": "/depth", "compression": "cbor", "type": "sensor_msgs/msg/Image"}),
     )
     .await;
     let Frame::Cbor(depth) = next_publish(&mut ws, "/depth").await else {
@@ -317,16 +282,86 @@ async fn depth_is_millimetres_in_a_uint16_typed_array() {
         cbor_get(msg, "encoding").and_then(|e| e.as_text()),
         Some("16UC1")
     );
-    let Some(ciborium::Value::Tag(tag, data)) = cbor_get(msg, "data") else {
-        panic!("depth data is a typed array")
+    let number = |key| {
+        cbor_get(msg, key)
+            .and_then(|v| v.as_integer())
+            .and_then(|i| usize::try_from(i).ok())
+            .expect("a number")
     };
-    assert_eq!(*tag, 69, "RFC 8746 uint16 little endian");
-    let bytes = data.as_bytes().expect("bytes");
+    // `uint8[] data`: a byte string of `step * height` bytes, as every rosbridge
+    // depth decoder reads it.
+    let bytes = cbor_get(msg, "data")
+        .and_then(|d| d.as_bytes())
+        .expect("depth data is bytes");
+    assert_eq!(bytes.len(), number("step") * number("height"));
     let mm: Vec<u16> = bytes
         .chunks_exact(2)
         .map(|b| u16::from_le_bytes([b[0], b[1]]))
         .collect();
     assert_eq!(mm, common::depth_mm(64, 48));
+    send(&mut ws, json!({"op": "unsubscribe", "topic": "/depth"})).await;
+
+    // In JSON, base64 of the same bytes.
+    send(&mut ws, json!({"op": "subscribe", "topic": "/depth"})).await;
+    let Frame::Json(depth) = next_publish(&mut ws, "/depth").await else {
+        panic!("JSON is text")
+    };
+    let msg = &depth["msg"];
+    let data = msg["data"].as_str().expect("base64 text");
+    let step = msg["step"].as_u64().expect("step");
+    let height = msg["height"].as_u64().expect("height");
+    assert_eq!(base64_len(data), step * height);
+    drop(run);
+}
+
+/// The decoded length of base64 `text`.
+fn base64_len(text: &str) -> u64 {
+    let padding = text.bytes().rev().take_while(|b| *b == b'=').count();
+    (text.len() / 4 * 3 - padding) as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_camera_is_its_bytes_on_compressed_and_its_pixels_when_asked() {
+    let run = start(RelayConfig::default(), camera());
+    let mut ws = connect(&run, "").await;
+    // ROS 1 spelling accepted.
+    send(
+        &mut ws,
+        json!({"op": "subscribe", "topic": "/color_image", "type": "sensor_msgs/Image"}),
+    )
+    .await;
+    let Frame::Json(image) = next_publish(&mut ws, "/color_image").await else {
+        panic!("JSON is text")
+    };
+    let msg = &image["msg"];
+    assert_eq!(msg["encoding"], "rgb8");
+    assert_eq!(
+        (msg["width"].as_u64(), msg["height"].as_u64()),
+        (Some(320), Some(240))
+    );
+    assert_eq!(msg["step"], 320 * 3);
+    assert_eq!(
+        base64_len(msg["data"].as_str().expect("base64")),
+        320 * 3 * 240
+    );
+    send(
+        &mut ws,
+        json!({"op": "unsubscribe", "topic": "/color_image"}),
+    )
+    .await;
+    assert!(relay_counter(&run, "images_decoded") > 0);
+
+    // A wrong type is refused, saying which the topic carries.
+    send(
+        &mut ws,
+        json!({"op": "subscribe", "topic": "/color_image/compressed", "type": "sensor_msgs/msg/Image", "id": "w"}),
+    )
+    .await;
+    let refused = status_error(&mut ws).await;
+    assert!(
+        refused.contains("sensor_msgs/msg/CompressedImage"),
+        "{refused}"
+    );
     drop(run);
 }
 
@@ -488,15 +523,20 @@ async fn bad_input_is_answered_and_hurts_nobody() {
             .await
             .contains("unknown topic `/nowhere`")
     );
+    // A type other than the topic's, and a compression rosbridge does not have.
     send(
         &mut ws,
-        json!({"op": "subscribe", "topic": "/odom", "compression": "cbor-raw"}),
+        json!({"op": "subscribe", "topic": "/odom", "type": "sensor_msgs/msg/Image"}),
     )
     .await;
-    assert!(status_error(&mut ws).await.contains("unsupported"));
+    assert!(
+        status_error(&mut ws)
+            .await
+            .contains("carries nav_msgs/msg/Odometry")
+    );
     send(
         &mut ws,
-        json!({"op": "subscribe", "topic": "/odom", "compression": "png"}),
+        json!({"op": "subscribe", "topic": "/odom", "compression": "zip"}),
     )
     .await;
     assert!(status_error(&mut ws).await.contains("unsupported"));
@@ -587,13 +627,13 @@ async fn a_slow_client_drops_its_own_frames_only() {
     let mut slow = connect(&run, "?client=slow").await;
     send(
         &mut slow,
-        json!({"op": "subscribe", "topic": "/color_image", "compression": "cbor"}),
+        json!({"op": "subscribe", "topic": "/color_image/compressed", "compression": "cbor"}),
     )
     .await;
     let mut fast = connect(&run, "?client=fast").await;
     send(
         &mut fast,
-        json!({"op": "subscribe", "topic": "/color_image", "compression": "cbor", "queue_length": 16}),
+        json!({"op": "subscribe", "topic": "/color_image/compressed", "compression": "cbor", "queue_length": 16}),
     )
     .await;
     // The fast client also takes the small odometry stream: the big one must not starve it.

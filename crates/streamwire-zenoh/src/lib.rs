@@ -185,6 +185,22 @@ pub struct ZenohOptions {
     /// (`listen` is ignored when left at its default and the file lists endpoints of its
     /// own), QoS. Its `transport/shared_memory/enabled: false` turns shared memory off.
     pub config_file: Option<PathBuf>,
+    /// zenoh settings of the caller's (a closed run's TLS credential and access control),
+    /// applied over the configuration file and under streamwire's own settings.
+    pub settings: Settings,
+}
+
+/// zenoh settings, each a configuration key and its JSON5 value. `Debug` shows the keys
+/// only: the values may hold private keys.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Settings(pub Vec<(&'static str, String)>);
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(key, _)| key))
+            .finish()
+    }
 }
 
 impl Default for ZenohOptions {
@@ -196,6 +212,7 @@ impl Default for ZenohOptions {
             gossip: false,
             shared_memory: SharedMemory::off(),
             config_file: None,
+            settings: Settings::default(),
         }
     }
 }
@@ -322,7 +339,8 @@ impl ZenohTransport {
         );
         let shared_memory = options.shared_memory.enabled && file_allows_shm;
         let pool = options.shared_memory.pool_bytes.max(1 << 20);
-        let mut settings: Vec<(&'static str, String)> = vec![
+        let mut settings: Vec<(&'static str, String)> = options.settings.0.clone();
+        settings.extend([
             ("mode", "\"peer\"".to_owned()),
             ("scouting/multicast/enabled", "false".to_owned()),
             ("scouting/gossip/enabled", options.gossip.to_string()),
@@ -360,7 +378,7 @@ impl ZenohTransport {
                 "transport/shared_memory/transport_optimization/message_size_threshold",
                 SHARED_MEMORY_THRESHOLD.to_string(),
             ),
-        ];
+        ]);
         if let Some(listen) = &listen {
             settings.push(("listen/endpoints", json_list(listen)));
         }
@@ -538,14 +556,15 @@ fn check_run_id(run_id: &str) -> Result<(), ZenohError> {
     Ok(())
 }
 
-/// `tcp/HOST:0` with a port the system picks now (zenoh's stable API does not say which
-/// port it bound, and peers must be told). The port is free when picked; another process
-/// taking it before zenoh binds makes `open` fail with the address in use.
+/// `tcp/HOST:0` (or `tls/HOST:0`) with a port the system picks now (zenoh's stable API
+/// does not say which port it bound, and peers must be told). The port is free when
+/// picked; another process taking it before zenoh binds makes `open` fail with the address
+/// in use.
 fn with_free_port(endpoint: &str) -> Result<String, ZenohError> {
-    let Some(host) = endpoint
-        .strip_prefix("tcp/")
-        .and_then(|rest| rest.strip_suffix(":0"))
-    else {
+    let Some((protocol, host)) = ["tcp/", "tls/"].iter().find_map(|protocol| {
+        let host = endpoint.strip_prefix(protocol)?.strip_suffix(":0")?;
+        Some((protocol, host))
+    }) else {
         return Ok(endpoint.to_owned());
     };
     let bind_host = host.trim_start_matches('[').trim_end_matches(']');
@@ -561,7 +580,7 @@ fn with_free_port(endpoint: &str) -> Result<String, ZenohError> {
             error,
         })?
         .port();
-    Ok(format!("tcp/{host}:{port}"))
+    Ok(format!("{protocol}{host}:{port}"))
 }
 
 /// zenoh's error, kept as the source, saying what was being done.

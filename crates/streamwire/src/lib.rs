@@ -260,9 +260,12 @@
 //! use std::time::Duration;
 //! use streamwire::prelude::*;
 //!
-//! /// A source: a small grey frame at 50 Hz, then done after 5.
+//! /// A source: a small grey frame at 50 Hz, then done after 5. Reliable: the viewer
+//! /// below keeps every frame from another process, which a best-effort wire cannot
+//! /// promise (the planner's `lossy_path` check refuses that pairing).
 //! #[derive(Module, Default)]
 //! pub struct Camera {
+//!     #[port(reliable)]
 //!     pub color_image: Out<Compressed<Image>>,
 //!     #[state]
 //!     pub sent: u32,
@@ -332,7 +335,8 @@
 //! This crate re-exports the parts: `streamwire-core` (messages, codecs, ports, modules,
 //! behaviour) and `streamwire-graph` (blueprints, plans) at its root, the runtime as
 //! [`runtime`], the built-in messages as [`msgs`], the codec engines as [`engines`], and
-//! the derives.
+//! the derives; behind features, the built-in modules (`modules`), the command line
+//! (`cli`), the web relay (`web`) and the zenoh transport (`zenoh`).
 
 // Lets derive output that names `::streamwire::..` compile inside this crate too.
 extern crate self as streamwire;
@@ -364,10 +368,39 @@ pub use streamwire_cli as cli;
 #[cfg(feature = "web")]
 pub use streamwire_web as web;
 /// Distributed runs on zenoh (feature `zenoh`, off by default: it brings the zenoh
-/// engine): the zenoh transport, and the coordinator and workers that run a plan's
-/// processes as processes (with `cli`, `Cli::distributed`).
+/// engine): the zenoh transport; with `cli` too, `run` and `worker` start and supervise a
+/// plan's processes as processes (the coordinator and workers of `streamwire-cluster`).
 #[cfg(feature = "zenoh")]
 pub use streamwire_zenoh as zenoh;
+
+/// The built-in modules (feature `modules`, off by default): the simulated world's sensors
+/// ([`SimCamera`](modules::SimCamera), [`SimDepth`](modules::SimDepth),
+/// [`SimLidar`](modules::SimLidar), [`SimOdometry`](modules::SimOdometry)), replay of
+/// recorded frames ([`ReplaySource`](modules::ReplaySource)), the recording, busy and byte
+/// sinks, the [`Detector`](modules::Detector) and the [`Mapper`](modules::Mapper), and the
+/// demo and replay-benchmark blueprints; each is a module like your own, from the crate
+/// `streamwire-modules` (which sits below this one and does not depend on it).
+///
+/// ```
+/// use streamwire::modules::{Detector, SimCamera};
+/// use streamwire::prelude::*;
+///
+/// let mut blueprint = Blueprint::new();
+/// let camera = blueprint.add("camera", SimCamera::default());
+/// let detector = blueprint.add("detector", Detector::default());
+/// blueprint.place(&camera, Placement::process("sensors").on_host("robot"));
+/// blueprint.place(&detector, Placement::process("perception").on_host("base"));
+/// blueprint.autoconnect();
+/// let plan = blueprint.build()?;
+/// // Across hosts the camera's frames travel as JPEG: encoded once in the camera's
+/// // process, decoded once in the detector's.
+/// assert_eq!(plan.codec_nodes().count(), 2);
+/// # Ok::<(), streamwire::BuildError>(())
+/// ```
+#[cfg(feature = "modules")]
+pub mod modules {
+    pub use streamwire_modules::*;
+}
 
 /// Everything a module author or blueprint writer needs, in one `use`.
 pub mod prelude {

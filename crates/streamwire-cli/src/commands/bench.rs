@@ -1,4 +1,4 @@
-//! `bench latency` and `bench replay`: the command-line side of `streamwire_bench` and
+//! `bench latency` and `bench replay`: the command-line side of `streamwire_latency_bench` and
 //! `streamwire_replay_bench` (the `bench` feature; without it, `bench` says so).
 
 use std::path::PathBuf;
@@ -58,8 +58,8 @@ pub(crate) struct LatencyArgs {
     /// Payload sizes of the 16-hop chain (default: 0, 4096, 65536).
     #[arg(long, value_name = "BYTES,..", value_delimiter = ',')]
     chain_sizes: Vec<usize>,
-    /// What to measure, comma-separated: in-process, loopback, zenoh, zenoh-shm, chain
-    /// (default: all).
+    /// What to measure, comma-separated: in-process, loopback, zenoh, zenoh-closed (a
+    /// closed run's TLS and access control), zenoh-shm, chain (default: all).
     #[arg(long, value_name = "NAME,..", value_delimiter = ',')]
     transport: Vec<String>,
 }
@@ -128,7 +128,7 @@ pub(crate) fn run(cli: &Cli, args: Args, cx: &mut Context<'_>) -> anyhow::Result
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Peer { args } => {
-            streamwire_bench::serve_peer(&args)?;
+            streamwire_latency_bench::serve_peer(&args)?;
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Replay(args) => replay(cli, args, cx),
@@ -232,7 +232,7 @@ fn replay(cli: &Cli, args: ReplayArgs, cx: &mut Context<'_>) -> anyhow::Result<E
 /// `bench latency`: the suite against its peer (this program's `bench peer`).
 #[cfg(feature = "bench")]
 fn latency(args: LatencyArgs, cx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
-    use streamwire_bench::{Options, Transport};
+    use streamwire_latency_bench::{Options, Transport};
     if args.samples == 0 {
         anyhow::bail!("--samples 0: expected at least 1");
     }
@@ -265,7 +265,8 @@ fn latency(args: LatencyArgs, cx: &mut Context<'_>) -> anyhow::Result<ExitCode> 
         c.arg("bench").arg("peer");
         c
     };
-    let suite = streamwire_bench::run(&options, &peer, &mut |line| eprintln!("bench: {line}"))?;
+    let suite =
+        streamwire_latency_bench::run(&options, &peer, &mut |line| eprintln!("bench: {line}"))?;
     let csv = cx
         .env
         .iter()

@@ -66,6 +66,11 @@ pub(crate) struct RunPlacement {
     /// TLS or mTLS endpoints, user/password authentication, access control.
     #[arg(long, value_name = "FILE")]
     zenoh_config: Option<PathBuf>,
+    /// Open the run to every process that reaches its endpoints: no credentials, no
+    /// access control (said on every screen and in the report). Without it a run is
+    /// closed: a certificate per process, mutual TLS, zenoh access control from the plan.
+    #[arg(long)]
+    insecure: bool,
     /// Start the workers without shared memory (`worker --no-shared-memory`): large frames
     /// between the processes of a host are then copied through TCP.
     #[arg(long)]
@@ -73,13 +78,14 @@ pub(crate) struct RunPlacement {
 }
 
 /// The placement flags' ids, hidden from `run`'s help in a binary without workers.
-pub(crate) const PLACEMENT_FLAGS: [&str; 7] = [
+pub(crate) const PLACEMENT_FLAGS: [&str; 8] = [
     "in_process",
     "host",
     "listen",
     "join_timeout",
     "run_id",
     "zenoh_config",
+    "insecure",
     "no_shared_memory",
 ];
 
@@ -147,6 +153,7 @@ fn run_distributed(
                 join_timeout: run.join_timeout,
                 duration: run.duration,
                 zenoh_config: placement.zenoh_config.clone(),
+                insecure: placement.insecure,
                 shared_memory: !placement.no_shared_memory,
             },
             runnable,
@@ -159,6 +166,30 @@ fn run_distributed(
         let _ = (&run.args.placement, run.verbose, run.join_timeout);
         run_here(runnable, run.duration, stop)
     }
+}
+
+/// The line under a report that says whether it balances (RFC.md section 9): every
+/// consumer row's messages on exactly one counter, or the rows that are not.
+pub(crate) fn accounting(report: &RunReport) -> String {
+    match streamwire_runtime::check_balance(report) {
+        Ok(balanced) if balanced.elsewhere.is_empty() => format!(
+            "accounting: balanced ({}: published = delivered + dropped + not sent + \
+             unprocessed at stop + in flight at stop)",
+            rows(balanced.rows)
+        ),
+        Ok(balanced) => format!(
+            "accounting: balanced ({}; {} fed from another process's report: {})",
+            rows(balanced.rows),
+            balanced.elsewhere.len(),
+            balanced.elsewhere.join(", ")
+        ),
+        Err(error) => format!("accounting: {error}"),
+    }
+}
+
+/// `1 consumer row`, `3 consumer rows`.
+fn rows(n: usize) -> String {
+    format!("{n} consumer row{}", if n == 1 { "" } else { "s" })
 }
 
 /// The exit status of a run that ended with `report`.
@@ -221,6 +252,7 @@ fn run_here(
     }
     let report: RunReport = handle.wait();
     println!("{report}");
+    println!("{}", accounting(&report));
     Ok((exit_code(&report), report))
 }
 
@@ -271,4 +303,37 @@ fn watch(
         bar.finish_and_clear();
     }
     ask_stop
+}
+
+#[cfg(test)]
+mod tests {
+    use streamwire_runtime::{EndReason, InputStats, OutputStats, RunReport, RunStats};
+
+    use super::accounting;
+
+    /// A camera's 40 frames, as one consumer's row reads them: 38 delivered, 1 dropped
+    /// when its queue was full, and `unprocessed` still queued when the run stopped.
+    fn report(unprocessed: u64) -> RunReport {
+        let mut stats = RunStats::default();
+        let mut output = OutputStats::default();
+        output.port = "camera.color_image".into();
+        output.stream = "color_image".into();
+        output.published = 40;
+        stats.outputs = vec![output];
+        let mut input = InputStats::default();
+        input.port = "detector.frames".into();
+        input.stream = "color_image".into();
+        input.delivered = 38;
+        input.dropped.queue_full = 1;
+        input.unprocessed_at_stop = unprocessed;
+        stats.inputs = vec![input];
+        RunReport::new(EndReason::Stopped, None, Vec::new(), stats)
+    }
+
+    /// The line under the report, balanced and not.
+    #[test]
+    fn the_accounting_line_under_a_report() {
+        insta::assert_snapshot!("balanced", accounting(&report(1)));
+        insta::assert_snapshot!("unbalanced", accounting(&report(0)));
+    }
 }

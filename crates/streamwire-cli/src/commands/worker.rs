@@ -42,6 +42,17 @@ pub(crate) struct Args {
     /// endpoints, user/password authentication, access control.
     #[arg(long, value_name = "FILE")]
     zenoh_config: Option<PathBuf>,
+    /// This worker's credential in a closed run: the secret file the coordinator wrote
+    /// (it prints the path; copy the file to this host). Default on the coordinator's
+    /// host with --run-id: the run's own file.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["insecure", "zenoh_config"])]
+    secret_file: Option<PathBuf>,
+    /// Join a run started with `run --insecure`: no credential, no access control.
+    #[arg(long)]
+    insecure: bool,
+    /// Started by a coordinator of a closed run: read the credential from standard input.
+    #[arg(long, hide = true, requires = "supervised")]
+    credential_on_stdin: bool,
     /// Do not offer shared memory to the workers of this host (their large frames
     /// are then copied through TCP; the coordinator warns about it).
     #[arg(long)]
@@ -61,6 +72,9 @@ pub(crate) struct WorkerArgs {
     pub(crate) join_timeout: Duration,
     pub(crate) supervised: bool,
     pub(crate) zenoh_config: Option<PathBuf>,
+    pub(crate) secret_file: Option<PathBuf>,
+    pub(crate) insecure: bool,
+    pub(crate) credential_on_stdin: bool,
     pub(crate) shared_memory: bool,
 }
 
@@ -83,6 +97,9 @@ pub(crate) fn run(cli: &Cli, args: Args, cx: &mut Context<'_>) -> anyhow::Result
         join_timeout,
         supervised: args.supervised,
         zenoh_config: args.zenoh_config,
+        secret_file: args.secret_file,
+        insecure: args.insecure,
+        credential_on_stdin: args.credential_on_stdin,
         shared_memory: !args.no_shared_memory,
     };
     #[cfg(feature = "zenoh")]

@@ -88,6 +88,25 @@ pub(crate) struct Join {
     /// The run to join (`run` prints it; `--run-id` of `run`).
     #[arg(long, value_name = "ID", requires = "connect")]
     run_id: Option<String>,
+    #[command(flatten)]
+    membership: Membership,
+}
+
+/// How a tool joins a closed run, or an insecure one.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub(crate) struct Membership {
+    /// A closed run's tool credential (read-only). Default on the coordinator's host:
+    /// the run's own file, found by --run-id.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "connect",
+        conflicts_with = "insecure"
+    )]
+    pub(crate) secret_file: Option<std::path::PathBuf>,
+    /// Join a run started with `run --insecure` (no credential).
+    #[arg(long, requires = "connect")]
+    pub(crate) insecure: bool,
 }
 
 /// Subscriber QoS as given: text, so that an invalid value is warned about and not
@@ -518,6 +537,7 @@ pub(crate) enum Target {
     Zenoh {
         connect: Vec<String>,
         run_id: Option<String>,
+        membership: Membership,
     },
 }
 
@@ -535,6 +555,7 @@ impl Join {
             (None, false) => Ok(Target::Zenoh {
                 connect: self.connect.clone(),
                 run_id: self.run_id.clone(),
+                membership: self.membership.clone(),
             }),
             (None, true) => bail!(
                 "say where to join: --blueprint NAME (run it here and tap it) or --connect ENDPOINT --run-id ID (a distributed run over zenoh)"
@@ -555,14 +576,28 @@ fn open_feed(
             Ok((Box::new(feed), in_process_warnings(&requested)))
         }
         #[cfg(feature = "zenoh")]
-        Target::Zenoh { connect, run_id } => {
-            let (feed, warnings) =
-                zenoh::ZenohFeed::open(&connect, run_id.as_deref(), stream, requested, stats)?;
+        Target::Zenoh {
+            connect,
+            run_id,
+            membership,
+        } => {
+            let (feed, warnings) = zenoh::ZenohFeed::open(
+                &connect,
+                run_id.as_deref(),
+                &membership,
+                stream,
+                requested,
+                stats,
+            )?;
             Ok((Box::new(feed), warnings))
         }
         #[cfg(not(feature = "zenoh"))]
-        Target::Zenoh { connect, run_id } => {
-            let _ = (stream, requested, stats, run_id);
+        Target::Zenoh {
+            connect,
+            run_id,
+            membership,
+        } => {
+            let _ = (stream, requested, stats, run_id, membership);
             bail!(
                 "--connect {}: needs streamwire-cli's `zenoh` feature (this binary joins no zenoh run)",
                 connect.join(", ")
@@ -803,10 +838,18 @@ pub(crate) fn list(target: Target, out: &mut dyn Write) -> anyhow::Result<()> {
             Ok(())
         }
         #[cfg(feature = "zenoh")]
-        Target::Zenoh { connect, run_id } => zenoh::list(&connect, run_id.as_deref(), out),
+        Target::Zenoh {
+            connect,
+            run_id,
+            membership,
+        } => zenoh::list(&connect, run_id.as_deref(), &membership, out),
         #[cfg(not(feature = "zenoh"))]
-        Target::Zenoh { connect, run_id } => {
-            let _ = run_id;
+        Target::Zenoh {
+            connect,
+            run_id,
+            membership,
+        } => {
+            let _ = (run_id, membership);
             bail!(
                 "--connect {}: needs streamwire-cli's `zenoh` feature",
                 connect.join(", ")

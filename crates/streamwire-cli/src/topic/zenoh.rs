@@ -15,7 +15,11 @@ use streamwire_transport::{Publisher, Subscription, Transport, WireFrame};
 use streamwire_zenoh::{ZenohOptions, ZenohTransport};
 use zenoh::Wait;
 
-use super::{Arrival, Feed, KEEP_ALL_BOUND, Requested, TopicStats, history_name, qos_text};
+use streamwire_cluster::{Credential, access};
+
+use super::{
+    Arrival, Feed, KEEP_ALL_BOUND, Membership, Requested, TopicStats, history_name, qos_text,
+};
 
 /// How long a tool waits for gossip to connect it to the run's processes before it asks
 /// who is there.
@@ -44,15 +48,41 @@ pub(super) struct ZenohFeed {
     refused: u64,
 }
 
-fn open(connect: &[String], run_id: Option<&str>) -> anyhow::Result<ZenohTransport> {
-    let transport = ZenohTransport::open(&ZenohOptions {
-        run_id: run_id.unwrap_or("topic").to_owned(),
-        connect: connect.to_vec(),
-        // The stream's publisher is in a worker: learn the workers' endpoints from the
-        // coordinator (over that connection only; multicast stays off).
-        gossip: true,
-        ..ZenohOptions::default()
-    })?;
+fn open(
+    connect: &[String],
+    run_id: Option<&str>,
+    membership: &Membership,
+) -> anyhow::Result<ZenohTransport> {
+    let credential = tool_credential(run_id, membership)?;
+    let options = match &credential {
+        // Only the run's members reach a tool (mutual TLS with the run's authority); what
+        // the tool may send is judged by their rules (read-only), not its own.
+        Some(credential) => ZenohOptions {
+            run_id: credential.run_id().to_owned(),
+            listen: access::closed_endpoints(&ZenohOptions::default().listen),
+            connect: access::closed_endpoints(connect),
+            gossip: true,
+            settings: streamwire_zenoh::Settings(credential.tls_settings()),
+            ..ZenohOptions::default()
+        },
+        None => ZenohOptions {
+            run_id: run_id.unwrap_or("topic").to_owned(),
+            connect: connect.to_vec(),
+            // The stream's publisher is in a worker: learn the workers' endpoints from the
+            // coordinator (over that connection only; multicast stays off).
+            gossip: true,
+            ..ZenohOptions::default()
+        },
+    };
+    if credential.is_none() {
+        eprintln!(
+            "INSECURE: joining without a credential (--insecure): only a run started with \
+             --insecure admits this tool, and any process that reaches it may read, write and \
+             stop it"
+        );
+    }
+    let run_id = credential.as_ref().map(Credential::run_id).or(run_id);
+    let transport = ZenohTransport::open(&options)?;
     std::thread::sleep(SETTLE);
     match run_id {
         Some(_) => Ok(transport),
@@ -79,6 +109,34 @@ fn open(connect: &[String], run_id: Option<&str>) -> anyhow::Result<ZenohTranspo
             }
         }
     }
+}
+
+/// A tool's credential: its `--secret-file`, or the run's tool file on this host (found
+/// by the run id); none with `--insecure`.
+fn tool_credential(
+    run_id: Option<&str>,
+    membership: &Membership,
+) -> anyhow::Result<Option<Credential>> {
+    if membership.insecure {
+        return Ok(None);
+    }
+    let file = match (&membership.secret_file, run_id) {
+        (Some(file), _) => file.clone(),
+        (None, Some(run)) => access::secret_file(&access::run_folder(run), access::TOOL),
+        (None, None) => bail!(
+            "a closed run needs a credential: give --run-id (on the coordinator's host its \
+             tool file is found by it) or --secret-file, or --insecure for a run started with \
+             --insecure"
+        ),
+    };
+    let credential = Credential::read_file(&file).with_context(|| {
+        format!(
+            "cannot read the run's secret file {} (on another host copy it and give \
+             --secret-file; for a run started with --insecure give --insecure)",
+            file.display()
+        )
+    })?;
+    Ok(Some(credential))
 }
 
 /// Every (run, stream, receiving process) announced under `streamwire/<run>/@sub/`:
@@ -118,9 +176,10 @@ fn announced(
 pub(super) fn list(
     connect: &[String],
     run_id: Option<&str>,
+    membership: &Membership,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let transport = open(connect, run_id)?;
+    let transport = open(connect, run_id, membership)?;
     let run = transport
         .prefix()
         .trim_start_matches("streamwire/")
@@ -154,11 +213,12 @@ impl ZenohFeed {
     pub(super) fn open(
         connect: &[String],
         run_id: Option<&str>,
+        membership: &Membership,
         stream: &str,
         requested: Requested,
         stats: bool,
     ) -> anyhow::Result<(ZenohFeed, Vec<String>)> {
-        let transport = open(connect, run_id)?;
+        let transport = open(connect, run_id, membership)?;
         let depth = requested.depth();
         let inbox = Arc::new((Mutex::new(Inbox::default()), Condvar::new()));
         let sink_inbox = inbox.clone();
@@ -245,6 +305,10 @@ impl Feed for ZenohFeed {
             if parsed.end_of_stream {
                 self.ended = Some("the stream ended (its producer finished)".to_owned());
                 return None;
+            }
+            if parsed.stop {
+                // The sender stopped with its run: a frame without a message.
+                continue;
             }
             let message = if self.decode {
                 streamwire_transport::payload::decode(&parsed.head.wire_name, &parsed.payload)

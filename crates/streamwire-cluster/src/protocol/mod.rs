@@ -6,7 +6,9 @@
 //! ([`JoinRequest`] → [`JoinReply`]), says its state about every 100 ms and gets the run's
 //! ([`StateRequest`] → [`StateReply`]), and sends its report at the end
 //! ([`ReportRequest`] → `true`). The join carries the protocol [`VERSION`]: a worker
-//! speaking another version is refused at once, naming both.
+//! speaking another version is refused at once, naming both. Each worker asks on keys
+//! that end with its process ([`Keys::ask`]); the coordinator answers only a request
+//! whose process is its key's.
 
 mod coordinator_to_worker;
 mod worker_to_coordinator;
@@ -23,11 +25,15 @@ use crate::ClusterError;
 
 /// The protocol's version: a worker and a coordinator of different versions refuse each
 /// other at the join. Raise it with any change to a message that an older peer would
-/// misread.
-pub const VERSION: u32 = 2;
+/// misread. Version 3: each worker asks on keys of its own (`.../join/<host>/<process>`),
+/// which a closed run's access control lets only that worker use.
+pub const VERSION: u32 = 3;
 
 /// How long one query waits for its answer.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The three things a worker asks its coordinator, each on keys of its own.
+pub const ASKS: [&str; 3] = ["join", "state", "report"];
 
 /// The control keys of one run (`streamwire/<run>/@cluster/...`).
 #[derive(Clone, Debug)]
@@ -36,27 +42,43 @@ pub struct Keys {
 }
 
 impl Keys {
-    /// The keys under a run's prefix (`streamwire/<run>`, or `streamwire/*` for a worker
-    /// looking for whichever run answers its join).
+    /// The keys under a run's prefix (`streamwire/<run>`).
     pub fn new(prefix: &str) -> Keys {
         Keys {
             prefix: format!("{prefix}/@cluster"),
         }
     }
 
-    /// Where workers join.
-    pub fn join(&self) -> String {
-        format!("{}/join", self.prefix)
+    /// Where the worker of `process` (`host/process`) asks `ask` (one of [`ASKS`]).
+    pub fn ask(&self, ask: &str, process: &str) -> String {
+        format!("{}/{ask}/{process}", self.prefix)
     }
 
-    /// Where workers say their state and learn the run's.
-    pub fn state(&self) -> String {
-        format!("{}/state", self.prefix)
+    /// Where the worker of `process` joins.
+    pub fn join(&self, process: &str) -> String {
+        self.ask("join", process)
     }
 
-    /// Where workers send their reports.
-    pub fn report(&self) -> String {
-        format!("{}/report", self.prefix)
+    /// Where the worker of `process` says its state and learns the run's.
+    pub fn state(&self, process: &str) -> String {
+        self.ask("state", process)
+    }
+
+    /// Where the worker of `process` sends its report.
+    pub fn report(&self, process: &str) -> String {
+        self.ask("report", process)
+    }
+
+    /// Every worker's keys of `ask`: the coordinator's queryable.
+    pub fn every(&self, ask: &str) -> String {
+        format!("{}/{ask}/**", self.prefix)
+    }
+
+    /// The process a key of `ask` belongs to (`None`: not such a key). The run's chunk
+    /// is not compared: a worker that does not know its run asks `streamwire/*/...`.
+    pub fn process_of<'k>(ask: &str, key: &'k str) -> Option<&'k str> {
+        let (_, rest) = key.split_once("/@cluster/")?;
+        rest.strip_prefix(ask)?.strip_prefix('/')
     }
 
     /// A worker's liveliness token (`process` is `host/process`).
@@ -67,6 +89,30 @@ impl Keys {
     /// The prefix of every worker's token, with its trailing `/`.
     pub fn worker_prefix(&self) -> String {
         format!("{}/worker/", self.prefix)
+    }
+}
+
+/// A worker's request, which names the worker's process (`host/process`).
+pub trait Named {
+    /// The process the request is for.
+    fn process(&self) -> &str;
+}
+
+impl Named for JoinRequest {
+    fn process(&self) -> &str {
+        &self.process
+    }
+}
+
+impl Named for StateRequest {
+    fn process(&self) -> &str {
+        &self.process
+    }
+}
+
+impl Named for ReportRequest {
+    fn process(&self) -> &str {
+        &self.process
     }
 }
 

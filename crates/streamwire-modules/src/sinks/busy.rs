@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::prelude::*;
 use cpu_time::ThreadTime;
-use streamwire::prelude::*;
 
 use super::{Record, Recorder, open, stream_of};
 
@@ -24,6 +24,7 @@ pub const PASS_ROWS: u32 = 8;
 /// Ports: `frames` (`In<Image>`, stream `color_image`). Config: `work_ms` (default 20),
 /// `path`, `stream`.
 #[derive(Module)]
+#[module(crate = streamwire_core)]
 pub struct BusySink {
     /// Colour frames.
     #[port(name = "color_image")]

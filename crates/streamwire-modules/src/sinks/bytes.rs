@@ -3,8 +3,8 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
-use streamwire::msgs::Jpeg;
-use streamwire::prelude::*;
+use crate::prelude::*;
+use streamwire_msgs::Jpeg;
 
 use super::{Record, Recorder, open, stream_of};
 
@@ -17,6 +17,7 @@ use super::{Record, Recorder, open, stream_of};
 /// `frames`, `bytes`, `decoded`, `decode_failed`. Config: `keep` (default 30),
 /// `check_every` (default 1), `path`, `stream`.
 #[derive(Module)]
+#[module(crate = streamwire_core)]
 pub struct ByteConsumer {
     /// The encoded colour stream.
     #[port(name = "color_image/compressed")]

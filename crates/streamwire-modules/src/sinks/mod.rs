@@ -20,7 +20,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use streamwire::{Header, Timestamp};
+use streamwire_core::{Header, Timestamp};
 
 /// One arrival, as a line of a recording.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,7 +187,10 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, RecordError> {
 /// The stream a port of module `M` reads, by field name: the `stream` override if set,
 /// else the port's declared stream name. (A module does not see the blueprint's remaps;
 /// set the override when remapping.)
-pub(crate) fn stream_of<M: streamwire::Module>(field: &str, stream: &Option<String>) -> String {
+pub(crate) fn stream_of<M: streamwire_core::Module>(
+    field: &str,
+    stream: &Option<String>,
+) -> String {
     stream.clone().unwrap_or_else(|| {
         M::PORTS
             .iter()

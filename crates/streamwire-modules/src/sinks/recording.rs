@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use streamwire::prelude::*;
+use crate::prelude::*;
 
 use super::{Record, Recorder, open, stream_of};
 
@@ -12,6 +12,7 @@ use super::{Record, Recorder, open, stream_of};
 /// Ports: `frames` (`In<Image>`, stream `color_image`). Config: `path`, `stream` (the
 /// stream name written in each line; default the port's stream name).
 #[derive(Module, Default)]
+#[module(crate = streamwire_core)]
 pub struct RecordingSink {
     /// Colour frames.
     #[port(name = "color_image")]

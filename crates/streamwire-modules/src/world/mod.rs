@@ -17,7 +17,7 @@ mod sensors;
 
 pub use sensors::{SimCamera, SimDepth, SimLidar, SimOdometry};
 
-use streamwire::Timestamp;
+use streamwire_core::Timestamp;
 
 /// Height of the ceiling (and of the walls), metres.
 pub const CEILING_M: f64 = 2.5;

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use streamwire::msgs::{
+use crate::prelude::*;
+use streamwire_msgs::{
     DepthImage, Image, ImageEncoding, Odometry, PointCloud, PointDatatype, PointField, Pose,
     Quaternion, Twist, Vector3,
 };
-use streamwire::prelude::*;
 
 use super::{World, grid_stamp, world_time};
 
@@ -42,6 +42,7 @@ fn next_stamp(now: Timestamp, hz: f64, last: &mut Option<Timestamp>) -> Option<T
 /// Ports: `color_image` (`Out<Compressed<Image>>`: the wire may JPEG it).
 /// Config: `width`, `height` (pixels, any size), `fps`, `seed`, `hfov_deg`.
 #[derive(Module)]
+#[module(crate = streamwire_core)]
 pub struct SimCamera {
     /// Colour frames.
     pub color_image: Out<Compressed<Image>>,
@@ -85,7 +86,7 @@ impl Default for SimCamera {
 
 impl SimCamera {
     /// The frame this camera publishes for sensor stamp `stamp`.
-    pub fn frame_at(&self, stamp: Timestamp) -> Result<Image, streamwire::msgs::LayoutError> {
+    pub fn frame_at(&self, stamp: Timestamp) -> Result<Image, streamwire_msgs::LayoutError> {
         let world = self.world.clone().unwrap_or_else(|| World::new(self.seed));
         let frame = world.render(
             world_time(stamp),
@@ -129,6 +130,7 @@ impl Node for SimCamera {
 /// Ports: `depth` (`Out<Compressed<DepthImage>>`: lossless zstd on the wire).
 /// Config: `width`, `height`, `fps`, `seed`, `hfov_deg`, `max_range_m`.
 #[derive(Module)]
+#[module(crate = streamwire_core)]
 pub struct SimDepth {
     /// Depth frames.
     pub depth: Out<Compressed<DepthImage>>,
@@ -176,7 +178,7 @@ impl Default for SimDepth {
 
 impl SimDepth {
     /// The depth frame this sensor publishes for sensor stamp `stamp`.
-    pub fn frame_at(&self, stamp: Timestamp) -> Result<DepthImage, streamwire::msgs::LayoutError> {
+    pub fn frame_at(&self, stamp: Timestamp) -> Result<DepthImage, streamwire_msgs::LayoutError> {
         let world = self.world.clone().unwrap_or_else(|| World::new(self.seed));
         let t = world_time(stamp);
         let frame = world.render(t, self.width, self.height, self.hfov_deg, false);
@@ -228,6 +230,7 @@ impl Node for SimDepth {
 ///
 /// Ports: `cloud` (`Out<PointCloud>`).
 #[derive(Module)]
+#[module(crate = streamwire_core)]
 pub struct SimLidar {
     /// Point clouds.
     pub cloud: Out<PointCloud>,
@@ -274,7 +277,7 @@ impl SimLidar {
     pub fn scan_at(
         &self,
         stamp: Timestamp,
-    ) -> Result<PointCloud, streamwire::msgs::PointCloudError> {
+    ) -> Result<PointCloud, streamwire_msgs::PointCloudError> {
         let world = self.world.clone().unwrap_or_else(|| World::new(self.seed));
         let points = world.lidar_scan(world_time(stamp), self.beams, self.azimuths, self.noise_m);
         let mut data = Vec::with_capacity(points.len() * 12);
@@ -323,6 +326,7 @@ impl Node for SimLidar {
 ///
 /// Ports: `odometry` (`Out<Odometry>`).
 #[derive(Module)]
+#[module(crate = streamwire_core)]
 pub struct SimOdometry {
     /// Pose and velocity estimates.
     pub odometry: Out<Odometry>,
@@ -362,7 +366,7 @@ impl Default for SimOdometry {
 
 impl SimOdometry {
     /// The estimate this odometry publishes for sensor stamp `stamp`.
-    pub fn sample_at(&self, stamp: Timestamp) -> Result<Odometry, streamwire::msgs::OdometryError> {
+    pub fn sample_at(&self, stamp: Timestamp) -> Result<Odometry, streamwire_msgs::OdometryError> {
         let world = self.world.clone().unwrap_or_else(|| World::new(self.seed));
         let t = world_time(stamp);
         let pose = world.robot_pose(t);

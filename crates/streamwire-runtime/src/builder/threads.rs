@@ -214,12 +214,22 @@ impl RunBuilder {
                 error,
             })?;
         let signal = self.make.signal();
-        let queue = self.make.queue(stream.qos.history, &signal);
+        // The sender keeps what the strictest consumer in another partition keeps, so
+        // that a keep-all consumer loses nothing before the wire.
+        let history = self
+            .remote_history
+            .iter()
+            .find(|(name, _)| *name == stream.name)
+            .map_or(stream.qos.history, |(_, remote)| {
+                stream.qos.history.strictest(*remote)
+            });
+        let queue = self.make.queue(history, &signal);
         let (id, _) =
             stream
                 .hub
                 .subscribe(queue.clone(), Wants::Any, Demand::Remote(publisher.clone()));
         let failed = Arc::new(AtomicU64::new(0));
+        let control_unmatched = Arc::new(AtomicU64::new(0));
         self.records.senders.push(SenderRecord {
             partition: self.layout.name(stream.partition).to_owned(),
             remote_partitions: self
@@ -231,6 +241,7 @@ impl RunBuilder {
             publisher: publisher.clone(),
             queue: queue.clone(),
             failed: failed.clone(),
+            control_unmatched: control_unmatched.clone(),
         });
         self.sender_threads.push(PendingThread {
             name: format!("send {}", stream.name),
@@ -243,6 +254,7 @@ impl RunBuilder {
                 signal,
                 subscription: (stream.hub.clone(), id),
                 failed,
+                control_unmatched,
                 shared: self.make.shared.clone(),
             }),
         });

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use streamwire_core::{CodecParams, Direction, Trigger};
+use streamwire_core::{CodecParams, Direction, History, Trigger};
 use streamwire_graph::{
-    CodecKind, CodecNode, Endpoint, InstanceIndex, InstanceNode, Link, PlanPort, PortIndex,
+    CodecKind, CodecNode, CodecNodeId, Endpoint, InstanceIndex, InstanceNode, Link, Plan, PlanPort,
+    PortIndex,
 };
 
 use crate::clock::Signal;
@@ -17,7 +18,8 @@ use crate::stats::{InputRecord, LinkRecord, OutputRecord};
 use crate::taps::StreamHub;
 
 use super::slots::{
-    CodecSlot, PortSlot, Slots, codec_output_stream, codec_output_type, delivered_type, end_name,
+    CodecSlot, Layout, PortSlot, Slots, codec_output_stream, codec_output_type, delivered_type,
+    end_name,
 };
 use super::{RunBuilder, schema};
 
@@ -137,11 +139,14 @@ impl RunBuilder {
             codec: if encode { node.codec.name() } else { "" },
             publish: encode,
         });
+        // What the node's queue loses is lost to every consumer it serves: a relay.
+        let queue = self.make.queue(node.qos.history, &signal);
+        queue.relay_to(hub.clone());
         CodecSlot {
             partition,
             here: self.layout.is_here(partition),
             hub,
-            queue: self.make.queue(node.qos.history, &signal),
+            queue,
             signal,
             subscription: None,
         }
@@ -167,7 +172,7 @@ impl RunBuilder {
         };
         let crosses = self.transport.is_some() && from_part != to_part;
         if crosses {
-            self.plan_remote(&hub, to_part);
+            self.plan_remote(&hub, to_part, self.receiving_history(link.to));
         }
         if !self.layout.is_here(to_part) {
             // Its receiving end runs elsewhere.
@@ -204,6 +209,7 @@ impl RunBuilder {
                 link.stream.clone()
             },
             counters,
+            crosses,
         });
         Ok(())
     }
@@ -255,14 +261,34 @@ impl RunBuilder {
         }
     }
 
-    /// Notes that the stream of `hub` is planned to reach partition `to`.
-    fn plan_remote(&mut self, hub: &Arc<Hub>, to: usize) {
+    /// Notes that the stream of `hub` is planned to reach partition `to`, whose receiving
+    /// end keeps `history`.
+    fn plan_remote(&mut self, hub: &Arc<Hub>, to: usize, history: Option<History>) {
         let Some(source) = self.streams.iter().find(|s| Arc::ptr_eq(&s.hub, hub)) else {
             return;
         };
         let entry = (source.name.clone(), self.layout.name(to).to_owned());
+        if let Some(history) = history {
+            match self
+                .remote_history
+                .iter_mut()
+                .find(|(name, _)| *name == source.name)
+            {
+                Some((_, kept)) => *kept = kept.strictest(history),
+                None => self.remote_history.push((source.name.clone(), history)),
+            }
+        }
         if !self.planned_remote.contains(&entry) {
             self.planned_remote.push(entry);
+        }
+    }
+
+    /// The history a link's receiving end keeps: its input's, or its codec node's.
+    fn receiving_history(&self, end: Endpoint) -> Option<History> {
+        match end {
+            Endpoint::Port { instance, port } => Some(self.plan.port(instance, port)?.qos.history),
+            Endpoint::Codec(id) => Some(self.plan.codec_node(id)?.qos.history),
+            _ => None,
         }
     }
 
@@ -338,6 +364,7 @@ impl RunBuilder {
                         port: format!("{}.{}", node.name, port.field()),
                         stream: port.stream.clone(),
                         queue: queue.clone(),
+                        via_wire: via_wire(&self.plan, &self.layout, &self.codecs, id, port),
                     });
                 }
             }
@@ -355,6 +382,11 @@ impl RunBuilder {
             slot.trigger = module
                 .behaviour()
                 .map_or(Trigger::AnyInput, |node| node.trigger());
+            if let (Trigger::Period(period), Some(record)) =
+                (&slot.trigger, self.records.instances.get_mut(id.index()))
+            {
+                record.period = Some(*period);
+            }
             if slot.here
                 && let Some(node) = self.plan.instance(id)
             {
@@ -363,6 +395,42 @@ impl RunBuilder {
         }
         Ok(())
     }
+}
+
+/// The key on which the messages of input `port` of instance `instance` cross
+/// partitions, if they do: its producer's stream, or the encoded stream of the decoder
+/// that feeds it.
+fn via_wire(
+    plan: &Plan,
+    layout: &Layout,
+    codecs: &Slots<CodecNodeId, CodecSlot>,
+    instance: InstanceIndex,
+    port: &PlanPort,
+) -> Option<String> {
+    if !layout.is_partitioned() {
+        return None;
+    }
+    let to = Endpoint::Port {
+        instance,
+        port: port.index,
+    };
+    let partition = |end: Endpoint| match end {
+        Endpoint::Port { instance, .. } => plan
+            .instance(instance)
+            .map(|node| layout.partition_of(&node.placement.to_string())),
+        Endpoint::Codec(id) => codecs.get(id).map(|slot| slot.partition),
+        _ => None,
+    };
+    let feed = plan.links().find(|link| link.to == to)?;
+    let (feed, key) = match feed.from {
+        Endpoint::Codec(decoder) => {
+            let node = plan.codec_node(decoder)?;
+            let into = plan.links().find(|l| l.to == Endpoint::Codec(decoder))?;
+            (into, node.encoded_stream.clone())
+        }
+        _ => (feed, port.stream.clone()),
+    };
+    (partition(feed.from)? != partition(feed.to)?).then_some(key)
 }
 
 /// Where a link delivers.

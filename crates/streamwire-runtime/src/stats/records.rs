@@ -15,8 +15,8 @@ use crate::queue::InputQueue;
 use crate::worker::{CodecCounters, InstanceCounters, Shared};
 
 use super::{
-    CodecRole, CodecStats, DropCounts, InputStats, InstanceStats, LinkStats, OutputStats, RunStats,
-    TapStats,
+    CodecRole, CodecStats, DropCounts, InputStats, InstanceStats, LinkStats, OutputStats,
+    RateStats, RunStats, TapStats,
 };
 
 /// Everything `stats()` reads, built once by the run builder.
@@ -53,6 +53,12 @@ pub(crate) struct InstanceRecord {
     pub(crate) counters: Arc<InstanceCounters>,
     /// Whether it runs in this process (only those are reported here).
     pub(crate) here: bool,
+    /// Its planned process.
+    pub(crate) process: String,
+    /// That process's host.
+    pub(crate) host: String,
+    /// Its trigger's period, when it steps on one (phase `triggers`).
+    pub(crate) period: Option<Duration>,
 }
 
 /// One output port.
@@ -71,6 +77,8 @@ pub(crate) struct InputRecord {
     pub(crate) stream: String,
     /// Its queue (deliveries, drops, latency).
     pub(crate) queue: Arc<InputQueue>,
+    /// The key its messages crossed partitions on, if they did.
+    pub(crate) via_wire: Option<String>,
 }
 
 /// One link of the plan.
@@ -83,6 +91,8 @@ pub(crate) struct LinkRecord {
     pub(crate) stream: String,
     /// What its subscription handed over.
     pub(crate) counters: Arc<LinkCounters>,
+    /// Whether it crosses partitions.
+    pub(crate) crosses: bool,
 }
 
 /// One codec node.
@@ -151,6 +161,11 @@ impl Records {
                     stream: i.stream.clone(),
                     delivered: i.queue.delivered.load(Ordering::Relaxed),
                     dropped: drops(&i.queue),
+                    unmatched: i.queue.unmatched(),
+                    unprocessed_at_stop: i.queue.unprocessed_at_stop(),
+                    in_flight_at_stop: i.queue.in_flight_at_stop(),
+                    via_wire: i.via_wire.clone(),
+                    wire_terms_added: false,
                     latency: i.queue.latency(),
                 })
                 .collect(),
@@ -163,6 +178,7 @@ impl Records {
                     stream: l.stream.clone(),
                     messages: l.counters.messages.load(Ordering::Relaxed),
                     content_bytes: l.counters.content_bytes.load(Ordering::Relaxed),
+                    crosses_processes: l.crosses,
                 })
                 .collect(),
             codecs: self
@@ -201,6 +217,10 @@ impl Records {
                     ),
                     stalled: began != 0 && now_mark.saturating_sub(began) > stall,
                     finished: c.finished.load(Ordering::SeqCst),
+                    failed: c.failed.load(Ordering::SeqCst),
+                    process: i.process.clone(),
+                    host: i.host.clone(),
+                    rate: i.rate(),
                     counters: c
                         .counters
                         .lock()
@@ -210,6 +230,19 @@ impl Records {
                 }
             })
             .collect()
+    }
+
+    /// Once the run's threads are joined: what is still in a codec node's queue is
+    /// counted as unprocessed at stop on the consumers downstream (encoders first, so
+    /// that a decoder relays what its encoder left too).
+    pub(crate) fn settle(&self) {
+        let mut relays: Vec<&CodecRecord> = self.codecs.iter().collect();
+        relays.sort_by_key(|c| c.role != CodecRole::Encode);
+        for codec in relays {
+            if let Some(queue) = &codec.queue {
+                queue.settle_relay();
+            }
+        }
     }
 
     fn tap_stats(&self) -> Vec<TapStats> {
@@ -223,6 +256,27 @@ impl Records {
                 dropped: t.queue.dropped(DropReason::QueueFull),
             })
             .collect()
+    }
+}
+
+impl InstanceRecord {
+    /// Its configured and reached rate, when it steps on a period and took two steps.
+    fn rate(&self) -> Option<RateStats> {
+        let period = self.period.filter(|p| !p.is_zero())?;
+        let c = &self.counters;
+        let steps = c.steps.load(Ordering::Relaxed);
+        let (first, last) = (
+            c.first_step_ns.load(Ordering::Relaxed),
+            c.last_step_ns.load(Ordering::Relaxed),
+        );
+        if steps < 2 || last <= first {
+            return None;
+        }
+        let span = Duration::from_nanos(last - first).as_secs_f64();
+        Some(RateStats {
+            configured_hz: 1.0 / period.as_secs_f64(),
+            reached_hz: (steps - 1) as f64 / span,
+        })
     }
 }
 

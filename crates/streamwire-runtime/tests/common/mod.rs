@@ -10,7 +10,22 @@ use std::time::{Duration, Instant};
 use streamwire_core::{Compressed, Context, In, Node, NodeResult, Out, Timestamp, Trigger};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
-use streamwire_runtime::{InputStats, RunHandle, RunStats};
+use streamwire_runtime::{
+    InputStats, RunHandle, RunReport, RunStats, balance_checks, check_balance,
+};
+
+/// Checks the accounting equation on `report` (every test that makes a report passes it
+/// through here) and prints how many reports this test binary has checked so far.
+pub fn balanced(report: RunReport) -> RunReport {
+    if let Err(error) = check_balance(&report) {
+        panic!("{error}\n{report}");
+    }
+    eprintln!(
+        "balance: {} reports checked in this test binary so far",
+        balance_checks()
+    );
+    report
+}
 
 /// Generous guard for waits in tests: never a bound on speed, only a way not to hang.
 pub const GUARD: Duration = Duration::from_secs(20);

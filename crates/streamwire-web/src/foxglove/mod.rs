@@ -46,9 +46,10 @@ pub(crate) use server_to_client::message_data;
 
 use crate::RelayConfig;
 use crate::listener::Connection;
-use crate::protocol::{self, Encoding};
+use crate::protocol;
+use crate::rosbridge::topics::Topic;
 use crate::server::{
-    Client, ClientTopic, Dialect, Shared, Topic, accept_client, clip, end_subscription, subscribe,
+    Client, ClientTopic, Dialect, Shared, accept_client, clip, end_subscription, subscribe_entry,
 };
 use streamwire_core::log::{BurstLog, chain, more_since};
 
@@ -284,19 +285,14 @@ impl Session {
         if let Some((taken, _)) = self
             .subscriptions
             .iter()
-            .find(|(_, entry)| entry.stream == channel.topic.stream)
+            .find(|(_, entry)| entry.topic() == channel.topic.name)
         {
             return Err(format!(
                 "channel {channel_id} is subscribed already, as subscription {taken}"
             ));
         }
-        let entry = Arc::new(ClientTopic::new(
-            &channel.topic,
-            format!("/{}", channel.topic.stream),
-            SUBSCRIPTION_QUEUE,
-            Encoding::Foxglove(id),
-        ));
-        subscribe(shared, client, &channel.topic, entry.clone())?;
+        let entry = Arc::new(ClientTopic::foxglove(&channel.topic, id, SUBSCRIPTION_QUEUE));
+        subscribe_entry(shared, client, &channel.topic, entry.clone())?;
         self.subscriptions.insert(id, entry);
         Ok(())
     }

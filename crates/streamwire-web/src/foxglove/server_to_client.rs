@@ -38,7 +38,7 @@ pub(crate) fn advertise(channels: &[Channel]) -> String {
         .map(|c| {
             json!({
                 "id": c.id,
-                "topic": format!("/{}", c.topic.stream),
+                "topic": format!("/{}", c.topic.name),
                 "encoding": c.encoding,
                 "schemaName": c.schema_name,
                 "schema": c.schema,

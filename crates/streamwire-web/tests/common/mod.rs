@@ -10,6 +10,7 @@
 
 pub mod chromium;
 pub mod raw;
+pub mod ws;
 
 use parking_lot::Mutex;
 use std::io::{Read, Write};

@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use streamwire_core::{Compressed, Context, In, Node, NodeResult, Out, Timestamp, Trigger};
-use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, WireFormat};
+use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, Report, WireFormat};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
-use streamwire_runtime::RunStats;
+use streamwire_runtime::{EndReason, RunReport, RunStats, balance_checks, check_balance};
 
 /// A camera of small raw frames, finishing after `count`.
 #[derive(Module)]
@@ -103,6 +103,9 @@ pub(crate) fn blueprint(count: u32) -> Blueprint {
         .place(&recorder, Placement::process("web"));
     // The compressed wire between processes of one host is what this test exercises.
     bp.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Compressed));
+    // Keep-all consumers of a best-effort camera in other processes: on the tests'
+    // loopback zenoh nothing is lost (and what would be is counted `lost_on_wire`).
+    bp.lossy_path(Report::Warn);
     bp.autoconnect();
     bp
 }
@@ -161,4 +164,29 @@ impl Node for SlowViewer {
         }
         Ok(())
     }
+}
+
+/// Checks the accounting equation on `report` (rows whose producer reported in another
+/// process are left to the merged report) and prints how many reports were checked.
+pub(crate) fn balanced(report: RunReport) -> RunReport {
+    if let Err(error) = check_balance(&report) {
+        panic!("{error}\n{report}");
+    }
+    eprintln!(
+        "balance: {} reports checked in this test binary so far",
+        balance_checks()
+    );
+    report
+}
+
+/// The reports of one run's processes, merged as a coordinator merges them, balanced.
+pub(crate) fn balanced_merge(reports: &[(&str, &RunReport)]) -> RunReport {
+    balanced(RunReport::merge(
+        EndReason::Finished,
+        None,
+        Vec::new(),
+        reports
+            .iter()
+            .map(|(process, report)| ((*process).to_owned(), (*report).clone())),
+    ))
 }

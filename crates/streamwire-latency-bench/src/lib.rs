@@ -20,6 +20,9 @@
 //!   between the same two kinds of processes, receiving through zenoh's FIFO handler and
 //!   `recv()` on a thread of its own (`bare-zenoh-fifo`), and in the callback
 //!   (`bare-zenoh-callback`).
+//! - `zenoh-closed`: the `zenoh` row's two processes as a closed run's workers (mutual
+//!   TLS with a certificate each, and zenoh's access control generated from the plan):
+//!   what closing a run costs, next to the open `zenoh` row.
 //! - `zenoh-shm`: the same two processes with zenoh's shared memory on at both ends
 //!   (`zenoh-shm`, and its bare baseline `bare-zenoh-shm-fifo`): payloads of 3 KB and more
 //!   travel through a shared pool, only a reference through TCP.
@@ -37,6 +40,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use streamwire_cluster::{AccessRules, Credential, RunAuthority, access};
 use streamwire_runtime::{Partitions, RunHandle, RunOptions, Runtime, StartGate};
 use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 
@@ -68,6 +72,9 @@ pub enum Transport {
     Loopback,
     /// Two processes over zenoh, and the bare zenoh baselines.
     Zenoh,
+    /// Two processes over zenoh as a closed run's workers: mutual TLS with a certificate
+    /// each, and the access control generated from the plan.
+    ZenohClosed,
     /// Two processes over zenoh with shared memory at both ends, and the bare baseline.
     ZenohShm,
     /// The 16-hop chain, in one process and over zenoh.
@@ -76,10 +83,11 @@ pub enum Transport {
 
 impl Transport {
     /// Every transport, in the order they run.
-    pub const ALL: [Transport; 5] = [
+    pub const ALL: [Transport; 6] = [
         Transport::InProcess,
         Transport::Loopback,
         Transport::Zenoh,
+        Transport::ZenohClosed,
         Transport::ZenohShm,
         Transport::Chain,
     ];
@@ -90,6 +98,7 @@ impl Transport {
             Transport::InProcess => "in-process",
             Transport::Loopback => "loopback",
             Transport::Zenoh => "zenoh",
+            Transport::ZenohClosed => "zenoh-closed",
             Transport::ZenohShm => "zenoh-shm",
             Transport::Chain => "chain",
         }
@@ -391,7 +400,8 @@ pub fn run(
                 suite.rows.extend(rows_of("loopback", &results, 2));
             }
             Transport::Zenoh => {
-                let results = over_zenoh(&latency_phases, 0, &format!("{run_id}z"), peer, false)?;
+                let results =
+                    over_zenoh(&latency_phases, 0, &format!("{run_id}z"), peer, Link::Open)?;
                 suite.rows.extend(rows_of("zenoh", &results, 2));
                 for (receive, label, mode) in [
                     (Receive::Fifo, "bare-zenoh-fifo", "bare-fifo"),
@@ -409,8 +419,25 @@ pub fn run(
                     suite.rows.extend(rows_of(label, &results, 2));
                 }
             }
+            Transport::ZenohClosed => {
+                let results = over_zenoh(
+                    &latency_phases,
+                    0,
+                    &format!("{run_id}t"),
+                    peer,
+                    Link::Closed,
+                )?;
+                suite.rows.extend(rows_of("zenoh-closed", &results, 2));
+                suite.notes.push(
+                    "zenoh-closed: the zenoh row's two processes as a closed run's: mutual TLS \
+                     (a certificate each, from a run authority) and zenoh's access control \
+                     generated from the plan"
+                        .to_owned(),
+                );
+            }
             Transport::ZenohShm => {
-                let results = over_zenoh(&latency_phases, 0, &format!("{run_id}s"), peer, true)?;
+                let results =
+                    over_zenoh(&latency_phases, 0, &format!("{run_id}s"), peer, Link::Shm)?;
                 suite.rows.extend(rows_of("zenoh-shm", &results, 2));
                 progress("measuring bare-zenoh-shm-fifo");
                 let results = bare_zenoh(
@@ -442,7 +469,7 @@ pub fn run(
                     CHAIN_HOPS,
                     &format!("{run_id}c"),
                     peer,
-                    false,
+                    Link::Open,
                 )?;
                 suite.rows.extend(rows_of("chain16-zenoh", &results, 1));
             }
@@ -557,14 +584,46 @@ impl Drop for Peer {
     }
 }
 
+/// How the suite's two processes are joined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Link {
+    /// TCP, no access control.
+    Open,
+    /// TCP, shared memory at both ends.
+    Shm,
+    /// A closed run: mutual TLS and the plan's access control.
+    Closed,
+}
+
 fn open_session(
     run_id: &str,
     connect: Vec<String>,
     shm: bool,
 ) -> Result<ZenohTransport, BenchError> {
+    open_member(run_id, connect, shm, None)
+}
+
+/// A session, as a closed run's member with `member` (its credential and the run's
+/// rules).
+fn open_member(
+    run_id: &str,
+    connect: Vec<String>,
+    shm: bool,
+    member: Option<(&Credential, &AccessRules)>,
+) -> Result<ZenohTransport, BenchError> {
+    let (listen, connect, settings) = match member {
+        Some((credential, rules)) => (
+            access::closed_endpoints(&ZenohOptions::default().listen),
+            access::closed_endpoints(&connect),
+            streamwire_zenoh::Settings(credential.zenoh_settings(rules)),
+        ),
+        None => (ZenohOptions::default().listen, connect, Default::default()),
+    };
     ZenohTransport::open(&ZenohOptions {
         run_id: run_id.to_owned(),
+        listen,
         connect,
+        settings,
         shared_memory: if shm {
             SharedMemory {
                 enabled: true,
@@ -576,6 +635,44 @@ fn open_session(
         ..ZenohOptions::default()
     })
     .map_err(|e| BenchError::Zenoh(e.to_string()))
+}
+
+/// A closed run's credentials for the suite's two processes: the home's, the rules, and
+/// the peer's secret file (0600, removed with it).
+struct ClosedBench {
+    home: Credential,
+    rules: AccessRules,
+    peer_file: std::path::PathBuf,
+}
+
+impl ClosedBench {
+    fn new(
+        runnable: &streamwire_graph::RunnablePlan,
+        run_id: &str,
+        home: &str,
+    ) -> Result<ClosedBench, BenchError> {
+        let credential = |e: streamwire_cluster::ClusterError| BenchError::Zenoh(e.to_string());
+        let authority = RunAuthority::new(run_id).map_err(credential)?;
+        let peer = process_name(runnable, modules::PEER)?;
+        let peer_file = access::secret_file(&access::run_folder(run_id), &peer);
+        authority
+            .issue(&peer)
+            .and_then(|c| c.write_file(&peer_file))
+            .map_err(credential)?;
+        Ok(ClosedBench {
+            home: authority.issue(home).map_err(credential)?,
+            rules: AccessRules::from_plan(runnable.plan(), run_id),
+            peer_file,
+        })
+    }
+}
+
+impl Drop for ClosedBench {
+    fn drop(&mut self) {
+        if let Some(folder) = self.peer_file.parent() {
+            let _ = std::fs::remove_dir_all(folder);
+        }
+    }
 }
 
 fn peer_args(transport: &ZenohTransport, run_id: &str, mode: &str, hops: usize) -> Vec<String> {
@@ -602,10 +699,8 @@ fn over_zenoh(
     hops: usize,
     run_id: &str,
     peer: PeerCommand<'_>,
-    shm: bool,
+    link: Link,
 ) -> Result<Vec<PhaseResult>, BenchError> {
-    let transport = open_session(run_id, Vec::new(), shm)?;
-    let child = Peer::start(peer, &peer_args(&transport, run_id, "streamwire", hops))?;
     let job = Arc::new(Job {
         phases: phases.to_vec(),
         ..Job::default()
@@ -615,6 +710,23 @@ fn over_zenoh(
         .into_runnable()
         .map_err(|e| BenchError::Run(e.to_string()))?;
     let home = process_name(&runnable, modules::HOME)?;
+    let closed = (link == Link::Closed)
+        .then(|| ClosedBench::new(&runnable, run_id, &home))
+        .transpose()?;
+    let transport = open_member(
+        run_id,
+        Vec::new(),
+        link == Link::Shm,
+        closed.as_ref().map(|c| (&c.home, &c.rules)),
+    )?;
+    let mut args = peer_args(&transport, run_id, "streamwire", hops);
+    if let Some(closed) = &closed {
+        args.extend([
+            "--secret-file".to_owned(),
+            closed.peer_file.display().to_string(),
+        ]);
+    }
+    let child = Peer::start(peer, &args)?;
     let gate = StartGate::closed();
     let mut handle = Runtime::start(
         runnable,
@@ -694,6 +806,7 @@ pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
     let mut mode = None;
     let mut hops = 0;
     let mut shm = false;
+    let mut secret_file = None;
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
         let value = rest
@@ -704,6 +817,7 @@ pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
             "--run-id" => run_id = Some(value.clone()),
             "--mode" => mode = Some(value.clone()),
             "--shm" => shm = value == "true",
+            "--secret-file" => secret_file = Some(std::path::PathBuf::from(value)),
             "--hops" => {
                 hops = value
                     .parse()
@@ -725,12 +839,19 @@ pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
             })
             .map_err(|e| BenchError::Peer(format!("stdin thread: {e}")))?;
     }
-    let transport = open_session(&run_id, connect, shm)?;
+    let runnable = modules::blueprint(Arc::new(Job::default()), Layout::Apart, hops)
+        .into_runnable()
+        .map_err(|e| BenchError::Run(e.to_string()))?;
+    let member = secret_file
+        .map(|file| {
+            Credential::read_file(&file)
+                .map(|c| (c, AccessRules::from_plan(runnable.plan(), &run_id)))
+                .map_err(|e| BenchError::Arguments(format!("--secret-file: {e}")))
+        })
+        .transpose()?;
+    let transport = open_member(&run_id, connect, shm, member.as_ref().map(|(c, r)| (c, r)))?;
     match mode.as_deref() {
         Some("streamwire") => {
-            let runnable = modules::blueprint(Arc::new(Job::default()), Layout::Apart, hops)
-                .into_runnable()
-                .map_err(|e| BenchError::Run(e.to_string()))?;
             let local = process_name(&runnable, modules::PEER)?;
             let mut handle = Runtime::start(
                 runnable,
@@ -928,6 +1049,11 @@ impl std::fmt::Display for Suite {
                 "p50 zenoh-shm / bare zenoh-shm (FIFO + recv thread)",
             ),
             ("zenoh-shm", "zenoh", "p50 zenoh-shm / zenoh"),
+            (
+                "zenoh-closed",
+                "zenoh",
+                "p50 zenoh-closed / zenoh (TLS and access control / neither)",
+            ),
             (
                 "in-process",
                 "bare-channel",

@@ -81,6 +81,7 @@ fn smoke_run_writes_well_formed_csv() {
         "zenoh",
         "bare-zenoh-fifo",
         "bare-zenoh-callback",
+        "zenoh-closed",
         "zenoh-shm",
         "bare-zenoh-shm-fifo",
     ] {
@@ -99,6 +100,7 @@ fn smoke_run_writes_well_formed_csv() {
         "loopback",
         "zenoh",
         "bare-zenoh-fifo",
+        "zenoh-closed",
         "zenoh-shm",
         "bare-zenoh-shm-fifo",
     ] {
@@ -113,6 +115,10 @@ fn smoke_run_writes_well_formed_csv() {
         "{stderr}"
     );
     assert!(stderr.contains("p50 zenoh-shm / zenoh:"), "{stderr}");
+    assert!(
+        stderr.contains("p50 zenoh-closed / zenoh (TLS and access control / neither):"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("zenoh-shm: zenoh's shared memory on at both ends"),
         "{stderr}"

@@ -31,7 +31,7 @@ pub(crate) const WARMUP: usize = 20;
 /// The benchmark's message: `len` bytes whose first 8 carry the ping's sequence number
 /// (when there are 8), checked on return.
 #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-#[message(name = "streamwire_bench/Payload", crate = streamwire_core)]
+#[message(name = "streamwire_latency_bench/Payload", crate = streamwire_core)]
 pub(crate) struct Payload {
     /// The pinger's number of this message.
     pub(crate) seq: u64,
@@ -43,7 +43,7 @@ pub(crate) struct Payload {
 
 /// A tick that wakes the pinger (its first send, and a lost round trip).
 #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-#[message(name = "streamwire_bench/Kick", crate = streamwire_core)]
+#[message(name = "streamwire_latency_bench/Kick", crate = streamwire_core)]
 pub(crate) struct Kick(pub(crate) u8);
 
 /// What the pinger is told to do and where it leaves its results; shared with the driver.

@@ -15,7 +15,7 @@
 //! of `replay.dir`, or the simulated camera without one.
 //!
 //! ```
-//! use streamwire_modules::bench::{BenchBlueprint, ImageMode, ReplayBenchConfig, bench_blueprint};
+//! use streamwire_modules::replay_bench::{BenchBlueprint, ImageMode, ReplayBenchConfig, bench_blueprint};
 //! let mut config = ReplayBenchConfig::default();
 //! config.mode = ImageMode::Codec;
 //! let plan = bench_blueprint(BenchBlueprint::Heavy, &config)?.build()?;
@@ -30,8 +30,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::prelude::*;
 use serde::{Deserialize, Serialize};
-use streamwire::prelude::*;
 
 use crate::demo::{DemoError, RateConfig, RecordConfig, ReplayConfig};
 use crate::detector::Detector;
@@ -60,7 +60,7 @@ impl BenchBlueprint {
     ];
 
     /// The names they are registered under, in the order of [`BenchBlueprint::ALL`]: the
-    /// blueprints `bench replay` runs (a binary hands them to the CLI, which cannot depend
+    /// blueprints `bench replay` runs (a binary hands them to the CLI, which does not depend
     /// on this crate, with `Cli::bench_blueprints`).
     pub const REGISTERED_NAMES: [&'static str; 3] = ["replay-basic", "replay-full", "replay-heavy"];
 
@@ -311,7 +311,7 @@ pub fn bench_blueprint(
 
 #[cfg(test)]
 mod tests {
-    use streamwire::CodecKind;
+    use streamwire_graph::{CodecKind, Plan};
 
     use super::*;
 

@@ -1,0 +1,264 @@
+//! The rosapi services the relay answers, as rosbridge_suite's ROS 2 `rosapi` node names
+//! them (`/rosapi/<name>`, types `rosapi_msgs/srv/<Name>`) and shapes their responses.
+//!
+//! The relay is one ROS node (its instance, `/web`): it publishes every topic it serves and
+//! subscribes to the browsers' `cmd_vel`. Its parameters are its own resolved settings
+//! (read-only, the token left out). `set_param` is refused with a clear message.
+
+use serde_json::{Value, json};
+use streamwire_ros2::schema::RosSchema;
+
+use crate::rosbridge::topics::{Topic, short_type};
+use crate::typedefs;
+
+/// The services answered, and their types.
+pub(crate) const SERVICES: &[(&str, &str)] = &[
+    ("topics", "rosapi_msgs/srv/Topics"),
+    ("topics_and_raw_types", "rosapi_msgs/srv/TopicsAndRawTypes"),
+    ("topic_type", "rosapi_msgs/srv/TopicType"),
+    ("topics_for_type", "rosapi_msgs/srv/TopicsForType"),
+    ("nodes", "rosapi_msgs/srv/Nodes"),
+    ("node_details", "rosapi_msgs/srv/NodeDetails"),
+    ("publishers", "rosapi_msgs/srv/Publishers"),
+    ("subscribers", "rosapi_msgs/srv/Subscribers"),
+    ("services", "rosapi_msgs/srv/Services"),
+    ("service_type", "rosapi_msgs/srv/ServiceType"),
+    ("message_details", "rosapi_msgs/srv/MessageDetails"),
+    ("get_time", "rosapi_msgs/srv/GetTime"),
+    ("get_param_names", "rosapi_msgs/srv/GetParamNames"),
+    ("get_param", "rosapi_msgs/srv/GetParam"),
+    ("set_param", "rosapi_msgs/srv/SetParam"),
+];
+
+/// What the services are answered from.
+pub(crate) struct RunView<'a> {
+    /// The topics served.
+    pub(crate) topics: &'a [std::sync::Arc<Topic>],
+    /// The relay's node name (`/web`).
+    pub(crate) node: String,
+    /// The topic browsers publish on (`/cmd_vel`).
+    pub(crate) cmd_vel: String,
+    /// The run clock now, nanoseconds since the epoch.
+    pub(crate) now_nanos: u64,
+    /// The relay's parameters: (name, value), values as JSON.
+    pub(crate) params: Vec<(String, Value)>,
+}
+
+/// The service's name without its `/rosapi/` prefix, if it is one of rosapi's.
+pub(crate) fn service_name(service: &str) -> Option<&str> {
+    service
+        .trim_start_matches('/')
+        .strip_prefix("rosapi/")
+        .filter(|name| SERVICES.iter().any(|(n, _)| n == name))
+}
+
+fn string_arg<'v>(args: &'v Value, key: &str) -> Result<&'v str, String> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("needs the argument `{key}` (a string)"))
+}
+
+/// The response `values` of rosapi service `name` called with `args`, or why it is
+/// refused.
+pub(crate) fn answer(view: &RunView<'_>, name: &str, args: &Value) -> Result<Value, String> {
+    let topic_names =
+        || -> Vec<String> { view.topics.iter().map(|t| format!("/{}", t.name)).collect() };
+    let types = || -> Vec<&str> { view.topics.iter().map(|t| t.ros_type).collect() };
+    let find_topic = |asked: &str| {
+        let asked = asked.trim_start_matches('/');
+        view.topics.iter().find(|t| t.name == asked)
+    };
+    let is_cmd_vel =
+        |asked: &str| asked.trim_start_matches('/') == view.cmd_vel.trim_start_matches('/');
+    Ok(match name {
+        "topics" => json!({"topics": topic_names(), "types": types()}),
+        "topics_and_raw_types" => {
+            let typedefs: Vec<String> = types().iter().map(|t| typedefs::full_text(t)).collect();
+            json!({"topics": topic_names(), "types": types(), "typedefs_full_text": typedefs})
+        }
+        "topic_type" => {
+            let topic = string_arg(args, "topic")?;
+            let ros_type = if is_cmd_vel(topic) {
+                "geometry_msgs/msg/Twist"
+            } else {
+                // rosapi answers an unknown topic with an empty type.
+                find_topic(topic).map_or("", |t| t.ros_type)
+            };
+            json!({"type": ros_type})
+        }
+        "topics_for_type" => {
+            let asked = string_arg(args, "type")?;
+            let topics: Vec<String> = view
+                .topics
+                .iter()
+                .filter(|t| t.has_type(asked))
+                .map(|t| format!("/{}", t.name))
+                .collect();
+            json!({"topics": topics})
+        }
+        "nodes" => json!({"nodes": [view.node]}),
+        "node_details" => {
+            let node = string_arg(args, "node")?;
+            if node.trim_start_matches('/') == view.node.trim_start_matches('/') {
+                let services: Vec<String> = SERVICES
+                    .iter()
+                    .map(|(n, _)| format!("/rosapi/{n}"))
+                    .collect();
+                json!({
+                    "subscribing": [format!("/{}", view.cmd_vel.trim_start_matches('/'))],
+                    "publishing": topic_names(),
+                    "services": services,
+                })
+            } else {
+                json!({"subscribing": [], "publishing": [], "services": []})
+            }
+        }
+        "publishers" => {
+            let topic = string_arg(args, "topic")?;
+            let publishers: Vec<&str> = find_topic(topic)
+                .map(|_| view.node.as_str())
+                .into_iter()
+                .collect();
+            json!({"publishers": publishers})
+        }
+        "subscribers" => {
+            let topic = string_arg(args, "topic")?;
+            let subscribers: Vec<&str> = is_cmd_vel(topic)
+                .then_some(view.node.as_str())
+                .into_iter()
+                .collect();
+            json!({"subscribers": subscribers})
+        }
+        "services" => {
+            let services: Vec<String> = SERVICES
+                .iter()
+                .map(|(n, _)| format!("/rosapi/{n}"))
+                .collect();
+            json!({"services": services})
+        }
+        "service_type" => {
+            let service = string_arg(args, "service")?;
+            let ros_type = service_name(service)
+                .and_then(|n| SERVICES.iter().find(|(s, _)| *s == n))
+                .map_or("", |(_, t)| *t);
+            json!({"type": ros_type})
+        }
+        "message_details" => {
+            let asked = string_arg(args, "type")?;
+            let schema = RosSchema::standard(&ros2_spelling(asked))
+                .map_err(|e| format!("no definition of `{asked}`: {e}"))?;
+            json!({"typedefs": schema.type_defs()})
+        }
+        "get_time" => json!({"time": {
+            "sec": view.now_nanos / 1_000_000_000,
+            "nanosec": view.now_nanos % 1_000_000_000,
+        }}),
+        "get_param_names" => {
+            let names: Vec<&str> = view.params.iter().map(|(n, _)| n.as_str()).collect();
+            json!({"names": names})
+        }
+        "get_param" => {
+            let asked = string_arg(args, "name")?;
+            let name = asked.rsplit_once(':').map_or(asked, |(_, n)| n);
+            match view.params.iter().find(|(n, _)| n == name || n == asked) {
+                // rosapi's `value` is the parameter as JSON text.
+                Some((_, value)) => json!({"value": value.to_string()}),
+                None => match args.get("default").and_then(Value::as_str) {
+                    Some(default) if !default.is_empty() => json!({"value": default}),
+                    _ => return Err(format!("no parameter `{asked}`")),
+                },
+            }
+        }
+        "set_param" => {
+            return Err(
+                "parameters are read-only here: the run's configuration is set before it starts (blueprint, configuration file, -o)"
+                    .to_owned(),
+            );
+        }
+        other => return Err(format!("service `/rosapi/{other}` is not served")),
+    })
+}
+
+/// `asked` in ROS 2 spelling: `sensor_msgs/Image` becomes `sensor_msgs/msg/Image`.
+fn ros2_spelling(asked: &str) -> String {
+    let short = short_type(asked);
+    match short.split_once('/') {
+        Some((package, name)) => format!("{package}/msg/{name}"),
+        None => short.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use streamwire_msgs::LogLevel;
+
+    fn view(topics: &[std::sync::Arc<Topic>]) -> RunView<'_> {
+        RunView {
+            topics,
+            node: "/web".into(),
+            cmd_vel: "cmd_vel".into(),
+            now_nanos: 1_700_000_000_123_456_789,
+            params: vec![("port".into(), json!(9090))],
+        }
+    }
+
+    #[test]
+    fn every_service_answers_in_rosapis_shape() {
+        let topics = crate::rosbridge::topics::topics_of(
+            &[
+                ("odom".to_owned(), "streamwire/Odometry"),
+                ("map".to_owned(), "streamwire/OccupancyGrid"),
+            ],
+            None,
+            LogLevel::Warn,
+        );
+        let view = view(&topics);
+        let calls = [
+            ("topics", json!({})),
+            ("topic_type", json!({"topic": "/odom"})),
+            ("topic_type", json!({"topic": "/cmd_vel"})),
+            ("topics_for_type", json!({"type": "nav_msgs/Odometry"})),
+            ("nodes", json!({})),
+            ("node_details", json!({"node": "/web"})),
+            ("publishers", json!({"topic": "/map"})),
+            ("subscribers", json!({"topic": "/cmd_vel"})),
+            ("service_type", json!({"service": "/rosapi/nodes"})),
+            ("get_time", json!({})),
+            ("get_param_names", json!({})),
+            ("get_param", json!({"name": "/web:port"})),
+            ("get_param", json!({"name": "nothing"})),
+            ("set_param", json!({"name": "port", "value": "1"})),
+            ("topic_type", json!({})),
+        ];
+        let mut text = Vec::new();
+        for (name, args) in calls {
+            text.push(format!("{name} {args}"));
+            match answer(&view, name, &args) {
+                Ok(values) => text.push(format!("  {values}")),
+                Err(msg) => text.push(format!("  refused: {msg}")),
+            }
+        }
+        insta::assert_snapshot!(text.join("\n"));
+    }
+
+    #[test]
+    fn message_details_are_rosapis_typedefs() {
+        let view = view(&[]);
+        let values = answer(
+            &view,
+            "message_details",
+            &json!({"type": "geometry_msgs/Twist"}),
+        )
+        .expect("known");
+        let typedefs = values["typedefs"].as_array().expect("a list");
+        assert_eq!(typedefs[0]["type"], "geometry_msgs/Twist");
+        assert_eq!(typedefs[0]["fieldnames"], json!(["linear", "angular"]));
+        assert!(
+            typedefs
+                .iter()
+                .any(|t| t["type"] == "geometry_msgs/Vector3")
+        );
+        assert!(answer(&view, "message_details", &json!({"type": "acme/Beep"})).is_err());
+    }
+}
