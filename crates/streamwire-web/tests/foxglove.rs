@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use streamwire::msgs::{OccupancyGrid, Quaternion, TransformStamped, Transforms, Vector3};
+use streamwire::msgs::{
+    LogLevel, LogRecord, OccupancyGrid, Quaternion, TransformStamped, Transforms, Vector3,
+};
 use streamwire::prelude::*;
 use streamwire_ros2::RosMessage;
 use streamwire_web::RelayConfig;
@@ -29,7 +31,8 @@ pub struct Battery {
     pub volts: f64,
 }
 
-/// `/tf` (map -> base_link), `map` (a 4x3 grid) and `battery` (the user's own type).
+/// `/tf` (map -> base_link), `map` (a 4x3 grid), `battery` (the user's own type) and
+/// `log` (a warning each step, on `/rosout` too).
 #[derive(Module)]
 pub struct World {
     /// `/tf`.
@@ -39,6 +42,8 @@ pub struct World {
     pub map: Out<OccupancyGrid>,
     /// `/battery`.
     pub battery: Out<Battery>,
+    /// `/log`, and `/rosout` from it.
+    pub log: Out<LogRecord>,
 }
 
 /// The map's cells.
@@ -63,6 +68,8 @@ impl Node for World {
             OccupancyGrid::new("map", 0.5, (-1.0, -1.0), 4, 3, CELLS.to_vec())?.with_stamp(now),
         )?;
         self.battery.publish(Battery { volts: 12.5 })?;
+        self.log
+            .publish(LogRecord::new(LogLevel::Warn, "world", "battery low").with_stamp(now))?;
         Ok(())
     }
 }
@@ -77,6 +84,7 @@ fn start(config: RelayConfig, camera: SyntheticCamera) -> TestRun {
                 transforms: Out::new(),
                 map: Out::new(),
                 battery: Out::new(),
+                log: Out::new(),
             },
         );
     })
@@ -206,19 +214,34 @@ fn foxglove_reads_every_stream_publishes_cmd_vel_and_reads_parameters() {
     insta::assert_snapshot!(channels.join("\n"));
 
     let m = &answer["messages"];
-    // Compressed images as their JPEG bytes.
+    // Compressed images as their JPEG bytes (image_transport's `<stream>/compressed`)...
     assert!(
-        m["/color_image"]["format"]
+        m["/color_image/compressed"]["format"]
             .as_str()
             .unwrap_or("")
-            .contains("jpeg")
+            .contains("jpeg"),
+        "{}",
+        m["/color_image/compressed"]
     );
-    let jpeg = &m["/color_image"]["data"]["head"];
+    let jpeg = &m["/color_image/compressed"]["data"]["head"];
     assert_eq!(
         (&jpeg[0], &jpeg[1]),
         (&json!(255), &json!(216)),
         "a JPEG's SOI"
     );
+    // ... and their pixels, decoded once in the relay, on `<stream>`.
+    let image = &m["/color_image"];
+    assert_eq!(
+        (
+            &image["encoding"],
+            &image["width"],
+            &image["height"],
+            &image["step"]
+        ),
+        (&json!("rgb8"), &json!(64), &json!(48), &json!(192)),
+        "{image}"
+    );
+    assert_eq!(image["data"]["length"], 64 * 48 * 3);
     // Depth decoded once from its zstd bytes into a 16UC1 image.
     let depth = &m["/depth"];
     assert_eq!(
@@ -269,6 +292,15 @@ fn foxglove_reads_every_stream_publishes_cmd_vel_and_reads_parameters() {
     assert_eq!(map["data"], json!(CELLS));
     // The user's own type as JSON.
     assert_eq!(m["/battery"]["volts"], 12.5);
+    // Log records as rcl_interfaces/msg/Log, warnings and above on `/rosout`.
+    for topic in ["/log", "/rosout"] {
+        let log = &m[topic];
+        assert_eq!(
+            (&log["level"], &log["name"], &log["msg"]),
+            (&json!(30), &json!("world"), &json!("battery low")),
+            "{topic}: {log}"
+        );
+    }
     // The relay's own output: the first command published, in CDR.
     assert_eq!(m["/cmd_vel"]["linear"]["x"], 0.25);
     assert_eq!(m["/cmd_vel"]["angular"]["z"], -0.5);
