@@ -1552,11 +1552,7 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
         for (client, entry) in due {
             let effective = entry.effective();
             let encoding = entry.encoding();
-            let key = (
-                entry.spelling.clone(),
-                encoding,
-                effective.fragment_size,
-            );
+            let key = (entry.spelling.clone(), encoding, effective.fragment_size);
             let frame = match written.iter().find(|(k, _)| *k == key) {
                 Some((_, frame)) => frame.clone(),
                 None => {

@@ -291,7 +291,11 @@ impl Session {
                 "channel {channel_id} is subscribed already, as subscription {taken}"
             ));
         }
-        let entry = Arc::new(ClientTopic::foxglove(&channel.topic, id, SUBSCRIPTION_QUEUE));
+        let entry = Arc::new(ClientTopic::foxglove(
+            &channel.topic,
+            id,
+            SUBSCRIPTION_QUEUE,
+        ));
         subscribe_entry(shared, client, &channel.topic, entry.clone())?;
         self.subscriptions.insert(id, entry);
         Ok(())
