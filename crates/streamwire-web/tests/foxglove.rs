@@ -213,7 +213,55 @@ fn foxglove_reads_every_stream_publishes_cmd_vel_and_reads_parameters() {
     channels.sort();
     insta::assert_snapshot!(channels.join("\n"));
 
-    let m = &answer["messages"];
+    check_messages(&answer["messages"]);
+
+    // Parameters: the configuration by name, the token left out; a write refused and
+    // answered with the values as they are.
+    let values = &answer["parameterValues"];
+    assert_eq!(values[0]["id"], "all");
+    assert_eq!(
+        values[0]["parameters"],
+        json!([{"name": "camera.fps", "value": 15}, {"name": "web.port", "value": 0}])
+    );
+    assert_eq!(values[1]["id"], "set");
+    assert_eq!(
+        values[1]["parameters"],
+        json!([{"name": "camera.fps", "value": 15}])
+    );
+    let statuses: Vec<String> = answer["statuses"]
+        .as_array()
+        .expect("statuses")
+        .iter()
+        .map(|s| {
+            format!(
+                "level {} id {}: {}",
+                s["level"],
+                s["id"],
+                s["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    insta::assert_snapshot!("refusals", statuses.join("\n"));
+
+    // Three commands reached the run, in order; the two refusals are counted.
+    let expected = [(0.25, -0.5), (1.0, 0.0), (0.0, 2.0)];
+    eventually("the commands reach the run", || {
+        run.commands.lock().len() >= expected.len()
+    });
+    let got: Vec<(f64, f64)> = run
+        .commands
+        .lock()
+        .iter()
+        .map(|t| (t.linear.x, t.angular.z))
+        .collect();
+    assert_eq!(got, expected);
+    assert_eq!(relay_counter(&run, "commands"), 3);
+    assert_eq!(relay_counter(&run, "refused_publishes"), 2);
+    assert_eq!(relay_counter(&run, "foxglove_clients"), 1);
+}
+
+/// One message of each channel, decoded by Foxglove's libraries, in its ROS 2 shape.
+fn check_messages(m: &Value) {
     // Compressed images as their JPEG bytes (image_transport's `<stream>/compressed`)...
     assert!(
         m["/color_image/compressed"]["format"]
@@ -304,50 +352,6 @@ fn foxglove_reads_every_stream_publishes_cmd_vel_and_reads_parameters() {
     // The relay's own output: the first command published, in CDR.
     assert_eq!(m["/cmd_vel"]["linear"]["x"], 0.25);
     assert_eq!(m["/cmd_vel"]["angular"]["z"], -0.5);
-
-    // Parameters: the configuration by name, the token left out; a write refused and
-    // answered with the values as they are.
-    let values = &answer["parameterValues"];
-    assert_eq!(values[0]["id"], "all");
-    assert_eq!(
-        values[0]["parameters"],
-        json!([{"name": "camera.fps", "value": 15}, {"name": "web.port", "value": 0}])
-    );
-    assert_eq!(values[1]["id"], "set");
-    assert_eq!(
-        values[1]["parameters"],
-        json!([{"name": "camera.fps", "value": 15}])
-    );
-    let statuses: Vec<String> = answer["statuses"]
-        .as_array()
-        .expect("statuses")
-        .iter()
-        .map(|s| {
-            format!(
-                "level {} id {}: {}",
-                s["level"],
-                s["id"],
-                s["message"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
-    insta::assert_snapshot!("refusals", statuses.join("\n"));
-
-    // Three commands reached the run, in order; the two refusals are counted.
-    let expected = [(0.25, -0.5), (1.0, 0.0), (0.0, 2.0)];
-    eventually("the commands reach the run", || {
-        run.commands.lock().len() >= expected.len()
-    });
-    let got: Vec<(f64, f64)> = run
-        .commands
-        .lock()
-        .iter()
-        .map(|t| (t.linear.x, t.angular.z))
-        .collect();
-    assert_eq!(got, expected);
-    assert_eq!(relay_counter(&run, "commands"), 3);
-    assert_eq!(relay_counter(&run, "refused_publishes"), 2);
-    assert_eq!(relay_counter(&run, "foxglove_clients"), 1);
 }
 
 /// A Foxglove client without the token, or from a page of a foreign origin, or offering
