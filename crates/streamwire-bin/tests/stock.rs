@@ -31,36 +31,13 @@ fn streamwire(args: &[&str]) -> Output {
 /// section 9) and that the CLI printed that it balances, and prints how many reports
 /// this test binary has checked.
 fn balanced_report(path: &std::path::Path, stdout: &str) -> serde_json::Value {
-    checked_report(path, stdout, Balance::Asserted)
-}
-
-/// Whether a test asserts that its run's report balances.
-#[derive(PartialEq)]
-enum Balance {
-    Asserted,
-    /// A known gap (issue 25 is open for it): the check's verdict is printed, not asserted.
-    KnownGap,
-}
-
-/// The one-process demo's report is one `cloud` message short on `mapper.cloud` (1 of 10
-/// in a one-second run, 1 of 30 in three: the perception partition's ingress counted
-/// every frame the sensors sent, the mapper delivered one fewer, and no counter took it).
-/// Until that is found, these runs print the check's verdict instead of failing on it.
-fn report_with_known_gap(path: &std::path::Path, stdout: &str) -> serde_json::Value {
-    checked_report(path, stdout, Balance::KnownGap)
-}
-
-fn checked_report(path: &std::path::Path, stdout: &str, balance: Balance) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     let report: streamwire::runtime::RunReport =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-    match streamwire::runtime::check_balance(&report) {
-        Err(error) if balance == Balance::KnownGap => {
-            eprintln!("known gap (issue 25): {error}");
-        }
-        Err(error) => panic!("{error}\n{report}"),
-        Ok(_) => assert!(stdout.contains("accounting: balanced"), "{stdout}"),
+    if let Err(error) = streamwire::runtime::check_balance(&report) {
+        panic!("{error}\n{report}");
     }
+    assert!(stdout.contains("accounting: balanced"), "{stdout}");
     eprintln!(
         "balance: {} reports checked in this test binary so far",
         streamwire::runtime::balance_checks()
@@ -123,7 +100,7 @@ fn run_demo_for_a_second() {
     );
     assert!(stdout.starts_with("run stopped after"), "{stdout}");
     assert!(stdout.contains("detector.frames"), "{stdout}");
-    report_with_known_gap(&report_path, &stdout);
+    balanced_report(&report_path, &stdout);
     // The viewer's URL carries this run's token (48 hex digits).
     let stderr = String::from_utf8_lossy(&out.stderr);
     let token = stderr
@@ -533,7 +510,7 @@ fn run_demo_replays_a_folder() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.starts_with("run stopped after"), "{stdout}");
-    let report = report_with_known_gap(&report_path, &stdout);
+    let report = balanced_report(&report_path, &stdout);
     let published = report["stats"]["outputs"]
         .as_array()
         .into_iter()

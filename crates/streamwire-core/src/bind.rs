@@ -130,7 +130,7 @@ pub enum PortError {
 /// Pops never block: the runtime waits for the module's trigger before it calls `step`,
 /// so by then the messages are there.
 pub trait InputBinding: Send + Sync {
-    /// Takes the oldest queued message.
+    /// Takes the oldest queued message; `None` when empty, and once the run is stopping.
     fn pop(&self) -> Option<Envelope>;
     /// The oldest queued message, left in the queue.
     fn peek(&self) -> Option<Envelope>;
@@ -298,7 +298,9 @@ where
     }
 
     /// Takes the oldest queued message with its header, or `None` when the queue is
-    /// empty. `In<Image>` gives images; `In<Compressed<Image>>` gives the encoded bytes.
+    /// empty or the run is stopping (so `while let Some(m) = self.input.recv()? { .. }`
+    /// ends by itself at the stop, however fast input arrives; what is left is counted
+    /// as unprocessed at stop). `In<Image>` gives images; `In<Compressed<Image>>` gives the encoded bytes.
     pub fn recv(&mut self) -> Result<Option<Delivered<T::Delivered>>, PortError> {
         let state = self.state.as_mut().ok_or_else(unbound::<Self>)?;
         let Some(envelope) = state.binding.pop() else {

@@ -196,11 +196,17 @@ impl Hub {
         self.account_on_subscribers_n(fate, 1);
     }
 
-    /// Counts `n` messages of `fate` on every subscriber's row.
+    /// Counts `n` messages of `fate` on every subscriber's row. A detached subscriber
+    /// counts a loss as not sent (it would not have been sent to it), but what the stop
+    /// left on the way as left at the stop, and a recovered message as recovered.
     pub(crate) fn account_on_subscribers_n(&self, fate: Fate, n: u64) {
         for s in self.subscribers.read().iter() {
-            s.queue
-                .account_n(if s.detached { Fate::Unmatched } else { fate }, n);
+            let fate = match fate {
+                Fate::UnprocessedAtStop | Fate::InFlightAtStop | Fate::Recovered => fate,
+                _ if s.detached => Fate::Unmatched,
+                _ => fate,
+            };
+            s.queue.account_n(fate, n);
         }
     }
 

@@ -87,6 +87,16 @@ pub enum Partitions {
     Shared,
 }
 
+/// When an ingress subscribes, relative to its publisher's first frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Joined {
+    /// Before it: a planned link, which the run's sources wait for. A first frame that
+    /// never arrives is lost on the wire, and counted so.
+    BeforeFirstFrame,
+    /// Wherever the publisher is (a tap): frames sent before it were never its to lose.
+    Late,
+}
+
 /// Counts of one ingress, shared with its frame sink.
 #[derive(Default)]
 pub(crate) struct IngressCounters {
@@ -137,15 +147,19 @@ pub(crate) struct Ingress {
 impl Ingress {
     /// Subscribes to `key` on `transport`; frames of the `accepted` types are read into
     /// `hub` (a hub of the receiving partition), everything else is counted and refused.
+    /// `joined` says whether frames before the first one seen were this ingress's to lose.
     pub(crate) fn open(
         transport: &dyn Transport,
-        partition: &str,
-        key: &str,
+        (partition, key): (&str, &str),
         qos: Qos,
         hub: Arc<Hub>,
         accepted: Vec<(&'static str, u32)>,
+        joined: Joined,
     ) -> Result<Ingress, TransportError> {
         let counters = Arc::new(IngressCounters::default());
+        if joined == Joined::BeforeFirstFrame {
+            *counters.tracker.lock() = SequenceTracker::from_first_frame();
+        }
         let sink = {
             let counters = counters.clone();
             let hub = hub.clone();
@@ -172,6 +186,11 @@ impl Ingress {
                     // The sender stopped: every frame it sent has arrived or was lost.
                     counters.ended.store(true, Ordering::SeqCst);
                     return;
+                }
+                if frame.unsent {
+                    // On its sender's not-sent count, yet here after all (from the
+                    // stream's history): whatever becomes of it now is counted below.
+                    hub.account_on_subscribers(Fate::Recovered);
                 }
                 if hub.is_stopping() {
                     // On the wire when the run stopped: counted, not delivered.

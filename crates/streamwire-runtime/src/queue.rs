@@ -107,6 +107,9 @@ pub(crate) enum Fate {
     UnprocessedAtStop,
     /// On the wire when the run stopped: it reached the receiving partition after the stop.
     InFlightAtStop,
+    /// Not a loss: a message its sender counted as not sent (nobody listened), delivered
+    /// later from the stream's history; it takes the message off the not-sent term.
+    Recovered,
 }
 
 /// One input's queue. Producers push (fan-out from a hub); the module pops through the
@@ -131,6 +134,8 @@ pub(crate) struct InputQueue {
     unprocessed_upstream: AtomicU64,
     /// Frames that reached this queue's partition after the run stopped.
     in_flight_at_stop: AtomicU64,
+    /// See [`Fate::Recovered`].
+    recovered: AtomicU64,
     /// A codec node's output hub: what this queue loses is lost to its subscribers too.
     relay: OnceLock<Arc<Hub>>,
     latency: Mutex<Latency>,
@@ -156,6 +161,7 @@ impl InputQueue {
             unmatched: AtomicU64::new(0),
             unprocessed_upstream: AtomicU64::new(0),
             in_flight_at_stop: AtomicU64::new(0),
+            recovered: AtomicU64::new(0),
             relay: OnceLock::new(),
             latency: Mutex::new(Latency::new()),
         })
@@ -255,6 +261,7 @@ impl InputQueue {
             Fate::Unmatched => Some(&self.unmatched),
             Fate::UnprocessedAtStop => Some(&self.unprocessed_upstream),
             Fate::InFlightAtStop => Some(&self.in_flight_at_stop),
+            Fate::Recovered => Some(&self.recovered),
         };
         if let Some(counter) = counter {
             counter.fetch_add(n, Ordering::Relaxed);
@@ -298,6 +305,11 @@ impl InputQueue {
         self.in_flight_at_stop.load(Ordering::Relaxed)
     }
 
+    /// See [`Fate::Recovered`].
+    pub(crate) fn recovered(&self) -> u64 {
+        self.recovered.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn dropped(&self, reason: DropReason) -> u64 {
         DropReason::ALL
             .iter()
@@ -312,6 +324,12 @@ impl InputQueue {
 
 impl InputBinding for InputQueue {
     fn pop(&self) -> Option<Envelope> {
+        // Once the run is stopping, a step's drain loop (`while let Some(m) = recv()?`)
+        // ends by itself even while input keeps arriving: what is left is counted as
+        // unprocessed at stop.
+        if self.stopping.load(Ordering::SeqCst) {
+            return None;
+        }
         let envelope = self.items.lock().pop_front()?;
         self.room.notify_one();
         self.delivered.fetch_add(1, Ordering::Relaxed);
@@ -322,6 +340,9 @@ impl InputBinding for InputQueue {
     }
 
     fn peek(&self) -> Option<Envelope> {
+        if self.stopping.load(Ordering::SeqCst) {
+            return None;
+        }
         self.items.lock().front().cloned()
     }
 

@@ -256,6 +256,12 @@ pub struct InputStats {
     pub unprocessed_at_stop: u64,
     /// Messages on the wire when the run stopped (they arrived after it).
     pub in_flight_at_stop: u64,
+    /// Messages its sender counted as not sent (published while nobody listened) that
+    /// this input then got from the stream's history, as a late joiner of a
+    /// transient-local stream: delivered, so taken off the not-sent term when that
+    /// sender's terms are added.
+    #[serde(default)]
+    pub recovered: u64,
     /// The key of the stream its messages crossed between processes on, when they did:
     /// that sender's wire row counts what was lost before the wire.
     pub via_wire: Option<String>,
@@ -469,7 +475,9 @@ impl RunStats {
                 .filter(|(kind, _)| kind == "undecodable")
                 .map(|(_, n)| n)
                 .sum::<u64>();
-            input.unmatched += sender.unmatched;
+            // What it recovered from the stream's history is on the sender's not-sent
+            // count (published while nobody listened), but was delivered.
+            input.unmatched += sender.unmatched.saturating_sub(input.recovered);
             input.unprocessed_at_stop += sender.unprocessed_at_stop;
             input.wire_terms_added = true;
         }
@@ -510,14 +518,37 @@ impl fmt::Display for RunReport {
         if let Some(failure) = &self.failure {
             writeln!(f, "failure: {failure}")?;
         }
-        if !self.stragglers.is_empty() {
-            writeln!(
-                f,
-                "did not stop within the deadline: {}",
-                self.stragglers.join(", ")
-            )?;
+        if let Some(overrun) = self.stop_overrun() {
+            writeln!(f, "{overrun}")?;
         }
         write!(f, "{}", self.stats)
+    }
+}
+
+impl RunReport {
+    /// What to say when threads did not stop within the deadline: who, and what to do
+    /// about it. `None` when every thread stopped.
+    ///
+    /// ```
+    /// use streamwire_runtime::{EndReason, RunReport, RunStats};
+    /// let report = RunReport::new(EndReason::Stopped, None, vec!["slow".into()], RunStats::default());
+    /// assert!(report.stop_overrun().unwrap().contains("`slow`"));
+    /// ```
+    pub fn stop_overrun(&self) -> Option<String> {
+        if self.stragglers.is_empty() {
+            return None;
+        }
+        let names = self
+            .stragglers
+            .iter()
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!(
+            "did not stop within the deadline: {names} (still in a step: return from `step` \
+             once the run stops; from then on `recv()` returns `None` and \
+             `Context::sleep_until` returns false)"
+        ))
     }
 }
 
@@ -889,6 +920,7 @@ mod tests {
                 unmatched: n + 7,
                 unprocessed_at_stop: n + 8,
                 in_flight_at_stop: n + 9,
+                recovered: n + 10,
                 via_wire: Some(format!("image{n}/compressed")),
                 wire_terms_added: true,
                 latency: LatencySummary {

@@ -10,7 +10,7 @@ use streamwire_transport::{Transport, TransportError};
 
 use crate::clock::Signal;
 use crate::hub::{Demand, Hub, Wants};
-use crate::partition::Ingress;
+use crate::partition::{Ingress, Joined};
 use crate::queue::{Bound, InputQueue};
 use crate::stats::{Records, TapRecord};
 use crate::worker::Shared;
@@ -263,11 +263,11 @@ impl TapPoint {
         );
         let ingress = Ingress::open(
             transport.as_ref(),
-            partition,
-            &source.name,
+            (partition, &source.name),
             source.qos,
             hub.clone(),
             source.accepted.clone(),
+            Joined::Late,
         )
         .map_err(|error| TapError::Transport {
             stream: stream.to_owned(),

@@ -451,7 +451,10 @@ impl CodecWorker {
         }
         self.output.close();
         if let Some((hub, id)) = &self.subscription {
-            hub.unsubscribe(*id);
+            // Detached, not removed: what reaches its stream from now on (published, or
+            // arriving off the wire after the stop) is still counted, through its queue,
+            // on the rows of the consumers it served.
+            hub.detach(*id);
         }
         let _ = exits.send(Exit {
             thread: self.thread,

@@ -436,6 +436,62 @@ fn stop_under_overload_joins_the_rest_and_names_the_straggler() {
     );
 }
 
+/// The guide's drain loop on a keep-all input fed faster than it works: 300 ms a
+/// message, so a full queue (the default depth, 10) takes longer to drain than the
+/// default stop deadline (2 s).
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct Drainer {
+    #[port(name = "color_image", keep_all)]
+    frames: In<Image>,
+}
+
+impl Node for Drainer {
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        while let Some(_frame) = self.frames.recv()? {
+            cx.counter("seen").increment();
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        Ok(())
+    }
+}
+
+/// Module `instance`'s own counter `name`.
+fn counter(stats: &RunStats, instance: &str, name: &str) -> u64 {
+    stats
+        .instances
+        .iter()
+        .find(|i| i.name == instance)
+        .and_then(|i| i.counters.iter().find(|(n, _)| n == name))
+        .map_or(0, |(_, n)| *n)
+}
+
+#[test]
+fn a_keep_all_drain_loop_ends_by_itself_when_the_run_stops() {
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(u32::MAX, Duration::ZERO));
+    bp.add("drainer", Drainer { frames: In::new() });
+    bp.autoconnect();
+    // The default stop deadline: the loop must end on its own, not be outwaited.
+    let handle = start(bp);
+    let stats = wait_until(&handle, |s| {
+        counter(s, "drainer", "seen") >= 2 && input(s, "drainer.frames").unprocessed_at_stop >= 9
+    });
+    assert!(counter(&stats, "drainer", "seen") >= 2, "{stats}");
+    handle.stop();
+    let report = balanced(handle.wait());
+    assert_eq!(report.reason, EndReason::Stopped, "{report}");
+    assert!(report.stragglers.is_empty(), "{report}");
+    assert_eq!(report.stop_overrun(), None);
+    let drainer = report
+        .stats
+        .instances
+        .iter()
+        .find(|i| i.name == "drainer")
+        .unwrap();
+    assert!(drainer.finished && !drainer.failed, "{report}");
+}
+
 #[test]
 fn a_module_without_behaviour_or_with_a_trigger_that_cannot_fire_does_not_start() {
     #[derive(Module)]

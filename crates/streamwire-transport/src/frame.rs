@@ -6,8 +6,8 @@
 //! offset  size  field
 //! 0       4     magic, the ASCII bytes "SWFR"
 //! 4       2     format version, u16 little-endian (FORMAT_VERSION)
-//! 6       2     flags, u16 little-endian: 0, FLAG_END_OF_STREAM or FLAG_STOP (a
-//!               frame with other flags is refused)
+//! 6       2     flags, u16 little-endian: 0, FLAG_END_OF_STREAM or FLAG_STOP, or
+//!               FLAG_UNSENT on a message frame (a frame with other flags is refused)
 //! 8       4     head length H, u32 little-endian
 //! 12      4     payload length P, u32 little-endian
 //! 16      H     head: CDR (little-endian, 4-byte encapsulation header 00 01 00 00),
@@ -49,6 +49,12 @@ pub const FLAG_END_OF_STREAM: u16 = 0x0001;
 
 /// The flag of a stop frame: its sender stopped with the run and sends nothing more.
 pub const FLAG_STOP: u16 = 0x0002;
+
+/// The flag of a message frame its publisher kept in the stream's history while nobody
+/// listened (and counted there as not sent), set by the transport of a late joiner that
+/// got it from that history: the joiner's row takes it off the not-sent term, as it was
+/// delivered after all. Never sent by a publisher.
+pub const FLAG_UNSENT: u16 = 0x0004;
 
 /// Bytes before the head.
 pub const FIXED_LEN: usize = 16;
@@ -94,6 +100,9 @@ pub struct WireFrame {
     pub end_of_stream: bool,
     /// The sender stopped with the run: no message, and none after it.
     pub stop: bool,
+    /// Kept in the publisher's history while nobody listened, and counted there as not
+    /// sent ([`FLAG_UNSENT`]).
+    pub unsent: bool,
     /// The head.
     pub head: FrameHead,
     /// The message's CBOR bytes.
@@ -278,6 +287,27 @@ impl WireFrame {
         control_frame(link_seq, FLAG_STOP)
     }
 
+    /// Sets [`FLAG_UNSENT`] on a message frame in `frame` (a late joiner's transport, on
+    /// its own copy of a frame from the publisher's history). Anything that is not a
+    /// message frame of this format is left as it is, for reading to judge.
+    ///
+    /// ```
+    /// # use streamwire_transport::WireFrame;
+    /// let mut stop = WireFrame::stop(7)?.to_vec();
+    /// WireFrame::mark_unsent(&mut stop);
+    /// assert!(!WireFrame::parse(stop.into())?.unsent);
+    /// # Ok::<(), streamwire_transport::FrameError>(())
+    /// ```
+    pub fn mark_unsent(frame: &mut [u8]) {
+        if frame.len() < FIXED_LEN || frame[..4] != MAGIC {
+            return;
+        }
+        let flags = LittleEndian::read_u16(&frame[6..8]);
+        if flags == 0 {
+            LittleEndian::write_u16(&mut frame[6..8], FLAG_UNSENT);
+        }
+    }
+
     /// Reads the fixed part and the head of `frame`, checking every declared length
     /// against the bytes received; the payload stays a slice of `frame`.
     pub fn parse(frame: Bytes) -> Result<WireFrame, FrameError> {
@@ -307,7 +337,10 @@ impl WireFrame {
             });
         }
         let flags = LittleEndian::read_u16(&frame[6..8]);
-        if flags & !(FLAG_END_OF_STREAM | FLAG_STOP) != 0 || flags == FLAG_END_OF_STREAM | FLAG_STOP
+        let control = flags & (FLAG_END_OF_STREAM | FLAG_STOP);
+        if flags & !(FLAG_END_OF_STREAM | FLAG_STOP | FLAG_UNSENT) != 0
+            || control == FLAG_END_OF_STREAM | FLAG_STOP
+            || (control != 0 && flags & FLAG_UNSENT != 0)
         {
             return Err(FrameError::Flags(flags));
         }
@@ -334,6 +367,7 @@ impl WireFrame {
         Ok(WireFrame {
             end_of_stream: flags & FLAG_END_OF_STREAM != 0,
             stop: flags & FLAG_STOP != 0,
+            unsent: flags & FLAG_UNSENT != 0,
             head,
             payload: frame.slice(FIXED_LEN + head_len..),
         })

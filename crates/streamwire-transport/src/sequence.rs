@@ -32,6 +32,23 @@ pub struct SequenceTracker {
 }
 
 impl SequenceTracker {
+    /// A tracker for a subscriber that was there before its publisher's first frame (a
+    /// planned link: the run's sources start only once every planned link is matched), so
+    /// that a first frame that never arrives is counted lost like any other (a best-effort
+    /// stream drops under congestion, the first large frame included).
+    ///
+    /// ```
+    /// use streamwire_transport::{SequenceTracker, Step};
+    /// let mut tracker = SequenceTracker::from_first_frame();
+    /// assert_eq!(tracker.observe(1), Step::Gap { lost: 1 });
+    /// ```
+    pub fn from_first_frame() -> SequenceTracker {
+        SequenceTracker {
+            next: Some(0),
+            lost: 0,
+        }
+    }
+
     /// Records link sequence `seq`.
     pub fn observe(&mut self, seq: u64) -> Step {
         let step = match self.next {

@@ -282,3 +282,27 @@ fn a_720p_image_is_copied_once_each_way() {
     );
     assert_eq!(back.downcast_ref::<Image>().unwrap().data(), sent.data());
 }
+
+/// A frame from a stream's history that its publisher counted as not sent is marked so
+/// by the joiner's transport, and still reads as the same message; the flag is refused on
+/// a control frame and next to flags this build does not know.
+#[test]
+fn the_unsent_flag_marks_a_message_frame_only() {
+    let sent = odometry();
+    let mut bytes = WireFrame::encode(&sent, header(1), 4, "").unwrap().to_vec();
+    assert!(!WireFrame::parse(Bytes::from(bytes.clone())).unwrap().unsent);
+    WireFrame::mark_unsent(&mut bytes);
+    let frame = WireFrame::parse(Bytes::from(bytes.clone())).unwrap();
+    assert!(frame.unsent && !frame.stop && !frame.end_of_stream);
+    let back = frame.decode_message(&[(Odometry::TYPE_NAME, Odometry::SCHEMA_VERSION)]);
+    assert!(back.unwrap().downcast_ref::<Odometry>().is_some());
+
+    let mut stop = WireFrame::stop(5).unwrap().to_vec();
+    stop[6..8].copy_from_slice(&0x0006u16.to_le_bytes());
+    let error = WireFrame::parse(Bytes::from(stop)).unwrap_err();
+    assert!(matches!(error, FrameError::Flags(0x0006)), "{error}");
+
+    bytes[6..8].copy_from_slice(&0x000cu16.to_le_bytes());
+    let error = WireFrame::parse(Bytes::from(bytes)).unwrap_err();
+    assert!(matches!(error, FrameError::Flags(0x000c)), "{error}");
+}

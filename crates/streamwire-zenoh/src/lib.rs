@@ -651,10 +651,15 @@ impl Transport for ZenohTransport {
                     .session
                     .declare_queryable(format!("{base}/**"))
                     .callback(move |query| {
-                        for (seq, frame) in answers.snapshot() {
-                            if let Err(error) =
-                                query.reply(format!("{reply_base}/{seq}"), frame).wait()
-                            {
+                        for (seq, frame, unsent) in answers.snapshot() {
+                            let reply = query.reply(format!("{reply_base}/{seq}"), frame);
+                            // Tells the joiner this frame is on the not-sent count here.
+                            let reply = if unsent {
+                                reply.attachment(UNSENT_ATTACHMENT)
+                            } else {
+                                reply
+                            };
+                            if let Err(error) = reply.wait() {
                                 tracing::debug!("history reply on {reply_base}: {error}");
                             }
                         }
@@ -802,23 +807,28 @@ impl PublisherShared {
 /// A transient-local publisher's last frames, by link sequence.
 struct RecentFrames {
     depth: usize,
-    frames: Mutex<VecDeque<(u64, Bytes)>>,
+    frames: Mutex<VecDeque<(u64, Bytes, bool)>>,
 }
 
 impl RecentFrames {
-    fn remember(&self, seq: u64, frame: Bytes) {
+    /// Remembers frame `seq`; `unsent` when nobody listened as it was published (the
+    /// publisher counted it as not sent).
+    fn remember(&self, seq: u64, frame: Bytes, unsent: bool) {
         let mut frames = self.frames.lock();
         if frames.len() == self.depth {
             frames.pop_front();
         }
-        frames.push_back((seq, frame));
+        frames.push_back((seq, frame, unsent));
     }
 
-    fn snapshot(&self) -> Vec<(u64, Bytes)> {
+    fn snapshot(&self) -> Vec<(u64, Bytes, bool)> {
         let frames = self.frames.lock();
         frames.iter().cloned().collect()
     }
 }
+
+/// The attachment of a history reply whose frame was published while nobody listened.
+const UNSENT_ATTACHMENT: &[u8] = b"unsent";
 
 /// A subscription's live frames: held while its history is fetched, then passed on.
 enum Gate {
@@ -852,7 +862,14 @@ impl HistoryFetch {
             Ok(replies) => {
                 while let Ok(reply) = replies.recv() {
                     if let Ok(sample) = reply.result() {
-                        let bytes = Bytes::from(sample.payload().to_bytes().into_owned());
+                        let mut frame = sample.payload().to_bytes().into_owned();
+                        if sample
+                            .attachment()
+                            .is_some_and(|a| a.to_bytes().as_ref() == UNSENT_ATTACHMENT)
+                        {
+                            WireFrame::mark_unsent(&mut frame);
+                        }
+                        let bytes = Bytes::from(frame);
                         remembered.push((link_seq(&bytes), bytes));
                     }
                 }
@@ -925,7 +942,7 @@ impl Publisher for ZenohPublisher {
         if let Some(history) = &self.history {
             // Remembered for late joiners even when nobody listens now (then counted as
             // unmatched: built, not sent).
-            history.remember(seq, frame.clone());
+            history.remember(seq, frame.clone(), !matched);
             if !matched {
                 self.unmatched.fetch_add(1, Ordering::Relaxed);
                 return Ok(());

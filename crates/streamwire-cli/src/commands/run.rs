@@ -205,14 +205,13 @@ pub(crate) fn exit_code(report: &RunReport) -> ExitCode {
             );
             ExitCode::FAILURE
         }
-        _ if !report.stragglers.is_empty() => {
-            eprintln!(
-                "error: did not stop within the deadline: {}",
-                report.stragglers.join(", ")
-            );
-            ExitCode::FAILURE
-        }
-        _ => ExitCode::SUCCESS,
+        _ => match report.stop_overrun() {
+            Some(overrun) => {
+                eprintln!("error: {overrun}");
+                ExitCode::FAILURE
+            }
+            None => ExitCode::SUCCESS,
+        },
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use streamwire_core::{CodecParams, Direction, History, Trigger};
+use streamwire_core::{CodecParams, Direction, Durability, History, Trigger};
 use streamwire_graph::{
     CodecKind, CodecNode, CodecNodeId, Endpoint, InstanceIndex, InstanceNode, Link, Plan, PlanPort,
     PortIndex,
@@ -12,7 +12,7 @@ use streamwire_graph::{
 use crate::clock::Signal;
 use crate::hub::{Demand, Hub, Passthrough, Wants};
 use crate::options::StartError;
-use crate::partition::Ingress;
+use crate::partition::{Ingress, Joined};
 use crate::queue::InputQueue;
 use crate::stats::{InputRecord, LinkRecord, OutputRecord};
 use crate::taps::StreamHub;
@@ -311,13 +311,21 @@ impl RunBuilder {
             return Ok(Some(ingress.hub.clone()));
         }
         let ingress_hub = self.make.hub(&source.name, source.hub.message, None);
+        // A planned link is subscribed before the run's sources start, so its first frame
+        // is its to lose; except on a transient-local stream, whose publisher numbers
+        // (and remembers) frames while nobody listens: those count as not sent there.
+        let joined = if source.qos.durability == Durability::TransientLocal {
+            Joined::Late
+        } else {
+            Joined::BeforeFirstFrame
+        };
         let ingress = Ingress::open(
             transport.as_ref(),
-            partition,
-            &source.name,
+            (partition, &source.name),
             source.qos,
             ingress_hub.clone(),
             source.accepted.clone(),
+            joined,
         )
         .map_err(|error| StartError::Transport {
             stream: source.name.clone(),

@@ -164,6 +164,7 @@ impl Records {
                     unmatched: i.queue.unmatched(),
                     unprocessed_at_stop: i.queue.unprocessed_at_stop(),
                     in_flight_at_stop: i.queue.in_flight_at_stop(),
+                    recovered: i.queue.recovered(),
                     via_wire: i.via_wire.clone(),
                     wire_terms_added: false,
                     latency: i.queue.latency(),
