@@ -29,9 +29,19 @@ use syn::{DeriveInput, parse_macro_input};
 /// - `#[port(lossless)]` (inputs): never receives lossy or downscaled data.
 /// - `#[port(reliable | best_effort, volatile | transient_local, depth = N | keep_all)]`: QoS;
 ///   what is not written comes from the message's kind (`#[message(kind = ..)]`).
-/// - `#[config]`: a configuration field, not a port.
+/// - `#[config]`: a configuration field, not a port; `#[config(default)]` (the type's
+///   `Default`) or `#[config(default = <expr>)]` declares the value a blueprint file that
+///   leaves the field out gets.
 /// - `#[state]`: the module's own run-time state (buffers, counters): neither a port nor
-///   configuration.
+///   configuration; `#[state(default)]`, `#[state(default = <expr>)]` declare its start
+///   value.
+///
+/// A blueprint file builds the value code builds from the same settings: a module that
+/// implements `Default` starts from `default()` (the derive finds the impl through a trait
+/// probe, so nothing is declared for it), then each field's declared default applies,
+/// then the file's values. A `#[config]` field is required in a file only when neither
+/// exists; a `#[state]` field of a module without `Default` and without a declared one
+/// starts from its type's `Default`.
 ///
 /// Struct attribute: `#[module(name = "...", crate = path, internal)]`; `internal` leaves
 /// the module out of the registry (`list`, blueprint files' `type:`), for modules a tool

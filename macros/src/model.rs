@@ -18,6 +18,10 @@ pub(crate) mod attr {
     pub(crate) const STATE: &str = "state";
 
     pub(crate) const MODULE_KEYS: &[&str] = &["crate", "name", "internal"];
+    /// `#[config(..)]` and `#[state(..)]` share one grammar (`field_attr`); a new key (a
+    /// range check) is one more entry here and one more arm there.
+    pub(crate) const CONFIG_KEYS: &[&str] = &["default"];
+    pub(crate) const STATE_KEYS: &[&str] = &["default"];
     pub(crate) const PORT_KEYS: &[&str] = &[
         "name",
         "optional",
@@ -38,13 +42,10 @@ pub(crate) struct ModuleDef {
     pub(crate) krate: Path,
     pub(crate) type_name: String,
     pub(crate) ports: Vec<PortDef>,
-    pub(crate) config: Vec<Ident>,
-    /// The types of the `config` fields, in the same order.
-    pub(crate) config_types: Vec<Type>,
-    /// The `#[state]` fields (start from `Default` when a module is loaded from a file).
-    pub(crate) state: Vec<Ident>,
-    /// Their types.
-    pub(crate) state_types: Vec<Type>,
+    /// The `#[config]` fields.
+    pub(crate) config: Vec<FieldDef>,
+    /// The `#[state]` fields.
+    pub(crate) state: Vec<FieldDef>,
     /// The first line of the struct's doc comment (for `streamwire list`).
     pub(crate) doc: String,
     /// `#[module(internal)]`: built in code by a tool (a benchmark's pinger), so not
@@ -74,6 +75,22 @@ pub(crate) struct PortDef {
     pub(crate) reliability: Option<(&'static str, Span)>,
     pub(crate) durability: Option<(&'static str, Span)>,
     pub(crate) history: Option<(History, Span)>,
+}
+
+/// A `#[config]` or `#[state]` field.
+pub(crate) struct FieldDef {
+    pub(crate) ident: Ident,
+    pub(crate) ty: Type,
+    /// Its declared default, the value a blueprint file that leaves it out gets.
+    pub(crate) default: Option<FieldDefault>,
+}
+
+/// `default` in `#[config(..)]` / `#[state(..)]`.
+pub(crate) enum FieldDefault {
+    /// `default`: the field type's `Default` (the span of the key, for a missing impl).
+    TypeDefault(Span),
+    /// `default = <expr>`.
+    Expr(syn::Expr),
 }
 
 #[derive(Clone, Copy)]
@@ -130,9 +147,7 @@ impl ModuleDef {
 
         let mut ports = Vec::new();
         let mut config = Vec::new();
-        let mut config_types = Vec::new();
         let mut state = Vec::new();
-        let mut state_types = Vec::new();
         for field in fields {
             let Some(ident) = field.ident.clone() else {
                 continue;
@@ -140,12 +155,7 @@ impl ModuleDef {
             // `#[state]`: the module's own run-time state (buffers, counters), neither a
             // port nor configuration.
             if let Some(state_attr) = field.attrs.iter().find(|a| a.path().is_ident(attr::STATE)) {
-                if !matches!(state_attr.meta, syn::Meta::Path(_)) {
-                    cx.error_spanned_by(
-                        state_attr,
-                        "`#[state]` takes no arguments: it only marks a run-time state field",
-                    );
-                }
+                let default = field_attr(cx, state_attr, attr::STATE, attr::STATE_KEYS);
                 for other in field
                     .attrs
                     .iter()
@@ -156,8 +166,11 @@ impl ModuleDef {
                         "a `#[state]` field is neither a port nor configuration: keep one of the attributes",
                     );
                 }
-                state.push(ident);
-                state_types.push(field.ty.clone());
+                state.push(FieldDef {
+                    ident,
+                    ty: field.ty.clone(),
+                    default,
+                });
                 continue;
             }
             let config_attr = field.attrs.iter().find(|a| a.path().is_ident(attr::CONFIG));
@@ -167,20 +180,18 @@ impl ModuleDef {
                 .filter(|a| a.path().is_ident(attr::PORT))
                 .collect();
             if let Some(config_attr) = config_attr {
-                if !matches!(config_attr.meta, syn::Meta::Path(_)) {
-                    cx.error_spanned_by(
-                        config_attr,
-                        "`#[config]` takes no arguments: it only marks a configuration field",
-                    );
-                }
+                let default = field_attr(cx, config_attr, attr::CONFIG, attr::CONFIG_KEYS);
                 for port_attr in &port_attrs {
                     cx.error_spanned_by(
                         port_attr,
                         "a `#[config]` field is not a port: remove `#[port(..)]` or `#[config]`",
                     );
                 }
-                config.push(ident);
-                config_types.push(field.ty.clone());
+                config.push(FieldDef {
+                    ident,
+                    ty: field.ty.clone(),
+                    default,
+                });
                 continue;
             }
             // `Compressed<Compressed<M>>` as written: say so, once, instead of the trait
@@ -209,9 +220,7 @@ impl ModuleDef {
             type_name,
             ports,
             config,
-            config_types,
             state,
-            state_types,
             doc: first_doc_line(&input.attrs),
             internal,
         })
@@ -250,6 +259,59 @@ fn parse_module_attrs(cx: &mut Ctxt, input: &DeriveInput) -> (Path, String, bool
         }
     }
     (krate, type_name, internal)
+}
+
+/// The arguments of `#[config(..)]` or `#[state(..)]` (`name`): `#[config]` alone, or a
+/// list of keys, each checked against `keys`. Returns the declared default.
+fn field_attr(
+    cx: &mut Ctxt,
+    attribute: &syn::Attribute,
+    name: &str,
+    keys: &[&str],
+) -> Option<FieldDefault> {
+    match &attribute.meta {
+        syn::Meta::Path(_) => return None,
+        syn::Meta::NameValue(_) => {
+            cx.error_spanned_by(
+                attribute,
+                format!(
+                    "`#[{name} = ..]` is not a form of `#[{name}]`: write `#[{name}]`, \
+                     `#[{name}(default)]` (the type's `Default`) or `#[{name}(default = <expr>)]`"
+                ),
+            );
+            return None;
+        }
+        syn::Meta::List(_) => {}
+    }
+    let mut default = None;
+    let result = attribute.parse_nested_meta(|meta| {
+        let key = path_to_string(&meta.path);
+        match key.as_str() {
+            "default" => {
+                let value = if meta.input.peek(syn::Token![=]) {
+                    FieldDefault::Expr(meta.value()?.parse()?)
+                } else {
+                    FieldDefault::TypeDefault(meta.path.span())
+                };
+                if default.is_some() {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        format!("`default` is given twice in `#[{name}(..)]`: keep one"),
+                    );
+                }
+                default = Some(value);
+            }
+            _ => {
+                cx.error_spanned_by(&meta.path, unknown_key(name, &key, keys));
+                skip_value(&meta)?;
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        cx.syn_error(e);
+    }
+    default
 }
 
 fn parse_port(
@@ -460,9 +522,11 @@ fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
     Ok(())
 }
 
-/// The first non-empty line of `#[doc = "..."]` attributes, trimmed.
+/// The first sentence of the `#[doc = "..."]` attributes' first paragraph, whole (its
+/// lines joined), with link syntax reduced to the link's text: what `streamwire list`
+/// prints of a module.
 fn first_doc_line(attrs: &[syn::Attribute]) -> String {
-    attrs
+    let lines = attrs
         .iter()
         .filter(|a| a.path().is_ident("doc"))
         .filter_map(|a| match &a.meta {
@@ -474,8 +538,72 @@ fn first_doc_line(attrs: &[syn::Attribute]) -> String {
                 _ => None,
             },
             _ => None,
-        })
-        .find(|line| !line.is_empty())
-        // infallible: an item without a doc line has no summary
-        .unwrap_or_default()
+        });
+    let paragraph: Vec<String> = lines
+        .skip_while(|line| line.is_empty())
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let text = without_links(&paragraph.join(" "));
+    // The first sentence: up to the first full stop that ends a word before a space.
+    match text.find(". ") {
+        Some(end) => text[..=end].to_owned(),
+        None => text,
+    }
+}
+
+/// `[text](target)` and `[text][target]` as `text`; `[`Item`]` (an intra-doc link) as
+/// `` `Item` ``.
+fn without_links(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(']') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        out.push_str(&after[..close]);
+        rest = &after[close + 1..];
+        // Skip the target of `(...)` or `[...]` right after the text.
+        for (start, end) in [('(', ')'), ('[', ']')] {
+            if let Some(target) = rest.strip_prefix(start)
+                && let Some(stop) = target.find(end)
+            {
+                rest = &target[stop + 1..];
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{first_doc_line, without_links};
+
+    #[test]
+    fn links_read_as_their_text() {
+        assert_eq!(
+            without_links("Drives a [simulated world](crate::world) of [`Image`]s [x][y]."),
+            "Drives a simulated world of `Image`s x."
+        );
+        assert_eq!(without_links("an [unclosed link"), "an [unclosed link");
+    }
+
+    #[test]
+    fn the_summary_is_the_first_sentence_whole() {
+        let item: syn::ItemStruct = syn::parse_quote! {
+            /// A camera in a [simulated world](crate::world), publishing
+            /// frames at a set rate. More about it.
+            ///
+            /// Another paragraph.
+            struct Camera;
+        };
+        assert_eq!(
+            first_doc_line(&item.attrs),
+            "A camera in a simulated world, publishing frames at a set rate."
+        );
+    }
 }

@@ -6,7 +6,7 @@ use syn::DeriveInput;
 use syn::spanned::Spanned;
 
 use crate::ctxt::Ctxt;
-use crate::model::{History, ModuleDef, PortDef};
+use crate::model::{FieldDefault, History, ModuleDef, PortDef};
 use crate::names::type_to_string;
 
 pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
@@ -53,7 +53,7 @@ fn generate(model: &ModuleDef) -> TokenStream {
     } = model;
     let ports_ident = format_ident!("{}Ports", ident);
     let port_infos = ports.iter().map(|p| port_info(krate, p));
-    let config_names = config.iter().map(|c| c.to_string());
+    let config_names = config.iter().map(|c| c.ident.to_string());
     let handle_fields = ports.iter().map(|p| {
         let field = &p.field;
         let ty = &p.ty;
@@ -175,26 +175,26 @@ fn port_info(krate: &syn::Path, port: &PortDef) -> TokenStream {
 }
 
 /// What a blueprint file needs: `Serialize`/`Deserialize` of the `#[config]` fields
-/// (through hidden mirror structs, so users add neither serde nor typetag), ports rebuilt
-/// with `new()`, `#[state]` from `Default`, and the registration under the module's tag.
+/// (through hidden mirror structs, so users add neither serde nor typetag), the module
+/// value a file builds (see `deserialize_body`), and the registration under its tag.
 fn file_support_tokens(model: &ModuleDef) -> TokenStream {
     let ModuleDef {
         ident,
         krate,
         type_name,
-        ports,
         config,
-        config_types,
-        state,
-        state_types,
         doc,
         ..
     } = model;
     let serde_path = format!("{}::__private::serde", path_to_string(krate));
-    let port_fields = ports.iter().map(|p| &p.field);
-    let port_types = ports.iter().map(|p| &p.ty);
-    let config_names = config.iter().map(|c| c.to_string());
-    let state_names = state.iter().map(|s| s.to_string());
+    let present = format!("{}::__private::present", path_to_string(krate));
+    let config_idents: Vec<&syn::Ident> = config.iter().map(|c| &c.ident).collect();
+    let config_types: Vec<&syn::Type> = config.iter().map(|c| &c.ty).collect();
+    let config_names: Vec<String> = config.iter().map(|c| c.ident.to_string()).collect();
+    let defaulted_names = config
+        .iter()
+        .filter(|c| c.default.is_some())
+        .map(|c| c.ident.to_string());
     // An internal module (built in code by a tool) is not offered to blueprint files.
     let registration = if model.internal {
         TokenStream::new()
@@ -213,6 +213,18 @@ fn file_support_tokens(model: &ModuleDef) -> TokenStream {
                     tag: #type_name,
                     doc: #doc,
                     config_fields: &[#(#config_names),*],
+                    defaulted_fields: &[#(#defaulted_names),*],
+                    has_default: {
+                        fn has_default() -> bool {
+                            #[allow(unused_imports)]
+                            use #krate::__private::probe::{HasDefault as _, NoDefault as _};
+                            (&#krate::__private::probe::DefaultProbe::<#ident>(
+                                ::core::marker::PhantomData,
+                            ))
+                                .exists()
+                        }
+                        has_default
+                    },
                 }
             }
         }
@@ -220,6 +232,12 @@ fn file_support_tokens(model: &ModuleDef) -> TokenStream {
     let generics: Vec<syn::Ident> = (0..config.len())
         .map(|i| format_ident!("__C{}", i))
         .collect();
+    let bound = generics
+        .iter()
+        .map(|g| format!("{g}: {serde_path}::Deserialize<'de>"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let body = deserialize_body(model);
     quote! {
         const _: () = {
             use #krate::__private::serde as __serde;
@@ -229,15 +247,21 @@ fn file_support_tokens(model: &ModuleDef) -> TokenStream {
             #[derive(#krate::__private::serde::Serialize)]
             #[serde(crate = #serde_path)]
             struct __Ser<'a, #(#generics),*> {
-                #(#config: &'a #generics,)*
+                #(#config_idents: &'a #generics,)*
                 #[serde(skip)]
                 __marker: ::core::marker::PhantomData<&'a ()>,
             }
 
+            // Every field optional here: which ones a file must give is decided after
+            // (the defaults), in `deserialize`.
             #[derive(#krate::__private::serde::Deserialize)]
-            #[serde(crate = #serde_path, deny_unknown_fields, rename = #type_name)]
+            #[serde(crate = #serde_path, deny_unknown_fields, rename = #type_name,
+                    bound(deserialize = #bound))]
             struct __De<#(#generics),*> {
-                #(#config: #generics,)*
+                #(
+                    #[serde(default, deserialize_with = #present)]
+                    #config_idents: ::core::option::Option<#generics>,
+                )*
             }
 
             #[automatically_derived]
@@ -248,7 +272,7 @@ fn file_support_tokens(model: &ModuleDef) -> TokenStream {
                 ) -> ::core::result::Result<S::Ok, S::Error> {
                     __serde::Serialize::serialize(
                         &__Ser::<#(#config_types),*> {
-                            #(#config: &self.#config,)*
+                            #(#config_idents: &self.#config_idents,)*
                             __marker: ::core::marker::PhantomData,
                         },
                         serializer,
@@ -261,30 +285,119 @@ fn file_support_tokens(model: &ModuleDef) -> TokenStream {
                 fn deserialize<D: __serde::Deserializer<'de>>(
                     deserializer: D,
                 ) -> ::core::result::Result<Self, D::Error> {
-                    #[allow(unused_imports)]
-                    use #krate::__private::probe::{HasDefault as _, NoDefault as _};
-                    let __De { #(#config),* } =
-                        <__De<#(#config_types),*> as __serde::Deserialize>::deserialize(deserializer)?;
-                    #(
-                        let ::core::option::Option::Some(#state) =
-                            (&#krate::__private::probe::DefaultProbe::<#state_types>(::core::marker::PhantomData)).make()
-                        else {
-                            return ::core::result::Result::Err(<D::Error as __serde::de::Error>::custom(
-                                ::core::concat!("module `", #type_name, "` cannot be loaded from a file: its `#[state]` field `",
-                                    #state_names, "` has no `Default`")
-                            ));
-                        };
-                    )*
-                    ::core::result::Result::Ok(#ident {
-                        #(#config,)*
-                        #(#port_fields: <#port_types>::new(),)*
-                        #(#state,)*
-                    })
+                    #body
                 }
             }
 
             #registration
         };
+    }
+}
+
+/// The body of the module's `Deserialize`: the value a code blueprint builds from the
+/// same settings. Each field, first found first: the file's value, the field's declared
+/// default, the module's own `impl Default` (when it has one: a probe, so nothing to
+/// declare), and for a `#[state]` field of a module without `Default` its type's
+/// `Default`; a `#[config]` field with none of these is a missing field.
+fn deserialize_body(model: &ModuleDef) -> TokenStream {
+    let ModuleDef {
+        ident,
+        krate,
+        type_name,
+        ports,
+        config,
+        state,
+        ..
+    } = model;
+    let config_types = config.iter().map(|c| &c.ty);
+    let given: Vec<syn::Ident> = config
+        .iter()
+        .map(|c| format_ident!("__given_{}", c.ident))
+        .collect();
+    let config_idents = config.iter().map(|c| &c.ident);
+    // Starting from the module's `Default`: overwrite what the file or a declaration gives.
+    let over_default = config.iter().zip(&given).map(|(c, given)| {
+        let field = &c.ident;
+        match &c.default {
+            Some(d) => {
+                let d = default_expr(&c.ty, d);
+                quote! { __module.#field = match #given { ::core::option::Option::Some(__v) => __v, ::core::option::Option::None => #d }; }
+            }
+            None => quote! { if let ::core::option::Option::Some(__v) = #given { __module.#field = __v; } },
+        }
+    });
+    let state_over_default = state.iter().filter_map(|s| {
+        let field = &s.ident;
+        let d = default_expr(&s.ty, s.default.as_ref()?);
+        Some(quote! { __module.#field = #d; })
+    });
+    // Without the module's `Default`: every field from the file or a declaration.
+    let config_fields = config.iter().zip(&given).map(|(c, given)| {
+        let field = &c.ident;
+        let name = field.to_string();
+        let otherwise = match &c.default {
+            Some(d) => default_expr(&c.ty, d),
+            None => quote! {
+                return ::core::result::Result::Err(
+                    <D::Error as __serde::de::Error>::missing_field(#name))
+            },
+        };
+        quote! { #field: match #given { ::core::option::Option::Some(__v) => __v, ::core::option::Option::None => #otherwise } }
+    });
+    let state_fields = state.iter().map(|s| {
+        let field = &s.ident;
+        let ty = &s.ty;
+        let name = field.to_string();
+        let value = match &s.default {
+            Some(d) => default_expr(ty, d),
+            None => quote! {
+                match (&#krate::__private::probe::DefaultProbe::<#ty>(::core::marker::PhantomData)).make() {
+                    ::core::option::Option::Some(__v) => __v,
+                    ::core::option::Option::None => return ::core::result::Result::Err(
+                        <D::Error as __serde::de::Error>::custom(::core::concat!(
+                            "module `", #type_name, "` cannot be loaded from a file: its `#[state]` field `",
+                            #name, "` has no start value (implement `Default` for the module, or write `#[state(default = ...)]`)"))),
+                }
+            },
+        };
+        quote! { #field: #value }
+    });
+    let port_fields = ports.iter().map(|p| &p.field);
+    let port_types = ports.iter().map(|p| &p.ty);
+    quote! {
+        #[allow(unused_imports)]
+        use #krate::__private::probe::{HasDefault as _, NoDefault as _};
+        let __De { #(#config_idents: #given),* } =
+            <__De<#(#config_types),*> as __serde::Deserialize>::deserialize(deserializer)?;
+        match (&#krate::__private::probe::DefaultProbe::<#ident>(::core::marker::PhantomData)).make() {
+            ::core::option::Option::Some(mut __module) => {
+                #(#over_default)*
+                #(#state_over_default)*
+                ::core::result::Result::Ok(__module)
+            }
+            ::core::option::Option::None => ::core::result::Result::Ok(#ident {
+                #(#config_fields,)*
+                #(#port_fields: <#port_types>::new(),)*
+                #(#state_fields,)*
+            }),
+        }
+    }
+}
+
+/// A declared default as an expression of the field's type. Spanned on what the user
+/// wrote: a type without `Default` is reported on the `default` key, an expression of
+/// another type on the expression (against the field's type).
+fn default_expr(ty: &syn::Type, default: &FieldDefault) -> TokenStream {
+    match default {
+        FieldDefault::TypeDefault(span) => {
+            quote_spanned! {*span=> ::core::default::Default::default() }
+        }
+        FieldDefault::Expr(expr) => quote_spanned! {expr.span()=>
+            {
+                let __default: #ty = #expr;
+                __default
+            }
+        },
     }
 }
 

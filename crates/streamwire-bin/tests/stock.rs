@@ -45,6 +45,64 @@ fn balanced_report(path: &std::path::Path, stdout: &str) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_default()
 }
 
+/// Every stream of the demo's plan, encoded forms included, with who produces and who
+/// consumes it (`nobody` for a stream only a tap would read).
+#[test]
+fn topic_list_of_a_blueprint_names_every_stream_its_producers_and_consumers() {
+    let out = streamwire(&["topic", "list", "--blueprint", "demo"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    insta::assert_snapshot!("topic_list_demo", stdout);
+}
+
+/// The README's quick start, as written: each `streamwire` command of its first shell
+/// block runs here on the binary under test (the block's other command, `cargo test`,
+/// is this very suite). The demo's report balances.
+#[test]
+fn the_readme_quick_start_runs_as_written() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .unwrap_or_else(|e| panic!("README.md: {e}"));
+    let quick_start = readme
+        .split("## Quick start")
+        .nth(1)
+        .and_then(|rest| rest.split("```sh\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .unwrap_or_else(|| panic!("README.md has no quick start shell block"));
+    let commands: Vec<Vec<&str>> = quick_start
+        .lines()
+        .filter_map(|line| line.split('#').next())
+        .filter_map(|line| {
+            line.trim()
+                .strip_prefix("cargo run --release --bin streamwire --")
+        })
+        .map(|args| args.split_whitespace().collect())
+        .collect();
+    assert!(
+        !commands.is_empty(),
+        "no streamwire command in:\n{quick_start}"
+    );
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    for (n, args) in commands.iter().enumerate() {
+        let report = dir.path().join(format!("report{n}.json"));
+        let report_arg = report.display().to_string();
+        let mut args = args.clone();
+        // The viewer on a free port (the README's 9090 may be taken here), and the report.
+        args.extend(["-o", "web.port=0", "--report", &report_arg]);
+        let out = streamwire(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "streamwire {args:?}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        balanced_report(&report, &stdout);
+    }
+}
+
 #[test]
 fn list_shows_every_built_in_tag() {
     let out = streamwire(&["list"]);
@@ -109,6 +167,13 @@ fn run_demo_for_a_second() {
         .and_then(|rest| rest.split("/?token=").nth(1))
         .map(|rest| rest.chars().take_while(char::is_ascii_hexdigit).count());
     assert_eq!(token, Some(48), "{stderr}");
+    // A distributed run (the demo's four workers, closed) ends without zenoh's warnings:
+    // nothing a user must act on is left for them to read past.
+    let zenoh_warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("WARN zenoh") || line.contains("ERROR zenoh"))
+        .collect();
+    assert!(zenoh_warnings.is_empty(), "{stderr}");
 }
 
 #[test]

@@ -240,13 +240,18 @@ fn init_logging(verbose: u8, quiet_planner: bool) {
         2 => "debug",
         _ => "trace",
     };
-    let directives = if quiet_planner {
-        format!("{level},streamwire_graph::planner=error")
-    } else {
-        level.to_owned()
-    };
+    // A closed run's peers are checked by their certificates (mutual TLS, the run's own
+    // CA, access control by common name), never by host name, as a worker's address is
+    // not known when its certificate is made: zenoh's warning, on every TLS link, that
+    // it skips name verification says nothing a user must act on. Nor does the warning
+    // of zenoh's admin space about a link event of a transport already gone, which
+    // closing a session with links still going down can print.
+    let mut directives = format!("{level},zenoh_link_tls::utils=error,zenoh::api::admin=error");
+    if quiet_planner {
+        directives.push_str(",streamwire_graph::planner=error");
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directives));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&directives));
     // A second CLI in one process (tests) keeps the first subscriber.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -280,10 +280,15 @@ fn own_file_keys(
             bail!("instance `{name}` did not serialize as a map");
         };
         for (k, v) in map.iter().filter(|(k, _)| *k != "type") {
+            // A field the file leaves out has the module's default.
+            let source = match at(&["instances", name, k]) {
+                Source::File { line: None, .. } => Source::Default,
+                source => source,
+            };
             effective.push(Setting {
                 key: format!("{name}.{k}"),
                 value: value_text(v),
-                source: at(&["instances", name, k]),
+                source,
             });
         }
         objects.push((name.clone(), map));

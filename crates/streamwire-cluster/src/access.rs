@@ -466,7 +466,7 @@ impl AccessRules {
                 (vec!["declare_subscriber"], vec![format!("{p}/**")]),
                 (
                     vec!["liveliness_query", "declare_liveliness_subscriber"],
-                    vec![format!("{p}/@sub/**/@/**")],
+                    vec![format!("{p}/@sub/**/@/**"), format!("{p}/@pub/**/@/**")],
                 ),
                 (vec!["query"], vec![format!("{p}/@history/**")]),
             ],
@@ -480,7 +480,8 @@ impl AccessRules {
             "messages": ["put", "delete", "declare_subscriber", "query", "declare_queryable",
                 "reply", "liveliness_token", "declare_liveliness_subscriber", "liveliness_query"],
             "key_exprs": [format!("{p}/**"), format!("{p}/@cluster/**"),
-                format!("{p}/@sub/**/@/**"), format!("{p}/@history/**")],
+                format!("{p}/@sub/**/@/**"), format!("{p}/@pub/**/@/**"),
+                format!("{p}/@history/**")],
         }));
         let everyone: Vec<serde_json::Value> = subjects.iter().map(|s| s["id"].clone()).collect();
         policies.push(json!({ "id": "send", "rules": ["send"], "subjects": everyone }));
@@ -513,6 +514,7 @@ fn member_grants<'a>(p: &str, m: &Member) -> Vec<(Vec<&'a str>, Vec<String>)> {
             vec!["liveliness_token"],
             consumes()
                 .map(|s| format!("{p}/@sub/{s}/@/{own}"))
+                .chain(produces().map(|s| format!("{p}/@pub/{s}/@/{own}")))
                 .chain([format!("{p}/@cluster/worker/{own}")])
                 .collect(),
         ),

@@ -448,5 +448,9 @@ impl Transport for KeepOpen {
         self.0.announce(key, partition);
     }
 
+    fn announce_publisher(&self, key: &str, partition: &str) {
+        self.0.announce_publisher(key, partition);
+    }
+
     fn close(&self) {}
 }

@@ -55,7 +55,7 @@ pub use port::{
     Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,
     PortHandle, PortInfo, PortType, Qos, QosOverrides, Reliability, SameMessage, Transport,
 };
-pub use registry::{ModuleConfig, ModuleRegistration, registered_modules};
+pub use registry::{ModuleConfig, ModuleRegistration, registered_modules, registration};
 
 /// Items used by the code that `#[derive(Message)]` and `#[derive(Module)]` generate.
 /// Not a public API: it may change in any release.
@@ -76,6 +76,17 @@ pub mod __private {
     /// serde, for the `Serialize`/`Deserialize` impls `#[derive(Module)]` writes (users
     /// never add serde for their modules).
     pub use serde;
+
+    /// Deserializes a `#[config]` field that a file gives as `Some`, so that an absent
+    /// field (`None`) is told apart from a field written `null` (an `Option` field's
+    /// `None`): the derive's mirror struct reads every field through it.
+    pub fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+        T: serde::Deserialize<'de>,
+    {
+        T::deserialize(deserializer).map(Some)
+    }
 
     /// The boxed type a registered module deserializer returns.
     pub type ModuleConfigObject = <dyn ModuleConfig as typetag_private::Strictest>::Object;

@@ -146,19 +146,29 @@ pub mod probe {
     /// Picked when `T: Default`.
     pub trait HasDefault<T> {
         fn make(&self) -> Option<T>;
+        /// Whether `T` implements `Default`, without making one.
+        fn exists(&self) -> bool;
     }
     impl<T: Default> HasDefault<T> for DefaultProbe<T> {
         fn make(&self) -> Option<T> {
             Some(T::default())
         }
+        fn exists(&self) -> bool {
+            true
+        }
     }
     /// Picked otherwise.
     pub trait NoDefault<T> {
         fn make(&self) -> Option<T>;
+        /// Whether `T` implements `Default`, without making one.
+        fn exists(&self) -> bool;
     }
     impl<T> NoDefault<T> for &DefaultProbe<T> {
         fn make(&self) -> Option<T> {
             None
+        }
+        fn exists(&self) -> bool {
+            false
         }
     }
 

@@ -4,8 +4,15 @@
 //! `TYPE_NAME`, `#[module(name = "...")]`), one concrete registration per type (typetag
 //! cannot deserialize generic impls, and the derive refuses generic modules). A module
 //! value serializes as its `#[config]` fields; its ports are not data and are rebuilt
-//! (`In::new()`, `Out::new()`) when it is loaded, its `#[state]` fields start from
-//! `Default`.
+//! (`In::new()`, `Out::new()`) when it is loaded.
+//!
+//! A module loaded from a file is the value a code blueprint builds from the same
+//! settings: it starts from the module's own `impl Default` when it has one (found by the
+//! derive through a trait probe, nothing to declare), then each field's declared default
+//! (`#[config(default = ...)]`, `#[state(default = ...)]`), then the values the file
+//! gives. A `#[config]` field is required in a file only when neither default exists; a
+//! `#[state]` field of a module without `Default` and without a declared one starts from
+//! its type's `Default`.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -45,6 +52,32 @@ pub struct ModuleRegistration {
     pub doc: &'static str,
     /// The names of its `#[config]` fields.
     pub config_fields: &'static [&'static str],
+    /// The `#[config]` fields that declare their own default (`#[config(default ...)]`).
+    pub defaulted_fields: &'static [&'static str],
+    /// Whether the module implements `Default` (then no field is required in a file).
+    pub has_default: fn() -> bool,
+}
+
+impl ModuleRegistration {
+    /// The `#[config]` fields a blueprint file must give: none when the module implements
+    /// `Default`, else those without a declared default.
+    pub fn required_fields(&self) -> Vec<&'static str> {
+        if (self.has_default)() {
+            return Vec::new();
+        }
+        self.config_fields
+            .iter()
+            .copied()
+            .filter(|f| !self.defaulted_fields.contains(f))
+            .collect()
+    }
+}
+
+/// The registration of module type `tag`, if one is linked into this binary.
+pub fn registration(tag: &str) -> Option<&'static ModuleRegistration> {
+    inventory::iter::<ModuleRegistration>
+        .into_iter()
+        .find(|r| r.tag == tag)
 }
 
 inventory::collect!(ModuleRegistration);

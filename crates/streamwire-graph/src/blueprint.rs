@@ -400,7 +400,7 @@ impl Blueprint {
     /// Renames stream `from` to `to` for every port of instance `instance` that uses it
     /// (a ROS-style `from:=to` remap), for blueprints assembled from names.
     pub fn remap_stream(&mut self, instance: &str, from: &str, to: &str) -> &mut Self {
-        let Some(index) = self.instance_index("remap_stream", instance) else {
+        let Some(index) = self.instance_index("a stream remap", instance) else {
             return self;
         };
         let entry = &mut self.instances[index];
@@ -445,7 +445,7 @@ impl Blueprint {
 
     /// Runs the instance named `instance` in `placement`.
     pub fn place_named(&mut self, instance: &str, placement: Placement) -> &mut Self {
-        if let Some(index) = self.instance_index("place_named", instance) {
+        if let Some(index) = self.instance_index("a placement", instance) {
             self.instances[index].placement = placement;
         }
         self

@@ -118,7 +118,7 @@ pub enum Problem {
     UnknownInstance {
         /// The name given.
         name: String,
-        /// What named it: `remap_stream`, `place_named`.
+        /// What named it, as a user reads it: "a placement", "a stream remap".
         context: &'static str,
         /// A close existing name.
         suggestion: Option<String>,
@@ -365,7 +365,7 @@ impl fmt::Display for Problem {
             } => {
                 write!(
                     f,
-                    "`{context}` names instance `{name}`, which the blueprint does not have"
+                    "{context} names instance `{name}`, which the blueprint does not have"
                 )?;
                 note_suggestion(f, suggestion.as_deref())
             }
@@ -375,7 +375,7 @@ impl fmt::Display for Problem {
                 known,
             } => write!(
                 f,
-                "`remap_stream` names stream `{stream}` of `{instance}`, which has no port on it\n  \
+                "a stream remap names stream `{stream}` of `{instance}`, which has no port on it\n  \
                  = note: its ports use: {}",
                 quoted_list(known)
             ),

@@ -32,7 +32,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use streamwire_core::ModuleConfig;
 
 use crate::blueprint::Blueprint;
+
+mod load;
 use crate::settings::{AutoTable, Compression, Placement, Report, StreamSettings, Supervision};
+pub use load::FileProblem;
 
 /// The contents of a blueprint file.
 #[derive(Serialize, Deserialize, Default)]
@@ -327,17 +330,6 @@ impl<'de> Deserialize<'de> for KeyTree {
     }
 }
 
-/// `message`, with the instance whose entry holds `line`, `column` named first.
-fn in_instance(text: &str, line: u64, column: u64, message: String) -> String {
-    match KeyLines::of(text)
-        .as_ref()
-        .and_then(|k| k.instance_at(line, column))
-    {
-        Some(name) => format!("in instance `{name}`: {message}"),
-        None => message,
-    }
-}
-
 /// Why a blueprint file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
@@ -349,18 +341,37 @@ pub enum FileError {
         /// Why.
         source: std::io::Error,
     },
-    /// The text is not a valid blueprint (syntax, unknown tag, bad field); the message
-    /// says where (line and column) and what is valid.
-    #[error("{path}: {message}")]
-    Parse {
+    /// The text is not a valid blueprint: every mistake found (syntax, unknown module
+    /// type or setting, bad value, a name that is not an instance), each with its place.
+    #[error("{}", Problems(path, problems))]
+    Invalid {
         /// The file.
         path: PathBuf,
-        /// What is wrong, and where.
-        message: String,
+        /// Its mistakes, in the order of the text.
+        problems: Vec<FileProblem>,
     },
     /// The file could not be written as text.
     #[error("cannot save the blueprint: {0}")]
     Save(String),
+}
+
+/// The problems of one file as text: each with `file:line:column` and a caret.
+struct Problems<'a>(&'a Path, &'a [FileProblem]);
+
+impl fmt::Display for Problems<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.0.display().to_string();
+        if self.1.len() > 1 {
+            writeln!(f, "{} problems in {path}:", self.1.len())?;
+        }
+        for (i, problem) in self.1.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            problem.render(f, &path)?;
+        }
+        Ok(())
+    }
 }
 
 /// The format of a blueprint file, from its extension.
@@ -392,23 +403,12 @@ impl BlueprintFile {
         BlueprintFile::parse(&text, FileFormat::of(path), path)
     }
 
-    /// Parses `text`; `path` names it in errors.
-    pub fn parse(text: &str, format: FileFormat, path: &Path) -> Result<BlueprintFile, FileError> {
-        let result = match format {
-            FileFormat::Yaml => serde_saphyr::from_str(text).map_err(|e| {
-                match e.location().filter(|l| l.line() > 0) {
-                    Some(l) => in_instance(text, l.line(), l.column(), e.to_string()),
-                    None => e.to_string(),
-                }
-            }),
-            FileFormat::Json => serde_json::from_str(text).map_err(|e| {
-                let (line, column) = (e.line() as u64, e.column() as u64);
-                in_instance(text, line, column, e.to_string())
-            }),
-        };
-        result.map_err(|message| FileError::Parse {
+    /// Parses `text`; `path` names it in errors, which list every mistake of the file.
+    /// JSON is read as the YAML it also is (`format` is the same for both).
+    pub fn parse(text: &str, _format: FileFormat, path: &Path) -> Result<BlueprintFile, FileError> {
+        load::load(text).map_err(|problems| FileError::Invalid {
             path: path.to_owned(),
-            message,
+            problems,
         })
     }
 

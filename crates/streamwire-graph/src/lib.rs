@@ -31,7 +31,9 @@ mod summary;
 
 pub use blueprint::{Blueprint, Instance, Namespace};
 pub use error::{BuildError, PortName, Problem, StreamSuggestion, SuggestionReason};
-pub use file::{BlueprintFile, FileError, FileFormat, Instances, KeyLines, NamedConnection};
+pub use file::{
+    BlueprintFile, FileError, FileFormat, FileProblem, Instances, KeyLines, NamedConnection,
+};
 pub use plan::{
     CodecKind, CodecNode, CodecNodeId, Endpoint, InstanceIndex, InstanceNode, Link, LinkId,
     LinkPayload, LinkReason, Note, Plan, PlanPort, PortIndex, QosOrigin, QosSource,

@@ -216,13 +216,41 @@ fn bad_placement_and_unknown_stream_fail() {
 
 #[test]
 fn named_connection_mistakes() {
-    let text = format!("{YAML}connect:\n  - {{ from: camera.colour_image, to: viewer.frames }}\n");
-    let err = parse(&text, FileFormat::Yaml)
-        .unwrap()
-        .into_blueprint()
-        .build()
-        .unwrap_err();
-    insta::assert_snapshot!("bad_connection", err);
+    let text = format!("{YAML}connect:\n  - {{ from: camera.colour_image, to: viewr.frames }}\n");
+    insta::assert_snapshot!(
+        "bad_connection",
+        parse(&text, FileFormat::Yaml).unwrap_err()
+    );
+}
+
+#[test]
+fn every_mistake_of_a_file_at_once() {
+    // A misspelt file setting, module type and placement, and a bad value: four
+    // problems, each once, located, in the order of the text.
+    let text = YAML
+        .replace("jpeg_quality: 70", "jpeg_qualty: 70")
+        .replace("type: FileViewer", "type: FileViewr")
+        .replace("fps: 15", "fps: fast")
+        .replace("viewer: laptop/ui", "veiwer: laptop/ui");
+    let err = parse(&text, FileFormat::Yaml).unwrap_err();
+    assert_eq!(err.matches("robot.yaml:").count(), 5, "{err}");
+    insta::assert_snapshot!("every_mistake", err);
+}
+
+#[test]
+fn yaml_words_are_read_as_written() {
+    // YAML 1.1 reads `off` as a boolean; a setting that takes the word gets the word.
+    let text = YAML.replace("compression: auto", "compression: off");
+    let file = parse(&text, FileFormat::Yaml).unwrap();
+    assert_eq!(file.compression, Some(Compression::Off));
+    let text = format!("{YAML}autoconnect: false\n");
+    assert!(!parse(&text, FileFormat::Yaml).unwrap().autoconnect);
+}
+
+#[test]
+fn remap_and_top_level_mistakes_are_located() {
+    let text = format!("{YAML}remap:\n  viewer: {{ colour_image: front }}\ncompresion: on\n");
+    insta::assert_snapshot!("remap_and_key", parse(&text, FileFormat::Yaml).unwrap_err());
 }
 
 #[test]

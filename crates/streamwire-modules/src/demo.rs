@@ -138,16 +138,6 @@ impl Default for BusyConfig {
     }
 }
 
-/// The colour stream's codec settings (`jpeg.*`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct JpegConfig {
-    /// JPEG quality 1..=100 (none: the codec's default, 75).
-    pub quality: Option<u8>,
-    /// Downscale frames wider than this on compressed links.
-    pub max_width: Option<u32>,
-}
-
 /// Where the sinks write their recordings (`record.*`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -198,8 +188,6 @@ pub struct DemoConfig {
     pub odometry: RateConfig,
     /// The busy sinks.
     pub busy: BusyConfig,
-    /// The colour stream's codec.
-    pub jpeg: JpegConfig,
     /// Recordings.
     pub record: RecordConfig,
 }
@@ -218,7 +206,6 @@ impl Default for DemoConfig {
             lidar: RateConfig { hz: 10.0 },
             odometry: RateConfig { hz: 50.0 },
             busy: BusyConfig::default(),
-            jpeg: JpegConfig::default(),
             record: RecordConfig::default(),
         }
     }
@@ -422,16 +409,6 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
             .place(&busy_robot, perception)
             .place(&busy_base, base.clone())
             .place(&recorder, base);
-    }
-    let mut color = StreamSettings::new();
-    if let Some(quality) = config.jpeg.quality {
-        color = color.param("jpeg_quality", quality);
-    }
-    if let Some(width) = config.jpeg.max_width {
-        color = color.param("max_width", width);
-    }
-    if config.jpeg.quality.is_some() || config.jpeg.max_width.is_some() {
-        bp.stream("color_image", color);
     }
     bp.compression(config.compression)
         .auto_table(config.auto_table)

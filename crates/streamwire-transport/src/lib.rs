@@ -127,6 +127,13 @@ pub trait Transport: Send + Sync + 'static {
     fn announce(&self, key: &str, partition: &str) {
         let _ = (key, partition);
     }
+
+    /// Says that `partition` publishes `key`; called after [`publisher`](Transport::publisher).
+    /// A transport that tools join uses it so that they can list every stream on it and
+    /// who produces it, received or not. The default does nothing.
+    fn announce_publisher(&self, key: &str, partition: &str) {
+        let _ = (key, partition);
+    }
 }
 
 /// The sending end of one key. Numbers its frames (the *link sequence*, separate from the

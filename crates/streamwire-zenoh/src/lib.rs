@@ -503,6 +503,26 @@ impl ZenohTransport {
         )
     }
 
+    /// The liveliness key by which `partition` says it publishes `stream`:
+    /// `streamwire/<run id>/@pub/<stream>/@/<host>/<process>` (what `topic list
+    /// --connect` reads).
+    fn publisher_announcement_key(&self, stream: &str, partition: &str) -> String {
+        format!(
+            "{}/@pub/{}/@/{}",
+            self.prefix,
+            stream.trim_start_matches('/'),
+            partition
+        )
+    }
+
+    /// Declares liveliness token `key`, held until the transport closes.
+    fn declare_token(&self, key: String) {
+        match self.inner.session.liveliness().declare_token(&key).wait() {
+            Ok(token) => self.inner.announced.lock().push(token),
+            Err(error) => tracing::warn!("announcing `{key}`: {error}"),
+        }
+    }
+
     /// The endpoints this session listens on (with the ports chosen for `:0`), for
     /// others to connect to.
     pub fn locators(&self) -> Vec<String> {
@@ -766,16 +786,11 @@ impl Transport for ZenohTransport {
     fn announce(&self, key: &str, partition: &str) {
         // Declared after the subscriber, on the same session: a publisher that sees the
         // token has been told of the subscriber first.
-        match self
-            .inner
-            .session
-            .liveliness()
-            .declare_token(self.announcement_key(key, partition))
-            .wait()
-        {
-            Ok(token) => self.inner.announced.lock().push(token),
-            Err(error) => tracing::warn!("announcing {partition} on {key}: {error}"),
-        }
+        self.declare_token(self.announcement_key(key, partition));
+    }
+
+    fn announce_publisher(&self, key: &str, partition: &str) {
+        self.declare_token(self.publisher_announcement_key(key, partition));
     }
 
     fn close(&self) {

@@ -307,7 +307,9 @@
 //! let mut blueprint = Blueprint::new();
 //! blueprint.add("camera", Camera::default());
 //! let viewer = blueprint.add("viewer", Viewer::default());
-//! // Another process: the frames are JPEG-encoded once and decoded once on the way.
+//! // Another process on the same host: under `Compression::Auto` the frames stay raw
+//! // (shared memory is cheaper there than a codec). Placed on another host
+//! // (`.on_host("laptop")`), they would be JPEG-encoded once and decoded once.
 //! blueprint.place(&viewer, Placement::process("ui"));
 //! blueprint.autoconnect();
 //!
@@ -318,10 +320,100 @@
 //! # Ok::<(), streamwire::runtime::RunError>(())
 //! ```
 //!
+//! The viewer's `while let` loop drains its queue and ends by itself when the run stops:
+//! from then on `recv()` returns `None`, and what is left is counted as unprocessed at
+//! stop.
+//!
 //! While it runs, [`RunHandle::stats`](runtime::RunHandle::stats) reads every counter and
 //! [`RunHandle::tap`](runtime::RunHandle::tap) listens to any stream by name (pixels, or
 //! the encoded bytes). [`Harness`](runtime::Harness) tests one module without a
 //! blueprint, on the same queues, with a manual clock.
+//!
+//! # 8. Pairing streams by stamp
+//!
+//! A module that fuses two sensors steps when both inputs have a message
+//! ([`Trigger::all`]) and pairs them by their sensor stamps with [`pair_by_stamp`]
+//! (ROS message_filters' ExactTime, or ApproximateTime with a [`Slop`]); a message that
+//! can never pair is dropped and counted as `unpaired`. Your own message takes part by
+//! implementing [`Stamped`]:
+//!
+//! ```
+//! use std::time::Duration;
+//! use serde::{Deserialize, Serialize};
+//! use streamwire::prelude::*;
+//!
+//! /// A range reading, stamped with when it was measured.
+//! #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+//! #[message(name = "acme/Range")]
+//! pub struct Range {
+//!     pub stamp: Timestamp,
+//!     pub metres: f32,
+//! }
+//!
+//! impl Stamped for Range {
+//!     fn stamp(&self) -> Timestamp {
+//!         self.stamp
+//!     }
+//! }
+//!
+//! /// Two rangefinders measuring together, five times, 1 ms apart.
+//! #[derive(Module, Default)]
+//! pub struct Rangefinders {
+//!     pub left: Out<Range>,
+//!     pub right: Out<Range>,
+//!     #[state]
+//!     pub sent: u64,
+//! }
+//!
+//! impl Node for Rangefinders {
+//!     fn trigger(&self) -> Trigger {
+//!         Trigger::rate(200.0)
+//!     }
+//!     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+//!         if self.sent == 5 {
+//!             cx.finish();
+//!             return Ok(());
+//!         }
+//!         self.sent += 1;
+//!         let stamp = Timestamp::from_nanos(self.sent * 1_000_000);
+//!         self.left.publish(Range { stamp, metres: 1.0 })?;
+//!         self.right.publish(Range { stamp, metres: 1.2 })?;
+//!         Ok(())
+//!     }
+//! }
+//!
+//! /// Steps when both inputs have a reading, and takes them in pairs.
+//! #[derive(Module, Default)]
+//! pub struct Fusion {
+//!     #[port(keep_all)]
+//!     pub left: In<Range>,
+//!     #[port(keep_all)]
+//!     pub right: In<Range>,
+//! }
+//!
+//! impl Node for Fusion {
+//!     fn trigger(&self) -> Trigger {
+//!         Trigger::all([(&self.left).into(), (&self.right).into()])
+//!     }
+//!     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+//!         let slop = Slop::Within(Duration::from_micros(100));
+//!         while let Some((left, right)) = pair_by_stamp(&mut self.left, &mut self.right, slop)? {
+//!             assert_eq!(left.message.stamp, right.message.stamp);
+//!             cx.counter("pairs").increment();
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let mut blueprint = Blueprint::new();
+//! blueprint.add("rangefinders", Rangefinders::default());
+//! blueprint.add("fusion", Fusion::default());
+//! blueprint.autoconnect();
+//! let report = blueprint.run(RunOptions::default())?.wait_timeout(Duration::from_secs(30));
+//! let fusion = report.stats.instances.iter().find(|i| i.name == "fusion").unwrap();
+//! assert_eq!(fusion.counters, [("pairs".to_owned(), 5)]);
+//! # Ok::<(), streamwire::runtime::RunError>(())
+//! ```
 //!
 //! # Where next
 //!
@@ -406,7 +498,7 @@ pub mod modules {
 pub mod prelude {
     pub use streamwire_core::{
         Codec, CodecError, CodecParams, Compressed, Context, DefaultCodec, Delivered, Fidelity,
-        Header, In, Message, Module, Node, NodeResult, Out, Slop, Timestamp, Trigger,
+        Header, In, Message, Module, Node, NodeResult, Out, Slop, Stamped, Timestamp, Trigger,
         pair_by_stamp,
     };
     pub use streamwire_graph::{

@@ -62,8 +62,9 @@ pub struct Detector {
     /// More than this many things is an alarm.
     #[config]
     pub threshold: u32,
-    /// Fail on purpose after this many frames (0: never), to see a failure reported.
-    #[config]
+    /// Fail on purpose after this many frames (0, the default: never), to see a failure
+    /// reported. A blueprint file may leave it out.
+    #[config(default = 0)]
     pub fail_after: u64,
     /// Frames seen.
     #[state]
@@ -96,5 +97,7 @@ fn main() -> ExitCode {
             "camera -> detector (own process)",
             include_str!("../blueprints/robot.yaml"),
         )
+        // The detector's own process is a worker process, joined by zenoh.
+        .distributed()
         .main()
 }

@@ -267,15 +267,43 @@ fn check_a_good_and_a_bad_file() {
     let dir = std::env::temp_dir().join(format!("acme-robot-check-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("bad.yaml");
+    // Three mistakes: a module type, a setting and a placement, each misspelt.
     let text_of_bad = std::fs::read_to_string(&good)
         .unwrap()
-        .replace("type: Detector", "type: Detektor");
+        .replace("type: Detector", "type: Detektor")
+        .replace("fps: 50", "fsp: 50")
+        .replace("detector: perception", "detecter: perception");
     std::fs::write(&bad, text_of_bad).unwrap();
     let out = cli(&["check", bad.to_str().unwrap()], &[]);
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(!out.status.success());
     let stderr = text(&out.stderr).replace(dir.to_str().unwrap(), "<dir>");
+    // All three in one `check`, the error printed once, each mistake located once.
+    assert_eq!(stderr.matches("error").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("<dir>/bad.yaml:").count(), 4, "{stderr}");
     insta::assert_snapshot!("check_bad", stderr);
+}
+
+#[test]
+fn a_file_may_leave_out_a_setting_with_a_default() {
+    let dir = std::env::temp_dir().join(format!("acme-robot-default-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("robot.yaml");
+    let yaml = std::fs::read_to_string(blueprint())
+        .unwrap()
+        .replace("    fail_after: 0\n", "");
+    assert!(!yaml.contains("fail_after"), "{yaml}");
+    std::fs::write(&file, yaml).unwrap();
+    let out = cli(&["config", file.to_str().unwrap()], &[]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.lines().any(|l| l.contains("detector.fail_after")
+            && l.contains("= 0")
+            && l.contains("(default)")),
+        "{stdout}"
+    );
 }
 
 #[test]

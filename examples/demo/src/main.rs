@@ -21,8 +21,9 @@ struct Args {
     /// Frames per second of a replayed folder without timestamps.txt (sets `replay.fps`).
     #[arg(long, value_name = "N", requires = "replay")]
     fps: Option<f64>,
-    /// Set a demo key, e.g. `-o camera.fps=10 -o busy.work_ms=5` (repeatable; an unknown
-    /// key lists the valid ones).
+    /// Set a demo key, e.g. `-o camera.fps=10 -o busy.work_ms=5`, or the colour stream's
+    /// codec setting `jpeg_quality` or `max_width` (repeatable; an unknown key lists the
+    /// valid ones).
     #[arg(short = 'o', value_name = "KEY=VALUE")]
     options: Vec<String>,
     /// Print the plan as Graphviz DOT instead of text (and do not run).
@@ -53,13 +54,25 @@ fn main() -> anyhow::Result<()> {
     if let Some(fps) = args.fps {
         config.replay.fps = Some(fps);
     }
+    // The codec settings have the names the `streamwire` command line gives them.
+    let mut color = StreamSettings::new();
+    let mut color_set = false;
     for option in &args.options {
         let (key, value) = option
             .split_once('=')
             .with_context(|| format!("`-o {option}`: write -o key=value"))?;
-        config.set(key.trim(), value)?;
+        match key.trim() {
+            codec_key @ ("jpeg_quality" | "max_width") => {
+                color = color.param(codec_key, value.trim());
+                color_set = true;
+            }
+            key => config.set(key, value)?,
+        }
     }
-    let blueprint = demo_blueprint(&config)?;
+    let mut blueprint = demo_blueprint(&config)?;
+    if color_set {
+        blueprint.stream("color_image", color);
+    }
     let plan = blueprint
         .build()
         .context("the demo blueprint does not build")?;

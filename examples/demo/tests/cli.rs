@@ -120,9 +120,9 @@ fn one_process_layout_encodes_only_for_the_byte_consumer() {
 fn settings_change_the_plan() {
     let (ok, stdout, stderr) = run(&[
         "-o",
-        "jpeg.quality=90",
+        "jpeg_quality=90",
         "-o",
-        "jpeg.max_width=640",
+        "max_width=640",
         "--plan-only",
     ]);
     assert!(ok, "{stderr}");
@@ -132,7 +132,7 @@ fn settings_change_the_plan() {
 
 #[test]
 fn a_bad_setting_is_a_clear_error() {
-    let (ok, stdout, stderr) = run(&["-o", "jpeg.quality=0"]);
+    let (ok, stdout, stderr) = run(&["-o", "jpeg_quality=0"]);
     assert!(!ok);
     assert!(stdout.is_empty());
     insta::assert_snapshot!(stderr);

@@ -810,31 +810,90 @@ pub(crate) fn echo(
     Ok(())
 }
 
+/// Every stream of a plan, its encoded forms included: its message type, the ports (and
+/// encode nodes) that produce it and the input ports that consume it, with where each
+/// runs; `nobody` where no one does (a tap still can).
+fn stream_table(summary: &streamwire_graph::PlanSummary) -> String {
+    use std::collections::BTreeMap;
+    #[derive(Default)]
+    struct Row {
+        message: String,
+        producers: Vec<String>,
+        consumers: Vec<String>,
+    }
+    let mut rows: BTreeMap<&str, Row> = BTreeMap::new();
+    // What travels on each stream, as its links carry it (an encoded stream's bytes).
+    for link in &summary.links {
+        let row = rows.entry(link.stream.as_str()).or_default();
+        if row.message.is_empty() {
+            row.message.clone_from(&link.message);
+        }
+    }
+    for instance in &summary.instances {
+        for port in &instance.ports {
+            let row = rows.entry(port.stream.as_str()).or_default();
+            if row.message.is_empty() {
+                row.message.clone_from(&port.message);
+            }
+            let end = format!("{}.{} @ {}", instance.name, port.field, instance.placement);
+            match port.direction {
+                streamwire_core::Direction::Output => row.producers.push(end),
+                _ => row.consumers.push(end),
+            }
+        }
+    }
+    // Encode nodes produce an encoded stream, decode nodes consume one.
+    for node in &summary.codec_nodes {
+        let row = rows.entry(node.encoded_stream.as_str()).or_default();
+        let end = format!("{} {} @ {}", node.kind, node.codec, node.placement);
+        match node.kind {
+            streamwire_graph::CodecKind::Encode => row.producers.push(end),
+            _ => row.consumers.push(end),
+        }
+    }
+    let names = |ends: &[String]| {
+        if ends.is_empty() {
+            "nobody".to_owned()
+        } else {
+            ends.join(", ")
+        }
+    };
+    let table: Vec<[String; 4]> = rows
+        .iter()
+        .map(|(stream, row)| {
+            [
+                (*stream).to_owned(),
+                row.message.clone(),
+                names(&row.producers),
+                names(&row.consumers),
+            ]
+        })
+        .collect();
+    let width = |i: usize| table.iter().map(|r| r[i].len()).max().unwrap_or(0);
+    let (w0, w1, w2) = (width(0).max(6), width(1).max(7), width(2).max(11));
+    let mut text = format!(
+        "  {:w0$}  {:w1$}  {:w2$}  consumed by\n",
+        "stream", "message", "produced by"
+    );
+    for [stream, message, producers, consumers] in &table {
+        text.push_str(&format!(
+            "  {stream:w0$}  {message:w1$}  {producers:w2$}  {consumers}\n"
+        ));
+    }
+    text
+}
+
 /// `topic list` of a blueprint: every stream of its plan, with its message type and who
 /// produces and consumes it.
 pub(crate) fn list(target: Target, out: &mut dyn Write) -> anyhow::Result<()> {
     match target {
         Target::Here { name, blueprint } => {
             let plan = blueprint.build()?;
-            let summary = plan.summary();
-            let mut streams: std::collections::BTreeMap<String, (String, Vec<String>)> =
-                std::collections::BTreeMap::new();
-            for link in &summary.links {
-                let entry = streams
-                    .entry(link.stream.clone())
-                    .or_insert_with(|| (link.message.clone(), Vec::new()));
-                entry
-                    .1
-                    .push(format!("{} -> {}", link.from_name, link.to_name));
-            }
             writeln!(
                 out,
-                "streams of `{name}` (tap them with --blueprint {name}):"
+                "streams of `{name}` (tap any of them with --blueprint {name}):"
             )?;
-            let width = streams.keys().map(String::len).max().unwrap_or(0);
-            for (stream, (message, links)) in &streams {
-                writeln!(out, "  {stream:width$}  {message}  [{}]", links.join(", "))?;
-            }
+            write!(out, "{}", stream_table(&plan.summary()))?;
             Ok(())
         }
         #[cfg(feature = "zenoh")]

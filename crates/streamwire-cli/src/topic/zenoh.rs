@@ -87,7 +87,7 @@ fn open(
     match run_id {
         Some(_) => Ok(transport),
         None => {
-            let runs: BTreeSet<String> = announced(&transport, "*")?
+            let runs: BTreeSet<String> = announced(&transport, "*", "@pub")?
                 .into_iter()
                 .map(|(run, _, _)| run)
                 .collect();
@@ -139,29 +139,31 @@ fn tool_credential(
     Ok(Some(credential))
 }
 
-/// Every (run, stream, receiving process) announced under `streamwire/<run>/@sub/`:
-/// the streams that cross processes, which are the ones with a publisher on the network.
+/// Every (run, stream, process) announced under `streamwire/<run>/<role>/` (`@sub`: the
+/// processes that receive a stream; `@pub`: those that publish it).
 fn announced(
     transport: &ZenohTransport,
     run: &str,
+    role: &str,
 ) -> anyhow::Result<Vec<(String, String, String)>> {
     let replies = transport
         .session()
         .liveliness()
         // `**` never matches a verbatim chunk such as the `@` that ends the stream's name.
-        .get(format!("streamwire/{run}/@sub/**/@/**"))
+        .get(format!("streamwire/{run}/{role}/**/@/**"))
         .timeout(Duration::from_secs(2))
         .wait()
         .map_err(|e| anyhow::anyhow!("zenoh liveliness query: {e}"))?;
+    let separator = format!("/{role}/");
     let mut out = Vec::new();
     while let Ok(reply) = replies.recv() {
         let Ok(sample) = reply.result() else { continue };
         let key = sample.key_expr().as_str();
-        // streamwire/<run>/@sub/<stream chunks>/@/<host>/<process>
+        // streamwire/<run>/<role>/<stream chunks>/@/<host>/<process>
         let Some(rest) = key.strip_prefix("streamwire/") else {
             continue;
         };
-        let Some((run, rest)) = rest.split_once("/@sub/") else {
+        let Some((run, rest)) = rest.split_once(separator.as_str()) else {
             continue;
         };
         let Some((stream, partition)) = rest.split_once("/@/") else {
@@ -172,7 +174,8 @@ fn announced(
     Ok(out)
 }
 
-/// `topic list --connect`: the run's streams that cross processes.
+/// `topic list --connect`: every stream the run publishes on zenoh (each stream a process
+/// produces, encoded forms included), who publishes it and which processes receive it.
 pub(super) fn list(
     connect: &[String],
     run_id: Option<&str>,
@@ -184,26 +187,44 @@ pub(super) fn list(
         .prefix()
         .trim_start_matches("streamwire/")
         .to_owned();
-    let mut streams: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (_, stream, partition) in announced(&transport, &run)? {
-        streams.entry(stream).or_default().insert(partition);
+    // stream -> (publishers, receivers)
+    let mut streams: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    for (_, stream, partition) in announced(&transport, &run, "@pub")? {
+        streams.entry(stream).or_default().0.insert(partition);
     }
+    for (_, stream, partition) in announced(&transport, &run, "@sub")? {
+        streams.entry(stream).or_default().1.insert(partition);
+    }
+    transport.close();
     writeln!(
         out,
-        "streams of run `{run}` that cross processes (each has a publisher on zenoh; streams that stay inside one process are not on the network):"
+        "streams of run `{run}` on zenoh (every stream a process produces is published, \
+         received or not; `received by` names the other processes that subscribe):"
     )?;
     if streams.is_empty() {
         writeln!(out, "  (none found)")?;
     }
+    let names = |set: &BTreeSet<String>| {
+        if set.is_empty() {
+            "nobody".to_owned()
+        } else {
+            set.iter().cloned().collect::<Vec<_>>().join(", ")
+        }
+    };
     let width = streams.keys().map(String::len).max().unwrap_or(0);
-    for (stream, receivers) in streams {
+    let rows: Vec<(String, String, String)> = streams
+        .iter()
+        .map(|(stream, (publishers, receivers))| {
+            (stream.clone(), names(publishers), names(receivers))
+        })
+        .collect();
+    let from_width = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+    for (stream, publishers, receivers) in rows {
         writeln!(
             out,
-            "  {stream:width$}  received by {}",
-            receivers.into_iter().collect::<Vec<_>>().join(", ")
+            "  {stream:width$}  published by {publishers:from_width$}  received by {receivers}"
         )?;
     }
-    transport.close();
     Ok(())
 }
 

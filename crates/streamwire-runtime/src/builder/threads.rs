@@ -213,6 +213,7 @@ impl RunBuilder {
                 stream: stream.name.clone(),
                 error,
             })?;
+        transport.announce_publisher(&stream.name, self.layout.name(stream.partition));
         let signal = self.make.signal();
         // The sender keeps what the strictest consumer in another partition keeps, so
         // that a keep-all consumer loses nothing before the wire.
