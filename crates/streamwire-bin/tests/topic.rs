@@ -246,6 +246,35 @@ fn check_echoes(
     );
 }
 
+/// `topic list` of the distributed demo: every stream published, received or not, with
+/// who sends it.
+fn check_list(list: &std::process::Output) {
+    let list_out = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        list.status.success(),
+        "{list_out}\n{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    // Every stream published, received or not: the detector's detections have no
+    // consumer in demo-split, yet a tool reaches them, and the list says who sends them.
+    let row = |stream: &str| {
+        list_out
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(stream))
+            .unwrap_or_else(|| panic!("no row for `{stream}`:\n{list_out}"))
+            .to_owned()
+    };
+    assert!(
+        row("color_image/compressed").contains("published by"),
+        "{list_out}"
+    );
+    assert!(
+        row("detections").ends_with("received by nobody"),
+        "{list_out}"
+    );
+    assert!(!list_out.contains("stay inside one process"), "{list_out}");
+}
+
 /// The stock binary's `demo-split` as a distributed run (closed: TLS, a certificate per
 /// member), joined over zenoh by `topic list` and `topic bench` at the coordinator's
 /// endpoint with the run's tool credential (found by the run id), and by `topic echo`
@@ -375,30 +404,7 @@ fn joins_a_distributed_run_over_zenoh() {
         unreachable!("ready")
     };
     check_echoes(&with_file, &without, &secret_file);
-    let list_out = String::from_utf8_lossy(&list.stdout);
-    assert!(
-        list.status.success(),
-        "{list_out}\n{}",
-        String::from_utf8_lossy(&list.stderr)
-    );
-    // Every stream published, received or not: the detector's detections have no
-    // consumer in demo-split, yet a tool reaches them, and the list says who sends them.
-    let row = |stream: &str| {
-        list_out
-            .lines()
-            .find(|line| line.split_whitespace().next() == Some(stream))
-            .unwrap_or_else(|| panic!("no row for `{stream}`:\n{list_out}"))
-            .to_owned()
-    };
-    assert!(
-        row("color_image/compressed").contains("published by"),
-        "{list_out}"
-    );
-    assert!(
-        row("detections").ends_with("received by nobody"),
-        "{list_out}"
-    );
-    assert!(!list_out.contains("stay inside one process"), "{list_out}");
+    check_list(&list);
     let bench_out = String::from_utf8_lossy(&bench.stdout);
     assert!(
         bench.status.success(),
