@@ -13,13 +13,24 @@ use streamwire_modules::replay_bench::{BenchBlueprint, ReplayBenchConfig, bench_
 use streamwire_web::{RelayConfig, RelayToken, WebRelay};
 
 /// The `demo` blueprint's keys: the demo's own (`camera.fps`, `replay.dir`, `busy.work_ms`,
-/// ...) and the web relay's (`web.port`, `web.enabled`, `web.token`, `web.allowed_origins`).
+/// ...), the web relay's (`web.port`, `web.enabled`, `web.token`, `web.allowed_origins`)
+/// and its Foxglove protocol's (`foxglove.enabled`).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 struct StockDemo {
     #[serde(flatten)]
     demo: DemoConfig,
     web: WebSettings,
+    foxglove: FoxgloveSettings,
+}
+
+/// The Foxglove WebSocket protocol on the web relay (`foxglove.*`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct FoxgloveSettings {
+    /// Serve it at `/foxglove` on the relay's port, for Foxglove and Lichtblick (off by
+    /// default; needs `web.enabled`).
+    enabled: bool,
 }
 
 /// The demo's web relay (`web.*`).
@@ -53,7 +64,7 @@ fn demo(config: StockDemo) -> Result<Blueprint, DemoError> {
     if config.web.enabled {
         // The relay wants the camera's JPEG bytes: it sits on the operator's laptop, fed
         // by the encode node in the camera's process, with no decode anywhere for it.
-        let relay = RelayConfig {
+        let mut relay = RelayConfig {
             token: config.web.token.clone(),
             allowed_origins: config
                 .web
@@ -65,6 +76,18 @@ fn demo(config: StockDemo) -> Result<Blueprint, DemoError> {
                 .collect(),
             ..RelayConfig::default().with_port(config.web.port)
         };
+        if config.foxglove.enabled {
+            // The run's configuration, as Foxglove's parameters (read-only, the token left
+            // out). Plain data: it always serializes.
+            relay = match relay.clone().with_foxglove().with_parameters(&config) {
+                Ok(relay) => relay,
+                Err(error) => {
+                    eprintln!("foxglove: the configuration is not shown as parameters: {error}");
+                    relay.with_foxglove()
+                }
+            };
+        }
+        let foxglove = relay.foxglove;
         let address = relay.address.clone();
         let web = blueprint.add("web", WebRelay::new(relay));
         blueprint.place(&web, Placement::process("ui").on_host("laptop"));
@@ -80,6 +103,11 @@ fn demo(config: StockDemo) -> Result<Blueprint, DemoError> {
                 } else {
                     eprintln!(
                         "viewer: open {url} in a browser (no token: web.token=none lets any program on this machine connect)"
+                    );
+                }
+                if foxglove && let Some(url) = address.foxglove_url() {
+                    eprintln!(
+                        "foxglove: open a Foxglove WebSocket connection to {url} in Foxglove or Lichtblick (a web app's origin needs -o web.allowed_origins=...)"
                     );
                 }
             }

@@ -199,6 +199,168 @@ fn the_demo_relay_takes_its_token_and_origins_from_web_keys() {
     assert!(stderr.contains("letters, digits"), "{stderr}");
 }
 
+/// `-o foxglove.enabled=true`: the run prints the Foxglove URL with its token, and the
+/// relay (in its worker process) serves the protocol there; off by default.
+#[test]
+fn the_demo_serves_foxglove_when_asked() {
+    use std::io::{BufRead, BufReader, Read, Write};
+
+    let out = streamwire(&["config", "demo"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.contains("foxglove.enabled"));
+    assert!(line.is_some_and(|l| l.contains("false")), "{stdout}");
+
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "demo",
+            "--duration",
+            "5",
+            "-o",
+            "web.port=0",
+            "-o",
+            "foxglove.enabled=true",
+        ])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("streamwire starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (lines, said) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    let url = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match said.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(rest) = line.split("connection to ws://").nth(1) {
+                    break rest.split(' ').next().unwrap_or("").to_owned();
+                }
+                seen.push(line);
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no Foxglove URL printed:\n{}", seen.join("\n"));
+            }
+        }
+    };
+    // 127.0.0.1:PORT/foxglove?token=<48 hex digits>
+    let (host, path) = url.split_once('/').expect("a path");
+    // Loopback only: nothing asked for another interface.
+    assert!(host.starts_with("127.0.0.1:"), "{url}");
+    let token = path.strip_prefix("foxglove?token=").unwrap_or("");
+    assert_eq!(token.len(), 48, "{url}");
+    let get = |path: &str| {
+        let mut stream = std::net::TcpStream::connect(host).expect("the relay listens");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout set");
+        write!(stream, "GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n").expect("sent");
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response.split(' ').nth(1).unwrap_or("").to_owned()
+    };
+    // Served, asking for a websocket; without the token, refused.
+    assert_eq!(get(path), "426");
+    assert_eq!(get("foxglove"), "401");
+    // A Foxglove client with the token: `foxglove.sdk.v1`, `serverInfo`, the demo's topics
+    // as channels with their ROS 2 schemas, and the run's configuration as parameters,
+    // the token left out.
+    let stream = std::net::TcpStream::connect(host).expect("the relay listens");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout set");
+    let mut writer = stream.try_clone().expect("a second handle");
+    write!(
+        writer,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Protocol: foxglove.sdk.v1\r\n\r\n"
+    )
+    .expect("sent");
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("the relay answers");
+        if line.trim().is_empty() {
+            break;
+        }
+        head.push_str(&line);
+    }
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("sec-websocket-protocol: foxglove.sdk.v1"),
+        "{head}"
+    );
+    let mut next_text = || -> serde_json::Value {
+        let mut start = [0u8; 2];
+        reader.read_exact(&mut start).expect("a frame");
+        assert_eq!(start[0], 0x81, "a whole text frame");
+        let len = match start[1] & 0x7f {
+            126 => {
+                let mut len = [0u8; 2];
+                reader.read_exact(&mut len).expect("its length");
+                usize::from(u16::from_be_bytes(len))
+            }
+            127 => {
+                let mut len = [0u8; 8];
+                reader.read_exact(&mut len).expect("its length");
+                usize::try_from(u64::from_be_bytes(len)).expect("a length")
+            }
+            n => usize::from(n),
+        };
+        let mut payload = vec![0u8; len];
+        reader.read_exact(&mut payload).expect("its payload");
+        serde_json::from_slice(&payload).expect("JSON")
+    };
+    let info = next_text();
+    assert_eq!(info["op"], "serverInfo", "{info}");
+    let advertise = next_text();
+    assert_eq!(advertise["op"], "advertise", "{advertise}");
+    let channels: Vec<String> = advertise["channels"]
+        .as_array()
+        .expect("channels")
+        .iter()
+        .map(|c| format!("{} {} {}", c["topic"], c["schemaName"], c["schemaEncoding"]))
+        .collect();
+    for expected in [
+        "\"/color_image/compressed\" \"sensor_msgs/msg/CompressedImage\" \"ros2msg\"",
+        "\"/tf\" \"tf2_msgs/msg/TFMessage\" \"ros2msg\"",
+    ] {
+        assert!(
+            channels.iter().any(|c| c == expected),
+            "{expected} in {channels:?}"
+        );
+    }
+    // A client's frame is masked (RFC 6455 5.3).
+    let request = br#"{"op":"getParameters","parameterNames":["camera.fps","web.token"],"id":"p"}"#;
+    let mask = [0x12u8, 0x34, 0x56, 0x78];
+    let mut frame = vec![0x81, 0x80 | u8::try_from(request.len()).expect("short")];
+    frame.extend_from_slice(&mask);
+    frame.extend(request.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    writer.write_all(&frame).expect("sent");
+    let values = next_text();
+    assert_eq!(
+        values,
+        serde_json::json!({"op": "parameterValues", "id": "p", "parameters": [{"name": "camera.fps", "value": 20.0}]})
+    );
+    drop(writer);
+    drop(reader);
+    let status = child.wait().expect("the run ends");
+    assert!(status.success(), "{}", seen.join("\n"));
+}
+
 #[test]
 fn demo_graph_shows_the_global_quality() {
     let out = streamwire(&["graph", "demo", "-o", "jpeg_quality=60"]);

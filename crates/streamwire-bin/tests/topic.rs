@@ -375,6 +375,34 @@ fn joins_a_distributed_run_over_zenoh() {
         unreachable!("ready")
     };
     check_echoes(&with_file, &without, &secret_file);
+    check_list(&list, &run_id);
+    let bench_out = String::from_utf8_lossy(&bench.stdout);
+    assert!(
+        bench.status.success(),
+        "{bench_out}\n{}",
+        String::from_utf8_lossy(&bench.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("bench.json: {e}\n{bench_out}"));
+    assert_eq!(json["summary"]["count"], 5, "{bench_out}");
+    assert_eq!(json["message_type"], "streamwire/CompressedImage");
+    assert!(
+        json["size_meaning"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("wire bytes")),
+        "{json}"
+    );
+    assert!(
+        json["subscription"]
+            .as_str()
+            .is_some_and(|s| s.contains(&format!("streamwire/{run_id}/color_image/compressed"))),
+        "{json}"
+    );
+}
+
+/// `topic list --connect` of demo-split: every stream published, received or not.
+fn check_list(list: &std::process::Output, run_id: &str) {
     let list_out = String::from_utf8_lossy(&list.stdout);
     assert!(
         list.status.success(),
@@ -399,27 +427,8 @@ fn joins_a_distributed_run_over_zenoh() {
         "{list_out}"
     );
     assert!(!list_out.contains("stay inside one process"), "{list_out}");
-    let bench_out = String::from_utf8_lossy(&bench.stdout);
-    assert!(
-        bench.status.success(),
-        "{bench_out}\n{}",
-        String::from_utf8_lossy(&bench.stderr)
-    );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap_or_default())
-            .unwrap_or_else(|e| panic!("bench.json: {e}\n{bench_out}"));
-    assert_eq!(json["summary"]["count"], 5, "{bench_out}");
-    assert_eq!(json["message_type"], "streamwire/CompressedImage");
-    assert!(
-        json["size_meaning"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("wire bytes")),
-        "{json}"
-    );
-    assert!(
-        json["subscription"]
-            .as_str()
-            .is_some_and(|s| s.contains(&format!("streamwire/{run_id}/color_image/compressed"))),
-        "{json}"
+    insta::assert_snapshot!(
+        "topic_list_connect_demo_split",
+        list_out.replace(run_id, "RUN")
     );
 }

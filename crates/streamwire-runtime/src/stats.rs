@@ -422,6 +422,23 @@ impl RunReport {
 }
 
 impl RunStats {
+    /// Module `instance`'s own counter `name` (`cx.counter(name)`), 0 when it has none
+    /// of that name (a counter exists once first touched).
+    ///
+    /// ```
+    /// let stats = streamwire_runtime::RunStats::default();
+    /// assert_eq!(stats.counter("viewer", "seen"), 0);
+    /// ```
+    pub fn counter(&self, instance: &str, name: &str) -> u64 {
+        self.instances
+            .iter()
+            .find(|i| i.name == instance)
+            .and_then(|i| i.counters.iter().find(|(k, _)| k == name))
+            .map_or(0, |(_, n)| *n)
+    }
+}
+
+impl RunStats {
     /// Adds the counters of `other` (another process's share of the same run): the longer
     /// elapsed time, every other row appended. Every field is named here, so a field added
     /// to `RunStats` does not compile until it is merged too.

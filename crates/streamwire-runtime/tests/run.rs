@@ -456,16 +456,6 @@ impl Node for Drainer {
     }
 }
 
-/// Module `instance`'s own counter `name`.
-fn counter(stats: &RunStats, instance: &str, name: &str) -> u64 {
-    stats
-        .instances
-        .iter()
-        .find(|i| i.name == instance)
-        .and_then(|i| i.counters.iter().find(|(n, _)| n == name))
-        .map_or(0, |(_, n)| *n)
-}
-
 #[test]
 fn a_keep_all_drain_loop_ends_by_itself_when_the_run_stops() {
     let mut bp = Blueprint::new();
@@ -475,9 +465,9 @@ fn a_keep_all_drain_loop_ends_by_itself_when_the_run_stops() {
     // The default stop deadline: the loop must end on its own, not be outwaited.
     let handle = start(bp);
     let stats = wait_until(&handle, |s| {
-        counter(s, "drainer", "seen") >= 2 && input(s, "drainer.frames").unprocessed_at_stop >= 9
+        s.counter("drainer", "seen") >= 2 && input(s, "drainer.frames").unprocessed_at_stop >= 9
     });
-    assert!(counter(&stats, "drainer", "seen") >= 2, "{stats}");
+    assert!(stats.counter("drainer", "seen") >= 2, "{stats}");
     handle.stop();
     let report = balanced(handle.wait());
     assert_eq!(report.reason, EndReason::Stopped, "{report}");

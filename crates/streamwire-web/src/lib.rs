@@ -83,6 +83,7 @@
 //! [rosbridge v2 protocol]: https://github.com/RobotWebTools/rosbridge_suite/blob/ros2/ROSBRIDGE_PROTOCOL.md
 
 mod access;
+mod foxglove;
 mod listener;
 mod protocol;
 mod rosbridge;
@@ -152,6 +153,14 @@ pub struct RelayConfig {
     pub cmd_vel_topic: String,
     /// The least severe log records `/rosout` carries (default `warn`).
     pub rosout_level: LogLevel,
+    /// Serves the [Foxglove WebSocket protocol] at `/foxglove` too (default off), for
+    /// Foxglove and Lichtblick, with the same token, origins and limits.
+    ///
+    /// [Foxglove WebSocket protocol]: https://github.com/foxglove/ws-protocol/blob/main/docs/spec.md
+    pub foxglove: bool,
+    /// The run's configuration, shown to Foxglove clients as read-only parameters by
+    /// name (see [`RelayConfig::with_parameters`]).
+    pub parameters: std::collections::BTreeMap<String, serde_json::Value>,
     /// Where the bound address is published once listening (not a setting).
     #[serde(skip)]
     pub address: RelayAddress,
@@ -173,6 +182,8 @@ impl Default for RelayConfig {
             idle_timeout: Duration::from_secs(30),
             cmd_vel_topic: "cmd_vel".to_owned(),
             rosout_level: LogLevel::Warn,
+            foxglove: false,
+            parameters: std::collections::BTreeMap::new(),
             address: RelayAddress::default(),
         }
     }
@@ -210,6 +221,62 @@ impl RelayConfig {
         self.allowed_origins.push(origin.into());
         self
     }
+
+    /// Serves the Foxglove WebSocket protocol at `/foxglove` too
+    /// ([`RelayAddress::foxglove_url`]).
+    pub fn with_foxglove(mut self) -> RelayConfig {
+        self.foxglove = true;
+        self
+    }
+
+    /// Shows `configuration` (a run's config, serialized) to Foxglove clients as
+    /// read-only parameters: each value by its dotted path (`camera.fps`), a field
+    /// named `token` left out (a secret).
+    ///
+    /// ```
+    /// let config = streamwire_web::RelayConfig::default().with_parameters(
+    ///     &serde_json::json!({"camera": {"fps": 30}, "web": {"token": "s3cret", "port": 0}}),
+    /// )?;
+    /// assert_eq!(config.parameters["camera.fps"], 30);
+    /// assert_eq!(config.parameters["web.port"], 0);
+    /// assert!(!config.parameters.contains_key("web.token"));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn with_parameters(
+        mut self,
+        configuration: &impl serde::Serialize,
+    ) -> Result<RelayConfig, serde_json::Error> {
+        fn flatten(
+            prefix: &str,
+            value: serde_json::Value,
+            out: &mut std::collections::BTreeMap<String, serde_json::Value>,
+        ) {
+            match value {
+                serde_json::Value::Object(fields) => {
+                    for (key, value) in fields {
+                        if key == "token" {
+                            continue;
+                        }
+                        let name = if prefix.is_empty() {
+                            key
+                        } else {
+                            format!("{prefix}.{key}")
+                        };
+                        flatten(&name, value, out);
+                    }
+                }
+                value => {
+                    out.insert(prefix.to_owned(), value);
+                }
+            }
+        }
+        flatten(
+            "",
+            serde_json::to_value(configuration)?,
+            &mut self.parameters,
+        );
+        Ok(self)
+    }
 }
 
 /// The address the relay bound and the token it asks, shared with whoever built the
@@ -242,6 +309,16 @@ impl RelayAddress {
         self.bound().map(|b| match b.token {
             Some(token) => format!("http://{}/?token={token}", b.address),
             None => format!("http://{}/", b.address),
+        })
+    }
+
+    /// The URL for Foxglove and Lichtblick's "Foxglove WebSocket" connection,
+    /// `ws://127.0.0.1:9090/foxglove?token=...`, once the relay listens (served when
+    /// [`RelayConfig::foxglove`] is on).
+    pub fn foxglove_url(&self) -> Option<String> {
+        self.bound().map(|b| match b.token {
+            Some(token) => format!("ws://{}/foxglove?token={token}", b.address),
+            None => format!("ws://{}/foxglove", b.address),
         })
     }
 

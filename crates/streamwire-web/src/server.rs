@@ -30,6 +30,7 @@ use streamwire_core::{Context, Counter, Envelope, StreamTap, TapService, Timesta
 use streamwire_msgs::Twist;
 
 use crate::access::{Access, BurstLog, Denied, more_since, random_token};
+use crate::foxglove;
 use crate::listener::{Connection, accept_loop, connection_cap};
 use crate::protocol::{self, Op, Refused, StatusLevel};
 use crate::rosbridge::outgoing::{self, Compression};
@@ -61,7 +62,7 @@ const MAX_REPLY_TEXT: usize = 512;
 const MAX_ID: usize = 128;
 
 /// `text`, cut to at most `max` bytes on a character boundary, with an ellipsis if cut.
-fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
@@ -128,11 +129,11 @@ pub(crate) struct Counters {
     replies_dropped: Counter,
     stalled: Counter,
     dropped: Counter,
-    bad_input: Counter,
+    pub(crate) bad_input: Counter,
     frames_sent: Counter,
     bytes_sent: Counter,
-    commands: Counter,
-    commands_dropped: Counter,
+    pub(crate) commands: Counter,
+    pub(crate) commands_dropped: Counter,
     unwritable: Counter,
     /// Images and depth frames decoded for the topics that carry pixels.
     images_decoded: Counter,
@@ -176,14 +177,14 @@ pub(crate) struct Logs {
 pub(crate) struct Shared {
     pub(crate) config: RelayConfig,
     /// The token asked and the origins allowed.
-    access: Access,
+    pub(crate) access: Access,
     /// The most connections kept open at once (see `listener::connection_cap`).
     pub(crate) connection_cap: usize,
     /// Connections open now (a `ConnectionPlace` each).
     pub(crate) connections_open: AtomicUsize,
     pub(crate) logs: Logs,
     taps: Arc<dyn TapService>,
-    topics: Vec<Arc<Topic>>,
+    pub(crate) topics: Vec<Arc<Topic>>,
     feeds: Mutex<HashMap<String, Arc<Feed>>>,
     clients: Mutex<Vec<Arc<Client>>>,
     /// Clients served now, counted from the upgrade (a [`Seat`] each).
@@ -197,7 +198,9 @@ pub(crate) struct Shared {
     next_fragmented: AtomicU64,
     stopping: AtomicBool,
     pub(crate) counters: Counters,
-    commands: SyncSender<Twist>,
+    pub(crate) commands: SyncSender<Twist>,
+    /// The Foxglove protocol's channels, parameters and counters, when it is served.
+    pub(crate) foxglove: Option<foxglove::Served>,
     /// The relay's node name for rosapi (its instance, `/web`).
     node: String,
     /// The run clock when the relay started, and the instant it was read: rosapi's
@@ -211,14 +214,14 @@ impl Shared {
         self.topics.iter().find(|t| t.name == stream)
     }
 
-    fn is_cmd_vel(&self, name: &str) -> bool {
+    pub(crate) fn is_cmd_vel(&self, name: &str) -> bool {
         let want = self.config.cmd_vel_topic.trim_start_matches('/');
         name.strip_prefix('/').unwrap_or(name) == want
     }
 
     /// The answer to a refused request (401 or 403, saying why), counted and logged once
     /// per burst.
-    fn refuse(&self, denied: Denied) -> Response {
+    pub(crate) fn refuse(&self, denied: Denied) -> Response {
         match denied {
             Denied::MissingToken | Denied::WrongToken => {
                 self.counters.refused_token.increment();
@@ -310,8 +313,18 @@ impl<T> Slot<T> {
     }
 }
 
-/// A client's subscriptions to one topic, as its topic's feed sees them.
-struct ClientTopic {
+/// The form a subscription's frames are written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Encoding {
+    /// rosbridge `publish` messages in this compression.
+    Rosbridge(Compression),
+    /// Foxglove `messageData` binary frames of this subscription id (`crate::foxglove`).
+    Foxglove(u32),
+}
+
+/// A client's subscriptions to one topic, as its topic's feed sees them: a rosbridge
+/// client's by `id`, or one Foxglove subscription.
+pub(crate) struct ClientTopic {
     /// The topic as the client spelled it (`/odom` or `odom`): replies echo it.
     spelling: String,
     /// The topic's name (`odom`): its feed's key.
@@ -320,15 +333,50 @@ struct ClientTopic {
     /// The subscriptions by id, and what they combine into.
     subscriptions: Mutex<(Subscriptions, Effective)>,
     last_sent: Mutex<Option<Instant>>,
+    /// A Foxglove client's subscription id (its `subscriptions` then empty, its
+    /// `Effective` fixed: no throttle, its own queue length).
+    foxglove: Option<u32>,
 }
 
 impl ClientTopic {
     fn effective(&self) -> Effective {
         self.subscriptions.lock().1
     }
+
+    fn encoding(&self) -> Encoding {
+        match self.foxglove {
+            Some(subscription) => Encoding::Foxglove(subscription),
+            None => Encoding::Rosbridge(self.effective().compression),
+        }
+    }
+
+    /// A Foxglove client's subscription `subscription` to `topic`, with a keep-last queue
+    /// of `capacity` frames.
+    pub(crate) fn foxglove(topic: &Topic, subscription: u32, capacity: usize) -> ClientTopic {
+        let effective = Effective {
+            throttle: Duration::ZERO,
+            queue_length: capacity.max(1),
+            // Not read: a Foxglove subscription's frames are `messageData` (`encoding`).
+            compression: Compression::CborRaw,
+            fragment_size: None,
+        };
+        ClientTopic {
+            spelling: format!("/{}", topic.name),
+            topic: topic.name.clone(),
+            slot: Arc::new(Slot::new(effective.queue_length)),
+            subscriptions: Mutex::new((Subscriptions::default(), effective)),
+            last_sent: Mutex::new(None),
+            foxglove: Some(subscription),
+        }
+    }
+
+    /// The topic's name (`odom`).
+    pub(crate) fn topic(&self) -> &str {
+        &self.topic
+    }
 }
 
-struct Client {
+pub(crate) struct Client {
     id: u64,
     name: String,
     /// The name in the run's report (`dropped:<report_as>`): the name, in characters a
@@ -343,7 +391,7 @@ struct Client {
     topics: Mutex<Vec<Arc<ClientTopic>>>,
     dropped: AtomicU64,
     sent: AtomicU64,
-    bad_input: AtomicU64,
+    pub(crate) bad_input: AtomicU64,
     /// Control replies dropped from its full queue.
     replies_dropped: AtomicU64,
     closed: AtomicBool,
@@ -364,7 +412,7 @@ impl Client {
 
     /// Queues a control frame (a reply, a ping, a close); the oldest queued one makes way
     /// when the queue is full, counted.
-    fn queue_control(&self, shared: &Shared, frame: Message) {
+    pub(crate) fn queue_control(&self, shared: &Shared, frame: Message) {
         if self.control.push(frame) {
             self.replies_dropped.fetch_add(1, Ordering::Relaxed);
             shared.counters.replies_dropped.increment();
@@ -441,6 +489,9 @@ impl Running {
             RelayToken::Fixed(token) => Some(token.clone()),
         };
         let (cap, files_limit) = connection_cap(config.max_connections);
+        let foxglove = config
+            .foxglove
+            .then(|| foxglove::Served::new(&topics, config, cx));
         let shared = Arc::new(Shared {
             config: config.clone(),
             access: Access::new(token, address, &config.allowed_origins),
@@ -459,6 +510,7 @@ impl Running {
             stopping: AtomicBool::new(false),
             counters: Counters::of(cx),
             commands: commands_tx,
+            foxglove,
             node: format!("/{}", cx.instance_name().trim_start_matches('/')),
             started: (cx.now(), Instant::now()),
         });
@@ -466,10 +518,13 @@ impl Running {
             let _entered = runtime.enter();
             tokio::net::TcpListener::from_std(listener).map_err(RelayError::Threads)?
         };
-        let router = Router::new()
+        let mut router = Router::new()
             .route("/", get(root))
-            .route("/stats", get(stats))
-            .with_state(shared.clone());
+            .route("/stats", get(stats));
+        if shared.foxglove.is_some() {
+            router = router.route(foxglove::PATH, get(foxglove::connect));
+        }
+        let router = router.with_state(shared.clone());
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         runtime.spawn(accept_loop(listener, router, shared.clone(), stop));
         let limit = files_limit.map_or_else(|| "no".to_owned(), |l| l.to_string());
@@ -585,6 +640,32 @@ async fn root(
     if let Err(denied) = shared.access.check_origin(&headers) {
         return shared.refuse(denied);
     }
+    accept_client(
+        shared,
+        connection,
+        upgrade,
+        query.client,
+        Dialect::Rosbridge,
+    )
+}
+
+/// The protocol a websocket client speaks.
+pub(crate) enum Dialect {
+    /// rosbridge v2 (`/`).
+    Rosbridge,
+    /// The Foxglove WebSocket protocol (`/foxglove`), with the client's state.
+    Foxglove(foxglove::Session),
+}
+
+/// Serves an upgrade whose token and origin passed: a seat of `max_clients`, or a client
+/// turned away (told so in its protocol's status, closed with 1013).
+pub(crate) fn accept_client(
+    shared: Arc<Shared>,
+    connection: Option<Extension<Arc<Connection>>>,
+    upgrade: WebSocketUpgrade,
+    name: Option<String>,
+    dialect: Dialect,
+) -> Response {
     // The websocket keeps its connection's place until it ends.
     let connection = connection.map(|Extension(c)| c);
     if let Some(connection) = &connection {
@@ -596,14 +677,13 @@ async fn root(
         return upgrade
             .max_message_size(1024)
             .on_upgrade(move |socket| async move {
-                turn_away(socket, max_clients).await;
+                turn_away(socket, max_clients, &dialect).await;
                 drop(connection);
             });
     };
     let limit = shared.config.max_message_bytes;
     let id = shared.next_client.fetch_add(1, Ordering::Relaxed);
-    let name: String = query
-        .client
+    let name: String = name
         .unwrap_or_else(|| format!("client {id}"))
         .chars()
         .take(64)
@@ -612,7 +692,7 @@ async fn root(
         .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| async move {
-            serve_client(shared, socket, id, name, seat).await;
+            serve_client(shared, socket, id, name, seat, dialect).await;
             drop(connection);
         })
 }
@@ -698,7 +778,14 @@ async fn stats(
         .into_response()
 }
 
-async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: String, seat: Seat) {
+async fn serve_client(
+    shared: Arc<Shared>,
+    socket: WebSocket,
+    id: u64,
+    name: String,
+    seat: Seat,
+    mut dialect: Dialect,
+) {
     let report_as = report_name(&name);
     let client = Arc::new(Client {
         id,
@@ -718,6 +805,9 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
     });
     shared.counters.clients.increment();
     lock(&shared.clients).push(client.clone());
+    if let Dialect::Foxglove(session) = &dialect {
+        session.greet(&shared, &client);
+    }
     let (sink, mut stream) = socket.split();
     let writer = {
         let (shared, client) = (shared.clone(), client.clone());
@@ -754,12 +844,16 @@ async fn serve_client(shared: Arc<Shared>, socket: WebSocket, id: u64, name: Str
         if shared.stopping.load(Ordering::SeqCst) || client.closed.load(Ordering::SeqCst) {
             break;
         }
-        let op = match frame {
-            Ok(Message::Text(text)) => protocol::parse_text(&text),
-            Ok(Message::Binary(bytes)) => protocol::parse_cbor(&bytes),
-            Ok(Message::Close(_)) => break,
-            Ok(_) => continue,
-            Err(error) => {
+        let op = match (frame, &mut dialect) {
+            (Ok(Message::Close(_)), _) => break,
+            (Ok(frame @ (Message::Text(_) | Message::Binary(_))), Dialect::Foxglove(session)) => {
+                session.handle(&shared, &client, frame);
+                continue;
+            }
+            (Ok(Message::Text(text)), Dialect::Rosbridge) => protocol::parse_text(&text),
+            (Ok(Message::Binary(bytes)), Dialect::Rosbridge) => protocol::parse_cbor(&bytes),
+            (Ok(_), _) => continue,
+            (Err(error), _) => {
                 // A broken frame or an oversized message: said in the close, then closed.
                 // A connection that just ended gets nothing.
                 if let Some((code, reason)) = close_for(error, shared.config.max_message_bytes) {
@@ -866,9 +960,12 @@ impl Drop for Seat {
 
 /// Tells a client that the relay is full (a `status` error, then a close with code
 /// 1013, try again later) and ends its connection.
-async fn turn_away(mut socket: WebSocket, max_clients: usize) {
+async fn turn_away(mut socket: WebSocket, max_clients: usize, dialect: &Dialect) {
     let why = format!("the relay serves at most {max_clients} clients at once; try again later");
-    let status = json!({"op": "status", "level": "error", "msg": why});
+    let status = match dialect {
+        Dialect::Rosbridge => json!({"op": "status", "level": "error", "msg": why}),
+        Dialect::Foxglove(_) => foxglove::status_error(&why, None),
+    };
     let _ = tokio::time::timeout(TURN_AWAY_TIMEOUT, async {
         socket
             .send(Message::Text(status.to_string().into()))
@@ -1187,6 +1284,7 @@ fn subscribe(
         slot: Arc::new(Slot::new(effective.queue_length)),
         subscriptions: Mutex::new((subscriptions, effective)),
         last_sent: Mutex::new(None),
+        foxglove: None,
     });
     if let Err(msg) = attach(shared, known, client, entry.clone()) {
         return client.status_error(shared, Refused { id, msg });
@@ -1227,6 +1325,27 @@ fn unsubscribe(shared: &Shared, client: &Client, topic: &str, id: Option<&str>) 
         }
     }
     removed
+}
+
+/// Subscribes `client` to `topic` with `entry` (a Foxglove subscription), starting the
+/// topic's feed if none runs.
+pub(crate) fn subscribe_entry(
+    shared: &Arc<Shared>,
+    client: &Arc<Client>,
+    topic: &Arc<Topic>,
+    entry: Arc<ClientTopic>,
+) -> Result<(), String> {
+    attach(shared, topic, client, entry.clone())?;
+    lock(&client.topics).push(entry);
+    Ok(())
+}
+
+/// Ends one subscription of `client`; what its queue still holds is not sent.
+pub(crate) fn end_subscription(shared: &Shared, client: &Client, entry: &Arc<ClientTopic>) {
+    lock(&client.topics).retain(|t| !Arc::ptr_eq(t, entry));
+    if let Some(feed) = lock(&shared.feeds).get(&entry.topic) {
+        lock(&feed.subscribers).retain(|(_, t)| !Arc::ptr_eq(t, entry));
+    }
 }
 
 /// Adds a subscriber to its topic's feed, starting the feed (a tap and its thread) if
@@ -1283,13 +1402,13 @@ fn stream_name(feed: &Feed) -> &str {
     feed.topic.stream.as_deref().unwrap_or_default()
 }
 
-/// A message of `topic` made from what its stream carried, in the forms `compressions`
+/// A message of `topic` made from what its stream carried, in the forms `encodings`
 /// need; `None` when the topic leaves it out or it cannot be written (counted).
 fn prepare(
     shared: &Shared,
     topic: &Topic,
     envelope: &Envelope,
-    compressions: &[Compression],
+    encodings: &[Encoding],
 ) -> Option<rosbridge::Prepared> {
     let converted = match topic.convert(&envelope.message) {
         Ok(Some(message)) => message,
@@ -1303,8 +1422,15 @@ fn prepare(
     if matches!(topic.source, Source::DecodedImage | Source::DecodedDepth) {
         shared.counters.images_decoded.increment();
     }
-    let want_value = compressions.iter().any(|c| c.wants_value());
-    let want_cdr = compressions.contains(&Compression::CborRaw);
+    // Foxglove reads a ROS 2 type's CDR, a user's type as JSON (its shape).
+    let want_value = encodings.iter().any(|e| match e {
+        Encoding::Rosbridge(c) => c.wants_value(),
+        Encoding::Foxglove(_) => topic.schema.is_none(),
+    });
+    let want_cdr = encodings.iter().any(|e| match e {
+        Encoding::Rosbridge(c) => *c == Compression::CborRaw,
+        Encoding::Foxglove(_) => topic.schema.is_some(),
+    });
     match rosbridge::prepare(topic, &converted, want_value, want_cdr) {
         Ok(prepared) => Some(prepared),
         Err(error) => {
@@ -1315,16 +1441,27 @@ fn prepare(
     }
 }
 
-/// The frames of a prepared message on `spelling` as `effective` asks: one frame, or the
-/// `fragment`s of a longer text.
+/// The frames of a prepared message on `spelling` in `encoding`, as `effective` asks: one
+/// frame, or the `fragment`s of a longer text; a Foxglove subscription's `messageData`
+/// stamped `stamp_ns`.
 fn frames_of(
     shared: &Shared,
     prepared: &rosbridge::Prepared,
     spelling: &str,
+    encoding: Encoding,
     effective: Effective,
+    stamp_ns: u64,
 ) -> Result<Outgoing, String> {
     let missing = || format!("`{spelling}`: the message was not prepared in this form");
-    let (text, op) = match effective.compression {
+    let compression = match encoding {
+        Encoding::Rosbridge(compression) => compression,
+        Encoding::Foxglove(subscription) => {
+            let payload = foxglove::payload(prepared).ok_or_else(missing)?;
+            let bytes = foxglove::message_data(subscription, stamp_ns, &payload);
+            return Ok(Arc::from([Message::Binary(bytes.into())]));
+        }
+    };
+    let (text, op) = match compression {
         Compression::CborRaw => {
             let cdr = prepared.cdr.as_ref().ok_or_else(missing)?;
             let bytes = outgoing::publish_cbor_raw(spelling, cdr).map_err(|e| e.to_string())?;
@@ -1403,26 +1540,30 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
         if due.is_empty() {
             continue;
         }
-        let compressions: Vec<Compression> =
-            due.iter().map(|(_, e)| e.effective().compression).collect();
-        let Some(prepared) = prepare(shared, &feed.topic, &envelope, &compressions) else {
+        let encodings: Vec<Encoding> = due.iter().map(|(_, e)| e.encoding()).collect();
+        let Some(prepared) = prepare(shared, &feed.topic, &envelope, &encodings) else {
             continue;
         };
-        // Each (spelling, compression, fragment size) written once per message, whatever
-        // the subscribers.
-        type Key = (String, Compression, Option<usize>);
+        let stamp_ns = envelope.header.publish_time.as_nanos();
+        // Each (spelling, encoding, fragment size) written once per message, whatever
+        // the subscribers (the message prepared once for all of them).
+        type Key = (String, Encoding, Option<usize>);
         let mut written: Vec<(Key, Outgoing)> = Vec::new();
         for (client, entry) in due {
             let effective = entry.effective();
-            let key = (
-                entry.spelling.clone(),
-                effective.compression,
-                effective.fragment_size,
-            );
+            let encoding = entry.encoding();
+            let key = (entry.spelling.clone(), encoding, effective.fragment_size);
             let frame = match written.iter().find(|(k, _)| *k == key) {
                 Some((_, frame)) => frame.clone(),
                 None => {
-                    let frame = match frames_of(shared, &prepared, &entry.spelling, effective) {
+                    let frame = match frames_of(
+                        shared,
+                        &prepared,
+                        &entry.spelling,
+                        encoding,
+                        effective,
+                        stamp_ns,
+                    ) {
                         Ok(frame) => frame,
                         Err(error) => {
                             shared.counters.unwritable.increment();

@@ -252,8 +252,17 @@ impl TestRun {
 
 /// Starts the camera (`color_image`), odometry (`odom`), the lidar (`cloud`), a command
 /// sink and the relay with `config` (port 0).
-#[expect(clippy::unwrap_used, reason = "test setup")]
 pub fn start(config: RelayConfig, camera: SyntheticCamera) -> TestRun {
+    start_with(config, camera, |_| {})
+}
+
+/// [`start`] with more modules, added by `more` before the streams are connected.
+#[expect(clippy::unwrap_used, reason = "test setup")]
+pub fn start_with(
+    config: RelayConfig,
+    camera: SyntheticCamera,
+    more: impl FnOnce(&mut Blueprint),
+) -> TestRun {
     let config = config.with_port(0);
     let address = config.address.clone();
     let commands = Arc::new(Mutex::new(Vec::new()));
@@ -282,6 +291,7 @@ pub fn start(config: RelayConfig, camera: SyntheticCamera) -> TestRun {
         },
     );
     blueprint.add("web", WebRelay::new(config));
+    more(&mut blueprint);
     blueprint.autoconnect();
     let run = blueprint.run(RunOptions::default()).unwrap();
     let addr = address

@@ -111,12 +111,7 @@ pub(crate) fn blueprint(count: u32) -> Blueprint {
 }
 
 pub(crate) fn counter(stats: &RunStats, instance: &str, name: &str) -> u64 {
-    stats
-        .instances
-        .iter()
-        .find(|i| i.name == instance)
-        .and_then(|i| i.counters.iter().find(|(k, _)| k == name))
-        .map_or(0, |(_, v)| *v)
+    stats.counter(instance, name)
 }
 
 /// A camera publishing `count` small frames as fast as every millisecond, with sensor QoS
