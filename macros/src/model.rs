@@ -90,7 +90,7 @@ pub(crate) enum FieldDefault {
     /// `default`: the field type's `Default` (the span of the key, for a missing impl).
     TypeDefault(Span),
     /// `default = <expr>`.
-    Expr(syn::Expr),
+    Expr(Box<syn::Expr>),
 }
 
 #[derive(Clone, Copy)]
@@ -289,7 +289,7 @@ fn field_attr(
         match key.as_str() {
             "default" => {
                 let value = if meta.input.peek(syn::Token![=]) {
-                    FieldDefault::Expr(meta.value()?.parse()?)
+                    FieldDefault::Expr(Box::new(meta.value()?.parse()?))
                 } else {
                     FieldDefault::TypeDefault(meta.path.span())
                 };
