@@ -247,6 +247,18 @@ fn every_mistake_of_a_file_at_once() {
 }
 
 #[test]
+fn every_bad_value_of_one_instance_is_reported() {
+    // Serde stops at an instance's first bad value; the loader reads on without it.
+    let text = YAML
+        .replace("fps: 15", "fps: fast")
+        .replace("name: front", "name: [1, 2]");
+    let err = parse(&text, FileFormat::Yaml).unwrap_err();
+    assert!(err.contains("setting `fps` of instance `camera`"), "{err}");
+    assert!(err.contains("setting `name` of instance `camera`"), "{err}");
+    assert_eq!(err.matches("of instance `camera`").count(), 2, "{err}");
+}
+
+#[test]
 fn yaml_words_are_read_as_written() {
     // YAML 1.1 reads `off` as a boolean; a setting that takes the word gets the word.
     let text = YAML.replace("compression: auto", "compression: off");

@@ -671,40 +671,74 @@ fn unknown_field(registration: &ModuleRegistration, key: &str) -> String {
     )
 }
 
-/// The module, through its registered deserializer; a bad value is reported on its key.
+/// The module, through its registered deserializer; a bad value is reported on its key,
+/// every bad value of the instance: serde stops at the first, so the instance is read
+/// again without each setting found bad until none is left.
 fn read_module(
     problems: &mut Problems<'_>,
     entry: &Entry,
     fields: &[&Entry],
     tag: &str,
 ) -> Option<Box<dyn ModuleConfig>> {
+    let mut bad: Vec<String> = Vec::new();
+    loop {
+        let (field, message) = match read_module_once(problems.text, fields, tag, &bad) {
+            Ok(module) if bad.is_empty() => return Some(module),
+            Ok(_) => return None,
+            Err(found) => found,
+        };
+        match field {
+            // A setting left out above is then missing: it was reported as bad already.
+            None if !bad.is_empty() => return None,
+            None => {
+                problems.at(
+                    entry.key_place(),
+                    format!("setting of instance `{}`: {message}", entry.key()),
+                );
+                return None;
+            }
+            Some(field) => {
+                let place = fields
+                    .iter()
+                    .find(|f| f.key() == field)
+                    .map_or_else(|| entry.key_place(), |f| f.key_place());
+                problems.at(
+                    place,
+                    format!("setting `{field}` of instance `{}`: {message}", entry.key()),
+                );
+                if bad.contains(&field) {
+                    return None;
+                }
+                bad.push(field);
+            }
+        }
+    }
+}
+
+/// One read of the module from `fields`, those named in `skip` left out; on an error,
+/// the setting it is about (if serde's path names one) and what is wrong.
+fn read_module_once(
+    text: &str,
+    fields: &[&Entry],
+    tag: &str,
+    skip: &[String],
+) -> Result<Box<dyn ModuleConfig>, (Option<String>, String)> {
     // `type` first, so the module's fields are read as they come and the path of a
     // mistake names its field.
     let pairs: Vec<(String, Value)> = std::iter::once(("type".to_owned(), Value::from(tag)))
         .chain(
             fields
                 .iter()
-                .map(|f| (f.key().to_owned(), Node::to_value(&f.value, problems.text))),
+                .filter(|f| !skip.iter().any(|s| s == f.key()))
+                .map(|f| (f.key().to_owned(), Node::to_value(&f.value, text))),
         )
         .collect();
     let deserializer = de::value::MapDeserializer::<_, serde_json::Error>::new(pairs.into_iter());
-    match serde_path_to_error::deserialize::<_, Box<dyn ModuleConfig>>(deserializer) {
-        Ok(module) => Some(module),
-        Err(e) => {
-            let field = e.path().iter().find_map(|segment| match segment {
-                serde_path_to_error::Segment::Map { key } => Some(key.clone()),
-                _ => None,
-            });
-            let place = field
-                .as_deref()
-                .and_then(|k| fields.iter().find(|f| f.key() == k))
-                .map_or_else(|| entry.key_place(), |f| f.key_place());
-            let what = field.map_or_else(String::new, |k| format!(" `{k}`"));
-            problems.at(
-                place,
-                format!("setting{what} of instance `{}`: {}", entry.key(), e.inner()),
-            );
-            None
-        }
-    }
+    serde_path_to_error::deserialize::<_, Box<dyn ModuleConfig>>(deserializer).map_err(|e| {
+        let field = e.path().iter().find_map(|segment| match segment {
+            serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+            _ => None,
+        });
+        (field, e.inner().to_string())
+    })
 }
