@@ -810,9 +810,9 @@ pub(crate) fn echo(
     Ok(())
 }
 
-/// Every stream of a plan, its encoded forms included: its message type, the ports (and
-/// encode nodes) that produce it and the input ports that consume it, with where each
-/// runs; `nobody` where no one does (a tap still can).
+/// Every stream of a plan, its encoded forms included: its message type, the output
+/// ports and encode nodes that produce it and the input ports and decode nodes that
+/// consume it, with where each runs; `nobody` where no one does (a tap still can).
 fn stream_table(summary: &streamwire_graph::PlanSummary) -> String {
     use std::collections::BTreeMap;
     #[derive(Default)]
