@@ -82,6 +82,8 @@ pub(crate) struct PingState {
     lost: u64,
     phase_started: Option<Instant>,
     burst_started: Option<Instant>,
+    /// This phase's burst got no ack at all once and was sent again.
+    burst_repeated: bool,
 }
 
 /// Sends one ping at a time and records the round trip of its echo.
@@ -132,6 +134,7 @@ impl Pinger {
         self.state.in_flight = None;
         self.state.phase_started = None;
         self.state.burst_started = None;
+        self.state.burst_repeated = false;
     }
 
     fn advance(&mut self, cx: &mut Context<'_>) -> NodeResult {
@@ -180,6 +183,18 @@ impl Pinger {
                     let acks = self.job.acks.load(Ordering::SeqCst);
                     let last = *self.job.last_ack.lock();
                     let stalled = last.unwrap_or(burst_started).elapsed() > THROUGHPUT_STALL;
+                    if acks == 0 && stalled && !self.state.burst_repeated {
+                        // Not one ack: the whole burst was lost, as when a TLS link is
+                        // set up again under it. Sent once more, and said; a second
+                        // loss is the result.
+                        tracing::warn!(
+                            size = phase.size,
+                            "no ack of the throughput burst within {THROUGHPUT_STALL:?}: sent once more"
+                        );
+                        self.state.burst_repeated = true;
+                        self.state.burst_started = None;
+                        continue;
+                    }
                     if acks >= phase.samples as u64 || stalled {
                         let elapsed = last.map_or(Duration::ZERO, |l| l - burst_started);
                         self.finish_phase(PhaseResult::throughput(phase, acks, elapsed));
