@@ -39,6 +39,29 @@ pub(crate) enum ShapeError {
     },
 }
 
+impl ShapeError {
+    /// The errors of reading `field` of `def`: a reader's failure, and a type the relay
+    /// cannot read.
+    fn makers<'d>(
+        def: &'d MsgDef,
+        field: &'d Field,
+    ) -> (
+        impl Fn(CdrError) -> ShapeError + Copy + 'd,
+        impl Fn() -> ShapeError + Copy + 'd,
+    ) {
+        (
+            move |source| ShapeError::Cdr {
+                ros_type: def.name.clone(),
+                source,
+            },
+            move || ShapeError::Unreadable {
+                ros_type: def.name.clone(),
+                field: field.name.clone(),
+            },
+        )
+    }
+}
+
 /// Reads `cdr` (encapsulation header included) as the schema's root type.
 pub(crate) fn from_cdr(schema: &RosSchema, cdr: Bytes) -> Result<Value, ShapeError> {
     let cdr_error = |source| ShapeError::Cdr {
@@ -64,14 +87,7 @@ fn field(
     field: &Field,
     r: &mut CdrReader,
 ) -> Result<Value, ShapeError> {
-    let cdr_error = |source| ShapeError::Cdr {
-        ros_type: def.name.clone(),
-        source,
-    };
-    let unreadable = || ShapeError::Unreadable {
-        ros_type: def.name.clone(),
-        field: field.name.clone(),
-    };
+    let (cdr_error, unreadable) = ShapeError::makers(def, field);
     let is_sequence = matches!(field.ty.repeat, Repeat::Bounded(_) | Repeat::Sequence);
     if is_sequence && matches!(field.ty.base, BaseType::Primitive("uint8" | "char")) {
         // Pixels and points: a slice of the buffer read, no copy.
@@ -125,14 +141,7 @@ fn single(
     field: &Field,
     r: &mut CdrReader,
 ) -> Result<Value, ShapeError> {
-    let cdr_error = |source| ShapeError::Cdr {
-        ros_type: def.name.clone(),
-        source,
-    };
-    let unreadable = || ShapeError::Unreadable {
-        ros_type: def.name.clone(),
-        field: field.name.clone(),
-    };
+    let (cdr_error, unreadable) = ShapeError::makers(def, field);
     let what = "field";
     let value = match &field.ty.base {
         BaseType::String(_) => {
