@@ -76,6 +76,21 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
             cx.syn_error(e);
         }
     }
+    for (index, field) in bytes_fields_without_with(input) {
+        let name = field
+            .ident
+            .as_ref()
+            .map_or_else(|| format!("field {index}"), |i| format!("`{i}`"));
+        cx.error_spanned_by(
+            &field.ty,
+            format!(
+                "{name} is a `Bytes` field without `#[serde(with = \"streamwire::blob\")]`: \
+                 write that attribute on it, so that a large buffer travels beside the message \
+                 in a wire frame and is read where it arrives instead of being copied in and \
+                 out (or give it a `with` of your own, to say it is inline on purpose)"
+            ),
+        );
+    }
     if !input.generics.params.is_empty() {
         cx.error_spanned_by(
             &input.generics,
@@ -163,6 +178,52 @@ fn byte_fields(input: &DeriveInput) -> Vec<syn::Member> {
             None => syn::Member::Unnamed(index.into()),
         })
         .collect()
+}
+
+/// The fields of type `Bytes` with no `#[serde(with | serialize_with | skip...)]`: a
+/// message's large buffers are `Bytes`, and each travels as a blob unless its author says
+/// otherwise.
+fn bytes_fields_without_with(input: &DeriveInput) -> Vec<(usize, &syn::Field)> {
+    let syn::Data::Struct(data) = &input.data else {
+        return Vec::new();
+    };
+    data.fields
+        .iter()
+        .enumerate()
+        .filter(|(_, field)| is_bytes(&field.ty) && !has_serde_with(field))
+        .collect()
+}
+
+fn is_bytes(ty: &syn::Type) -> bool {
+    let syn::Type::Path(path) = ty else {
+        return false;
+    };
+    path.path
+        .segments
+        .last()
+        .is_some_and(|last| last.ident == "Bytes" && last.arguments.is_none())
+}
+
+/// Whether a field says how serde handles it (`with`, `serialize_with`, a `skip`).
+fn has_serde_with(field: &syn::Field) -> bool {
+    let mut found = false;
+    for attr in field.attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        // Only the keys matter; a malformed attribute is serde_derive's to report.
+        let _ = attr.parse_nested_meta(|meta| {
+            let key = meta.path.get_ident().map(ToString::to_string);
+            if matches!(
+                key.as_deref(),
+                Some("with" | "serialize_with" | "skip" | "skip_serializing")
+            ) {
+                found = true;
+            }
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            }
+            Ok(())
+        });
+    }
+    found
 }
 
 /// `Bytes` (any path ending in it) or `Vec<u8>`.

@@ -26,6 +26,7 @@
 //!   message (separate from a message's own sensor stamp).
 
 mod bind;
+pub mod blob;
 pub mod codec;
 mod header;
 pub mod log;

@@ -37,7 +37,8 @@ pub(crate) struct Payload {
     pub(crate) seq: u64,
     /// Part of a throughput burst: the echo acknowledges it on `ack` instead of echoing.
     pub(crate) burst: bool,
-    /// The payload.
+    /// The payload: a blob from 3 KiB up, as a camera frame's pixels are.
+    #[serde(with = "streamwire_core::blob")]
     pub(crate) data: Bytes,
 }
 

@@ -253,6 +253,7 @@ pub struct PointCloud {
     row_step: u32,
     is_bigendian: bool,
     is_dense: bool,
+    #[serde(with = "streamwire_core::blob")]
     data: Bytes,
     stamp: Timestamp,
     frame_id: Arc<str>,
@@ -268,6 +269,7 @@ struct PointCloudRepr {
     row_step: u32,
     is_bigendian: bool,
     is_dense: bool,
+    #[serde(with = "streamwire_core::blob")]
     data: Bytes,
     stamp: Timestamp,
     frame_id: Arc<str>,

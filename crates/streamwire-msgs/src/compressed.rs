@@ -40,6 +40,7 @@ use crate::{DepthEncoding, ImageEncoding};
 #[serde(try_from = "CompressedImageRepr")]
 pub struct CompressedImage {
     format: Arc<str>,
+    #[serde(with = "streamwire_core::blob")]
     data: Bytes,
     stamp: Timestamp,
     frame_id: Arc<str>,
@@ -51,6 +52,7 @@ pub struct CompressedImage {
 #[derive(Deserialize)]
 struct CompressedImageRepr {
     format: Arc<str>,
+    #[serde(with = "streamwire_core::blob")]
     data: Bytes,
     stamp: Timestamp,
     frame_id: Arc<str>,

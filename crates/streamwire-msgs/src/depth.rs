@@ -93,6 +93,7 @@ pub struct DepthImage {
     height: u32,
     encoding: DepthEncoding,
     step: u32,
+    #[serde(with = "streamwire_core::blob")]
     data: Bytes,
     stamp: Timestamp,
     frame_id: Arc<str>,
@@ -105,6 +106,7 @@ struct DepthImageRepr {
     height: u32,
     encoding: DepthEncoding,
     step: u32,
+    #[serde(with = "streamwire_core::blob")]
     data: Bytes,
     stamp: Timestamp,
     frame_id: Arc<str>,

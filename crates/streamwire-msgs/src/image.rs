@@ -128,6 +128,7 @@ pub struct Image {
     height: u32,
     encoding: ImageEncoding,
     step: u32,
+    #[serde(with = "streamwire_core::blob")]
     data: Bytes,
     stamp: Timestamp,
     frame_id: Arc<str>,
@@ -141,6 +142,7 @@ struct ImageRepr {
     height: u32,
     encoding: ImageEncoding,
     step: u32,
+    #[serde(with = "streamwire_core::blob")]
     data: Bytes,
     stamp: Timestamp,
     frame_id: Arc<str>,

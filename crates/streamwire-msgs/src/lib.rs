@@ -86,6 +86,7 @@
 //! #[message(name = "acme/Scan")]
 //! pub struct Scan {
 //!     pub stamp: Timestamp,
+//!     #[serde(with = "streamwire::blob")]
 //!     pub ranges_mm: Bytes,
 //! }
 //!
@@ -95,6 +96,7 @@
 //! pub struct ScanZstd {
 //!     pub stamp: Timestamp,
 //!     pub len: u32,
+//!     #[serde(with = "streamwire::blob")]
 //!     pub data: Bytes,
 //! }
 //!

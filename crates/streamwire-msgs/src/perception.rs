@@ -208,6 +208,7 @@ pub struct OccupancyGrid {
     origin: (f64, f64),
     width: u32,
     height: u32,
+    #[serde(with = "streamwire_core::blob")]
     cells: Bytes,
 }
 
@@ -219,6 +220,7 @@ struct GridRepr {
     origin: (f64, f64),
     width: u32,
     height: u32,
+    #[serde(with = "streamwire_core::blob")]
     cells: Bytes,
 }
 
