@@ -466,6 +466,16 @@ fn refusal(board: &Board, request: &JoinRequest) -> Option<String> {
             request.version,
             protocol::VERSION
         ))
+    } else if let Some(missing) = streamwire_transport::FORMAT_VERSIONS
+        .iter()
+        .find(|v| !request.frame_versions.contains(v))
+    {
+        Some(format!(
+            "the worker reads wire frame {} and the run's processes send version {missing} \
+             (this build reads and writes {}): start both from the same build",
+            versions(&request.frame_versions),
+            versions(&streamwire_transport::FORMAT_VERSIONS)
+        ))
     } else if !board.expected.contains(&request.process) {
         Some(format!(
             "the coordinator's plan has no process `{}` (its processes: {})",
@@ -486,6 +496,13 @@ fn refusal(board: &Board, request: &JoinRequest) -> Option<String> {
     } else {
         None
     }
+}
+
+/// `version 1`, `versions 1, 2`.
+fn versions(versions: &[u16]) -> String {
+    let list: Vec<String> = versions.iter().map(ToString::to_string).collect();
+    let plural = if list.len() == 1 { "" } else { "s" };
+    format!("version{plural} {}", list.join(", "))
 }
 
 /// A joined worker's state (ready, counters), answered with the run's (go, stop).
@@ -608,7 +625,31 @@ mod tests {
             plan_hash: plan_hash.to_owned(),
             pid: 7,
             shared_memory: false,
+            frame_versions: streamwire_transport::FORMAT_VERSIONS.to_vec(),
         }
+    }
+
+    #[test]
+    fn a_worker_that_reads_only_frame_version_one_is_refused_naming_both_versions() {
+        let mut request = join(protocol::VERSION, "laptop/ui", "00000000000000aa");
+        request.frame_versions = vec![1];
+        assert_eq!(
+            refusal(&board(), &request).as_deref(),
+            Some(
+                "the worker reads wire frame version 1 and the run's processes send version 2 \
+                 (this build reads and writes versions 1, 2): start both from the same build"
+            )
+        );
+        // A worker of this protocol that does not say which versions it reads reads 1.
+        let silent =
+            r#"{"version":3,"process":"laptop/ui","plan_hash":"00000000000000aa","pid":7}"#;
+        let request: JoinRequest = serde_json::from_str(silent).unwrap();
+        assert_eq!(request.frame_versions, [1]);
+        assert!(
+            refusal(&board(), &request)
+                .unwrap()
+                .contains("frame version 1 ")
+        );
     }
 
     #[test]

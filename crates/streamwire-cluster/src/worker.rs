@@ -268,6 +268,7 @@ impl Worker<'_> {
             plan_hash: self.hash.to_owned(),
             pid: std::process::id(),
             shared_memory: self.base.shared_memory(),
+            frame_versions: streamwire_transport::FORMAT_VERSIONS.to_vec(),
         };
         let began = Instant::now();
         let reply: JoinReply = loop {

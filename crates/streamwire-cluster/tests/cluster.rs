@@ -31,7 +31,7 @@ use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, Supervision, W
 use streamwire_macros::Module;
 use streamwire_msgs::{Image, ImageEncoding};
 use streamwire_runtime::{CodecRole, EndReason, RunReport, WireDirection};
-use streamwire_transport::Transport;
+use streamwire_transport::{FrameBytes, Transport};
 use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 use zenoh::Wait;
 
@@ -543,14 +543,14 @@ fn send_large(
         .subscribe(
             key,
             keep_all,
-            Arc::new(move |frame: Bytes| sink.lock().push(frame)),
+            Arc::new(move |frame: FrameBytes| sink.lock().push(frame.to_bytes())),
         )
         .unwrap();
     assert!(until(|| publisher.is_matched()), "never matched");
     let mut sent = 0;
     while sent < limit && b.shared_memory_stats().received_shared < shared {
         let payload = Bytes::from(vec![sent as u8; 1_000_000]);
-        publisher.put(&mut |_| Ok(payload.clone())).unwrap();
+        publisher.put(&mut |_| Ok(payload.clone().into())).unwrap();
         sent += 1;
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -588,6 +588,8 @@ fn shm_pair_main() -> ! {
         stats.received_shared >= 5,
         "not through shared memory: {stats:?}"
     );
+    // Read where zenoh put it: the last frame's bytes lie in a mapped segment.
+    assert!(streamwire_zenoh::in_shared_memory(frames.last().unwrap()));
     assert_eq!(a.shared_memory_gaps(), Vec::new());
     assert_eq!(b.shared_memory_gaps(), Vec::new());
     a.close();
@@ -950,7 +952,7 @@ fn forge(session: &ZenohTransport, hash: &str) -> Vec<(&'static str, Option<Stri
         for claim in &claims {
             session
                 .session()
-                .put(&key, frame.to_vec())
+                .put(&key, frame.to_bytes().to_vec())
                 .source_info(claim.clone())
                 .wait()
                 .unwrap();

@@ -12,7 +12,7 @@ use std::sync::mpsc::Sender;
 use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{DropReason, Envelope, InputBinding, Qos};
 use streamwire_transport::{
-    FrameError, Publisher, Rejection, SequenceTracker, Step, Subscription, Transport,
+    FrameBytes, FrameError, Publisher, Rejection, SequenceTracker, Step, Subscription, Transport,
     TransportError, WireFrame,
 };
 
@@ -108,6 +108,8 @@ pub(crate) struct IngressCounters {
     /// still on the wire.
     ended: AtomicBool,
     rejected: [AtomicU64; Rejection::ALL.len()],
+    /// Blobs copied once because they arrived spread over several slices.
+    blob_copies: AtomicU64,
     /// A version mismatch is logged once per ingress, with both versions.
     incompatible_logged: AtomicBool,
     /// Refused frames: each counted, logged once per burst.
@@ -164,7 +166,7 @@ impl Ingress {
             let counters = counters.clone();
             let hub = hub.clone();
             let key = key.to_owned();
-            Arc::new(move |bytes: bytes::Bytes| {
+            Arc::new(move |bytes: FrameBytes| {
                 let frame = match WireFrame::parse(bytes) {
                     Ok(frame) => frame,
                     Err(error) => return counters.reject(&key, &error),
@@ -200,6 +202,10 @@ impl Ingress {
                 }
                 match frame.decode_message(&accepted) {
                     Ok(message) => {
+                        let copies = frame.blob_copies();
+                        if copies > 0 {
+                            counters.blob_copies.fetch_add(copies, Ordering::Relaxed);
+                        }
                         hub.forward(Envelope {
                             header: frame.head.header(),
                             message: Arc::from(message),
@@ -250,6 +256,7 @@ impl Ingress {
                 .zip(&c.rejected)
                 .map(|(k, n)| (k.name().to_owned(), n.load(Ordering::Relaxed)))
                 .collect(),
+            blob_copies: c.blob_copies.load(Ordering::Relaxed),
         }
     }
 }
@@ -305,6 +312,7 @@ impl SenderRecord {
                     (k.name().to_owned(), n)
                 })
                 .collect(),
+            blob_copies: 0,
         }
     }
 }
@@ -334,7 +342,7 @@ impl SenderWorker {
         let failures = BurstLog::default();
         // The frame that closes the link: a stop frame when the run stops, an
         // end-of-stream frame when the producer finished, none once the transport closed.
-        let mut last: Option<fn(u64) -> Result<bytes::Bytes, FrameError>> = None;
+        let mut last: Option<fn(u64) -> Result<FrameBytes, FrameError>> = None;
         loop {
             let since = self.signal.count();
             if self.shared.is_stopping() {
@@ -394,7 +402,7 @@ impl SenderWorker {
 
     /// Puts an end-of-stream or stop frame, numbered after the last frame sent. Put while
     /// nobody subscribes, it is no message not sent: taken out of the unmatched count.
-    fn put_control(&self, frame: fn(u64) -> Result<bytes::Bytes, FrameError>) {
+    fn put_control(&self, frame: fn(u64) -> Result<FrameBytes, FrameError>) {
         let before = self.publisher.counters().unmatched;
         let mut frame = frame;
         let result = self.publisher.put(&mut frame);

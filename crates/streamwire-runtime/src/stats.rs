@@ -85,6 +85,11 @@ pub struct WireStats {
     /// undecodable), in `Rejection::ALL` order. Sending: messages that failed to serialize,
     /// under `undecodable`.
     pub rejected: Vec<(String, u64)>,
+    /// Receiving: blobs (an image's pixels) that arrived spread over several slices (a
+    /// large frame reassembled from TCP fragments) and were copied once into one buffer;
+    /// every other blob was read where it arrived. Sending: 0.
+    #[serde(default)]
+    pub blob_copies: u64,
 }
 
 impl WireStats {
@@ -872,6 +877,19 @@ impl RunStats {
             ],
             &rows,
         );
+        let copies: Vec<String> = self
+            .wire
+            .iter()
+            .filter(|w| w.blob_copies > 0)
+            .map(|w| format!("{} {} {}", w.partition, w.key, w.blob_copies))
+            .collect();
+        if !copies.is_empty() {
+            let _ = writeln!(
+                out,
+                "blobs copied once (spread over several received slices): {}",
+                copies.join(", ")
+            );
+        }
     }
 }
 
@@ -992,6 +1010,7 @@ mod tests {
                 unprocessed_at_stop: n + 6,
                 in_flight_at_stop: n + 7,
                 rejected: vec![("garbage".to_owned(), n)],
+                blob_copies: n + 8,
             }],
         }
     }

@@ -320,6 +320,7 @@ fn jpeg_frame(link_seq: u64) -> Bytes {
         "jpeg",
     )
     .unwrap()
+    .to_bytes()
 }
 
 #[test]
@@ -347,7 +348,7 @@ fn hostile_frames_on_the_loopback_are_counted_by_kind_without_large_allocations(
         seq: 1,
         publish_time: Timestamp::from_nanos(1),
     };
-    let wrong_type = WireFrame::encode(&image, header, 1, "").unwrap();
+    let wrong_type = WireFrame::encode(&image, header, 1, "").unwrap().to_bytes();
     let hostile: Vec<Bytes> = vec![
         Bytes::from_static(b"\x00\x01garbage that is no frame at all"),
         good.slice(..good.len() / 2),

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use streamwire_core::{Header, Qos, Timestamp};
 use streamwire_msgs::{Image, ImageEncoding};
 use streamwire_testdata::alloc::{CountingAlloc, allocated_during};
-use streamwire_transport::{Loopback, Transport, WireFrame};
+use streamwire_transport::{FrameBytes, Loopback, Transport, WireFrame};
 
 #[global_allocator]
 static ALLOCATOR: CountingAlloc = CountingAlloc;
@@ -47,7 +47,7 @@ fn main() {
         .subscribe(
             "color_image",
             Qos::DEFAULT,
-            Arc::new(move |frame: Bytes| {
+            Arc::new(move |frame: FrameBytes| {
                 let frame = WireFrame::parse(frame).unwrap();
                 let message = frame.decode_message(&accepted).unwrap();
                 *sink_slot.lock() = message.downcast_ref::<Image>().cloned();
@@ -67,7 +67,7 @@ fn main() {
         let copy = Bytes::copy_from_slice(black_box(image.data()));
         *kept_copy.lock() = Some(black_box(copy));
     };
-    let kept_frame: Mutex<Option<Bytes>> = Mutex::default();
+    let kept_frame: Mutex<Option<FrameBytes>> = Mutex::default();
     let encode = || {
         let frame = WireFrame::encode(&image, header, 1, "").unwrap();
         *kept_frame.lock() = Some(black_box(frame));

@@ -1,11 +1,12 @@
 //! The wire frame: how one message travels between partitions, processes and hosts.
 //!
-//! The layout (specified in RFC.md, "The wire frame", and pinned by a golden snapshot):
+//! Two layouts (specified in RFC.md, "The wire frame", and pinned by golden snapshots).
+//! Version 1, for a message without blobs:
 //!
 //! ```text
 //! offset  size  field
 //! 0       4     magic, the ASCII bytes "SWFR"
-//! 4       2     format version, u16 little-endian (FORMAT_VERSION)
+//! 4       2     format version, u16 little-endian: 1
 //! 6       2     flags, u16 little-endian: 0, FLAG_END_OF_STREAM or FLAG_STOP, or
 //!               FLAG_UNSENT on a message frame (a frame with other flags is refused)
 //! 8       4     head length H, u32 little-endian
@@ -15,6 +16,29 @@
 //! 16+H    P     payload: the message's serde form in CBOR (see `payload`)
 //! ```
 //!
+//! Version 2, for a message with blobs (byte fields of at least 3 KiB marked
+//! `streamwire::blob`: an image's pixels, a cloud's points), whose bytes follow the
+//! payload instead of being copied into it:
+//!
+//! ```text
+//! 0       4     magic "SWFR"
+//! 4       2     format version: 2
+//! 6       2     flags, as in version 1
+//! 8       4     head length H
+//! 12      4     payload length P
+//! 16      4     blob count N, at most MAX_BLOBS
+//! 20      4     blob section length B
+//! 24      8N    blob table: per blob, u32 offset and u32 length in the blob section
+//! 24+8N   H     head, as in version 1
+//! ...     P     payload: CBOR, each blob field the unsigned index of its blob
+//! ...     B     blob section: the blobs, each sent as its own zenoh slice
+//! ```
+//!
+//! A blob arrives as the engine delivered it: where it lies in one received slice (zenoh's
+//! shared memory, or one network buffer), the message's field *is* that slice, with no
+//! copy; a blob spread over several slices (a large frame reassembled from TCP fragments)
+//! is copied once into one buffer, and counted ([`WireFrame::blob_copies`]).
+//!
 //! An end-of-stream frame (the producer finished: its consumers' inputs close once
 //! drained) and a stop frame (the sender stopped with the run) have an empty wire name
 //! and codec, schema version 0, header 0, no payload. Both are numbered after the last
@@ -23,26 +47,42 @@
 //!
 //! `FrameHead` in CDR order: `string wire_name; uint32 schema_version; uint64 link_seq;
 //! uint64 seq; uint64 publish_time_ns; string codec` (the codec that produced an encoded
-//! message, empty for a raw one). A frame is exactly `16 + H + P` bytes.
+//! message, empty for a raw one). A frame is exactly as long as its lengths add up to.
 //!
 //! Reading checks, in order and before allocating anything of a declared size: the length
 //! of the fixed part, the magic, the version (another version is *incompatible*, and says
-//! both), the flags, that `H` and `P` fit in the bytes received, the CDR head, the message
-//! type expected on the link, its schema version, and only then the payload, which the
-//! message type's own validation reads from borrowed bytes.
+//! both), the flags, that the lengths fit in the bytes received, the blob table (every
+//! blob inside the blob section, none overlapping another), the CDR head, the message type
+//! expected on the link, its schema version, and only then the payload, which the message
+//! type's own validation reads from borrowed bytes; a blob index past the table, a blob
+//! read twice, or a blob no field reads is *undecodable*.
+
+use std::cell::RefCell;
+use std::rc::Rc;
 
 use byteorder::{ByteOrder, LittleEndian};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use streamwire_core::blob::{self, BlobSource};
 use streamwire_core::{AnyMessage, Header, Timestamp};
 
+use crate::parts::FrameBytes;
 use crate::payload::{self, PayloadError};
 
 /// The first four bytes of every frame.
 pub const MAGIC: [u8; 4] = *b"SWFR";
 
-/// The frame format this build writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+/// The newest frame format this build writes (for a message with blobs) and reads.
+pub const FORMAT_VERSION: u16 = 2;
+
+/// Every frame format this build reads: a worker says them when it joins a run.
+pub const FORMAT_VERSIONS: [u16; 2] = [1, 2];
+
+/// The format of a frame without blobs (a control frame, a message of small fields).
+const VERSION_INLINE: u16 = 1;
+
+/// The most blobs one frame may carry: messages have a few large fields, not many.
+pub const MAX_BLOBS: usize = 64;
 
 /// The flag of an end-of-stream frame.
 pub const FLAG_END_OF_STREAM: u16 = 0x0001;
@@ -56,8 +96,14 @@ pub const FLAG_STOP: u16 = 0x0002;
 /// delivered after all. Never sent by a publisher.
 pub const FLAG_UNSENT: u16 = 0x0004;
 
-/// Bytes before the head.
+/// Bytes before the head in version 1.
 pub const FIXED_LEN: usize = 16;
+
+/// Bytes before the blob table in version 2.
+pub const FIXED_LEN_V2: usize = 24;
+
+/// Bytes of one entry of the blob table: offset and length, u32 little-endian each.
+const BLOB_ENTRY_LEN: usize = 8;
 
 /// The CDR encapsulation header: plain CDR, little-endian (as DDS and ROS 2 write it).
 const CDR_LE: [u8; 4] = [0x00, 0x01, 0x00, 0x00];
@@ -92,10 +138,21 @@ impl FrameHead {
     }
 }
 
+/// One blob of a version 2 frame: where it lies in the blob section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlobEntry {
+    /// Bytes from the start of the blob section.
+    pub offset: u32,
+    /// Its length.
+    pub len: u32,
+}
+
 /// A frame read back: its head and its payload (a slice of the received bytes, not a
-/// copy).
+/// copy), and in version 2 its blobs (slices of the received bytes too).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WireFrame {
+    /// The frame's format version (1 or 2).
+    pub version: u16,
     /// The producer's stream ended: no message, its consumers' inputs close.
     pub end_of_stream: bool,
     /// The sender stopped with the run: no message, and none after it.
@@ -107,6 +164,10 @@ pub struct WireFrame {
     pub head: FrameHead,
     /// The message's CBOR bytes.
     pub payload: Bytes,
+    /// Version 2: the blob table, checked (every blob inside the section, no overlap).
+    pub blobs: Vec<BlobEntry>,
+    /// Version 2: the blob section as received (empty in version 1).
+    pub blob_section: FrameBytes,
 }
 
 /// Why a frame was refused, by kind: what the runtime counts per link.
@@ -174,7 +235,8 @@ pub enum FrameError {
     },
     /// A frame of another format version.
     #[error(
-        "incompatible frame format: version {theirs} received, this build reads version {ours}"
+        "incompatible frame format: version {theirs} received, this build reads versions 1 \
+         to {ours}"
     )]
     Version {
         /// The sender's.
@@ -220,6 +282,11 @@ pub enum FrameError {
     /// A head or payload too large for the frame's length fields.
     #[error("frame part too large: {0} bytes")]
     TooLarge(usize),
+    /// A version 2 frame's blobs do not add up: a table entry past the blob section or
+    /// overlapping another, too many blobs, an index past the table, a blob read twice or
+    /// by no field.
+    #[error("blobs: {0}")]
+    Blobs(String),
 }
 
 impl FrameError {
@@ -234,21 +301,22 @@ impl FrameError {
             | FrameError::TooLarge(_) => Rejection::Garbage,
             FrameError::Version { .. } | FrameError::Schema { .. } => Rejection::Incompatible,
             FrameError::WrongType { .. } => Rejection::WrongType,
-            FrameError::Payload(_) => Rejection::Undecodable,
+            FrameError::Payload(_) | FrameError::Blobs(_) => Rejection::Undecodable,
         }
     }
 }
 
 impl WireFrame {
     /// Writes the frame of `message` with `header`, numbered `link_seq`, made by `codec`
-    /// (empty for raw). The message is serialized straight into the frame's buffer: one
-    /// copy of its payload, none after (the buffer becomes the `Bytes`).
+    /// (empty for raw). The message is serialized straight into the frame's first part;
+    /// its blobs become the frame's further parts as they are (no copy), and a message
+    /// without blobs is one part of version 1.
     pub fn encode(
         message: &dyn AnyMessage,
         header: Header,
         link_seq: u64,
         codec: &str,
-    ) -> Result<Bytes, FrameError> {
+    ) -> Result<FrameBytes, FrameError> {
         let head = FrameHead {
             wire_name: message.type_name().to_owned(),
             schema_version: message.schema_version(),
@@ -258,18 +326,34 @@ impl WireFrame {
             codec: codec.to_owned(),
         };
         let head_bytes = encode_head(&head)?;
-        let buffer = fixed_and_head(&head_bytes, 0)?;
-        let payload_start = buffer.len();
-        let mut buffer = payload::encode_into(message, buffer)?;
-        let payload_len = buffer.len() - payload_start;
-        let payload_len32 =
-            u32::try_from(payload_len).map_err(|_| FrameError::TooLarge(payload_len))?;
-        LittleEndian::write_u32(&mut buffer[12..16], payload_len32);
-        Ok(Bytes::from(buffer))
+        // Measured first (nothing copied) so that the fixed part, the blob table and the
+        // buffer's one allocation are known before any byte of the payload is written.
+        let (payload_len, blobs) = payload::measure_with_blobs(message)?;
+        let table = blob_table(&blobs)?;
+        let fixed = Fixed {
+            flags: 0,
+            head_len: head_bytes.len(),
+            payload_len,
+            blobs: &table,
+        };
+        let mut buffer = fixed.write(payload_len)?;
+        buffer.extend_from_slice(&head_bytes);
+        let before = buffer.len();
+        let (buffer, written) = payload::write_with_blobs(message, buffer)?;
+        if buffer.len() - before != payload_len || written.len() != blobs.len() {
+            return Err(FrameError::Payload(PayloadError::new(format!(
+                "{} serialized differently twice",
+                message.type_name()
+            ))));
+        }
+        let mut parts = Vec::with_capacity(1 + written.len());
+        parts.push(Bytes::from(buffer));
+        parts.extend(written);
+        Ok(FrameBytes::from_parts(parts))
     }
 
     /// The frame that ends a stream, numbered `link_seq`.
-    pub fn end_of_stream(link_seq: u64) -> Result<Bytes, FrameError> {
+    pub fn end_of_stream(link_seq: u64) -> Result<FrameBytes, FrameError> {
         control_frame(link_seq, FLAG_END_OF_STREAM)
     }
 
@@ -283,19 +367,19 @@ impl WireFrame {
     /// assert_eq!(frame.head.link_seq, 7);
     /// # Ok::<(), streamwire_transport::FrameError>(())
     /// ```
-    pub fn stop(link_seq: u64) -> Result<Bytes, FrameError> {
+    pub fn stop(link_seq: u64) -> Result<FrameBytes, FrameError> {
         control_frame(link_seq, FLAG_STOP)
     }
 
     /// Sets [`FLAG_UNSENT`] on a message frame in `frame` (a late joiner's transport, on
-    /// its own copy of a frame from the publisher's history). Anything that is not a
-    /// message frame of this format is left as it is, for reading to judge.
+    /// its own copy of a frame's first bytes from the publisher's history). Anything that
+    /// is not a message frame of a known format is left as it is, for reading to judge.
     ///
     /// ```
     /// # use streamwire_transport::WireFrame;
-    /// let mut stop = WireFrame::stop(7)?.to_vec();
+    /// let mut stop = WireFrame::stop(7)?.to_bytes().to_vec();
     /// WireFrame::mark_unsent(&mut stop);
-    /// assert!(!WireFrame::parse(stop.into())?.unsent);
+    /// assert!(!WireFrame::parse(stop)?.unsent);
     /// # Ok::<(), streamwire_transport::FrameError>(())
     /// ```
     pub fn mark_unsent(frame: &mut [u8]) {
@@ -308,73 +392,71 @@ impl WireFrame {
         }
     }
 
-    /// Reads the fixed part and the head of `frame`, checking every declared length
-    /// against the bytes received; the payload stays a slice of `frame`.
-    pub fn parse(frame: Bytes) -> Result<WireFrame, FrameError> {
+    /// `frame` with [`FLAG_UNSENT`] set ([`mark_unsent`](WireFrame::mark_unsent)): its
+    /// first part is copied to be marked, its blobs are not.
+    pub fn marked_unsent(frame: &FrameBytes) -> FrameBytes {
+        let mut parts = frame.parts().to_vec();
+        if let Some(first) = parts.first_mut() {
+            let mut marked = first.to_vec();
+            WireFrame::mark_unsent(&mut marked);
+            *first = Bytes::from(marked);
+        }
+        FrameBytes::from_parts(parts)
+    }
+
+    /// Reads the fixed part, the blob table and the head of `frame`, checking every
+    /// declared length against the bytes received; the payload and the blobs stay slices
+    /// of `frame`.
+    pub fn parse(frame: impl Into<FrameBytes>) -> Result<WireFrame, FrameError> {
+        let frame = frame.into();
         let got = frame.len() as u64;
-        if frame.len() < FIXED_LEN {
+        let Some(start) = frame.prefix(FIXED_LEN) else {
             // Too short even for the magic: say so as garbage if what is there is not ours.
-            if frame.len() < MAGIC.len() || frame[..MAGIC.len()] != MAGIC {
+            let start = frame.to_bytes();
+            if start.len() < MAGIC.len() || start[..MAGIC.len()] != MAGIC {
                 return Err(FrameError::BadMagic {
-                    found: frame[..frame.len().min(MAGIC.len())].to_vec(),
+                    found: start[..start.len().min(MAGIC.len())].to_vec(),
                 });
             }
             return Err(FrameError::Truncated {
                 needed: FIXED_LEN as u64,
                 got,
             });
-        }
-        if frame[..4] != MAGIC {
+        };
+        if start[..4] != MAGIC {
             return Err(FrameError::BadMagic {
-                found: frame[..4].to_vec(),
+                found: start[..4].to_vec(),
             });
         }
-        let version = LittleEndian::read_u16(&frame[4..6]);
-        if version != FORMAT_VERSION {
-            return Err(FrameError::Version {
-                theirs: version,
+        let version = LittleEndian::read_u16(&start[4..6]);
+        let flags = LittleEndian::read_u16(&start[6..8]);
+        match version {
+            VERSION_INLINE => parse_inline(frame.to_bytes(), flags),
+            FORMAT_VERSION => parse_with_blobs(&frame, flags),
+            theirs => Err(FrameError::Version {
+                theirs,
                 ours: FORMAT_VERSION,
-            });
+            }),
         }
-        let flags = LittleEndian::read_u16(&frame[6..8]);
-        let control = flags & (FLAG_END_OF_STREAM | FLAG_STOP);
-        if flags & !(FLAG_END_OF_STREAM | FLAG_STOP | FLAG_UNSENT) != 0
-            || control == FLAG_END_OF_STREAM | FLAG_STOP
-            || (control != 0 && flags & FLAG_UNSENT != 0)
-        {
-            return Err(FrameError::Flags(flags));
-        }
-        let head_len = u64::from(LittleEndian::read_u32(&frame[8..12]));
-        let payload_len = u64::from(LittleEndian::read_u32(&frame[12..16]));
-        let declared = FIXED_LEN as u64 + head_len + payload_len;
-        if declared > got {
-            return Err(FrameError::Truncated {
-                needed: declared,
-                got,
-            });
-        }
-        if declared < got {
-            return Err(FrameError::Trailing { declared, got });
-        }
-        // Both fit in `frame`, so both fit in usize.
-        let head_len = usize::try_from(head_len).map_err(|_| FrameError::TooLarge(usize::MAX))?;
-        if head_len > MAX_HEAD_LEN {
-            return Err(FrameError::Head(format!(
-                "{head_len} bytes, more than the {MAX_HEAD_LEN} a head may have"
-            )));
-        }
-        let head = decode_head(&frame[FIXED_LEN..FIXED_LEN + head_len])?;
-        Ok(WireFrame {
-            end_of_stream: flags & FLAG_END_OF_STREAM != 0,
-            stop: flags & FLAG_STOP != 0,
-            unsent: flags & FLAG_UNSENT != 0,
-            head,
-            payload: frame.slice(FIXED_LEN + head_len..),
-        })
+    }
+
+    /// How many of the frame's blobs are spread over several received slices: reading the
+    /// message copies each of them once into one buffer (every other blob is read where
+    /// it was received).
+    pub fn blob_copies(&self) -> u64 {
+        self.blobs
+            .iter()
+            .filter(|b| {
+                !self
+                    .blob_section
+                    .lies_in_one_part(b.offset as usize, b.len as usize)
+            })
+            .count() as u64
     }
 
     /// Reads the message, after checking that its type is one of `accepted` (with their
-    /// schema versions): the frame's payload through the type's own deserialization.
+    /// schema versions): the frame's payload through the type's own deserialization, its
+    /// blob fields from the frame's blobs.
     pub fn decode_message(
         &self,
         accepted: &[(&'static str, u32)],
@@ -399,13 +481,275 @@ impl WireFrame {
                 ours,
             });
         }
-        Ok(payload::decode(&self.head.wire_name, &self.payload)?)
+        self.read_message()
+    }
+
+    /// Reads the message as whatever registered type its head names (a tool that listens
+    /// to any stream), its blob fields from the frame's blobs.
+    pub fn read_message(&self) -> Result<Box<dyn AnyMessage>, FrameError> {
+        if self.blobs.is_empty() {
+            return Ok(payload::decode(&self.head.wire_name, &self.payload)?);
+        }
+        // Owned by the reading context (a thread-local): the table is a few entries, the
+        // section's parts are shared, not copied.
+        let blobs = Rc::new(RefCell::new(FrameBlobs {
+            table: self.blobs.clone(),
+            section: self.blob_section.clone(),
+            taken: vec![false; self.blobs.len()],
+        }));
+        let message = blob::read_with(blobs.clone(), || {
+            payload::decode(&self.head.wire_name, &self.payload)
+        })?;
+        if let Some(unread) = blobs.borrow().taken.iter().position(|taken| !taken) {
+            return Err(FrameError::Blobs(format!(
+                "blob {unread} is read by no field of the `{}`",
+                self.head.wire_name
+            )));
+        }
+        Ok(message)
     }
 }
 
-/// The fixed part (payload length 0, patched once the payload is written) and the head.
+/// The blobs of one frame, handed to a message's blob fields as they are read.
+struct FrameBlobs {
+    table: Vec<BlobEntry>,
+    section: FrameBytes,
+    taken: Vec<bool>,
+}
+
+impl BlobSource for FrameBlobs {
+    fn take(&mut self, index: u64) -> Result<Bytes, String> {
+        let count = self.table.len();
+        let Some(i) = usize::try_from(index).ok().filter(|i| *i < count) else {
+            return Err(format!(
+                "blob index {index} is past the frame's {count} blobs"
+            ));
+        };
+        if std::mem::replace(&mut self.taken[i], true) {
+            return Err(format!("blob {i} is read by two fields"));
+        }
+        let entry = self.table[i];
+        // The table was checked against the section when the frame was parsed.
+        self.section
+            .range(entry.offset as usize, entry.len as usize)
+            .map(|(bytes, _copied)| bytes)
+            .ok_or_else(|| format!("blob {i} lies past the blob section"))
+    }
+}
+
+/// The fixed part of a frame about to be written.
+struct Fixed<'t> {
+    flags: u16,
+    head_len: usize,
+    payload_len: usize,
+    blobs: &'t [BlobEntry],
+}
+
+impl Fixed<'_> {
+    /// The fixed part (and in version 2 the blob table), in a buffer with room for the
+    /// head and `payload_capacity` bytes of payload.
+    fn write(&self, payload_capacity: usize) -> Result<Vec<u8>, FrameError> {
+        let len32 = |n: usize| u32::try_from(n).map_err(|_| FrameError::TooLarge(n));
+        let head_len = len32(self.head_len)?;
+        let payload_len = len32(self.payload_len)?;
+        let table_len = self.blobs.len() * BLOB_ENTRY_LEN;
+        let fixed_len = if self.blobs.is_empty() {
+            FIXED_LEN
+        } else {
+            FIXED_LEN_V2 + table_len
+        };
+        let mut buffer = Vec::with_capacity(fixed_len + self.head_len + payload_capacity);
+        buffer.extend_from_slice(&MAGIC);
+        if self.blobs.is_empty() {
+            buffer.extend_from_slice(&VERSION_INLINE.to_le_bytes());
+        } else {
+            buffer.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        }
+        buffer.extend_from_slice(&self.flags.to_le_bytes());
+        buffer.extend_from_slice(&head_len.to_le_bytes());
+        buffer.extend_from_slice(&payload_len.to_le_bytes());
+        if !self.blobs.is_empty() {
+            let section: u64 = self.blobs.iter().map(|b| u64::from(b.len)).sum();
+            let section = u32::try_from(section).map_err(|_| FrameError::TooLarge(usize::MAX))?;
+            buffer.extend_from_slice(&len32(self.blobs.len())?.to_le_bytes());
+            buffer.extend_from_slice(&section.to_le_bytes());
+            for blob in self.blobs {
+                buffer.extend_from_slice(&blob.offset.to_le_bytes());
+                buffer.extend_from_slice(&blob.len.to_le_bytes());
+            }
+        }
+        Ok(buffer)
+    }
+}
+
+/// The table of `blobs` laid end to end.
+fn blob_table(blobs: &[Bytes]) -> Result<Vec<BlobEntry>, FrameError> {
+    if blobs.len() > MAX_BLOBS {
+        return Err(FrameError::Blobs(format!(
+            "{} blobs, more than the {MAX_BLOBS} a frame may carry",
+            blobs.len()
+        )));
+    }
+    let mut offset = 0u32;
+    blobs
+        .iter()
+        .map(|blob| {
+            let len = u32::try_from(blob.len()).map_err(|_| FrameError::TooLarge(blob.len()))?;
+            let entry = BlobEntry { offset, len };
+            offset = offset
+                .checked_add(len)
+                .ok_or(FrameError::TooLarge(usize::MAX))?;
+            Ok(entry)
+        })
+        .collect()
+}
+
+/// The flags of a frame, checked: known ones, in a combination that means something.
+fn check_flags(flags: u16) -> Result<(), FrameError> {
+    let control = flags & (FLAG_END_OF_STREAM | FLAG_STOP);
+    if flags & !(FLAG_END_OF_STREAM | FLAG_STOP | FLAG_UNSENT) != 0
+        || control == FLAG_END_OF_STREAM | FLAG_STOP
+        || (control != 0 && flags & FLAG_UNSENT != 0)
+    {
+        return Err(FrameError::Flags(flags));
+    }
+    Ok(())
+}
+
+/// Compares what a frame's lengths add up to with what was received.
+fn check_declared(declared: u64, got: u64) -> Result<(), FrameError> {
+    if declared > got {
+        return Err(FrameError::Truncated {
+            needed: declared,
+            got,
+        });
+    }
+    if declared < got {
+        return Err(FrameError::Trailing { declared, got });
+    }
+    Ok(())
+}
+
+fn check_head_len(head_len: usize) -> Result<(), FrameError> {
+    if head_len > MAX_HEAD_LEN {
+        return Err(FrameError::Head(format!(
+            "{head_len} bytes, more than the {MAX_HEAD_LEN} a head may have"
+        )));
+    }
+    Ok(())
+}
+
+/// Version 1: fixed part, head, payload, in one buffer.
+fn parse_inline(frame: Bytes, flags: u16) -> Result<WireFrame, FrameError> {
+    check_flags(flags)?;
+    let got = frame.len() as u64;
+    let head_len = u64::from(LittleEndian::read_u32(&frame[8..12]));
+    let payload_len = u64::from(LittleEndian::read_u32(&frame[12..16]));
+    check_declared(FIXED_LEN as u64 + head_len + payload_len, got)?;
+    // Both fit in `frame`, so both fit in usize.
+    let head_len = usize::try_from(head_len).map_err(|_| FrameError::TooLarge(usize::MAX))?;
+    check_head_len(head_len)?;
+    let head = decode_head(&frame[FIXED_LEN..FIXED_LEN + head_len])?;
+    Ok(WireFrame {
+        version: VERSION_INLINE,
+        end_of_stream: flags & FLAG_END_OF_STREAM != 0,
+        stop: flags & FLAG_STOP != 0,
+        unsent: flags & FLAG_UNSENT != 0,
+        head,
+        payload: frame.slice(FIXED_LEN + head_len..),
+        blobs: Vec::new(),
+        blob_section: FrameBytes::default(),
+    })
+}
+
+/// Version 2: fixed part, blob table, head, payload, then the blob section, in as many
+/// parts as were received.
+fn parse_with_blobs(frame: &FrameBytes, flags: u16) -> Result<WireFrame, FrameError> {
+    let got = frame.len() as u64;
+    let Some(fixed) = frame.prefix(FIXED_LEN_V2) else {
+        return Err(FrameError::Truncated {
+            needed: FIXED_LEN_V2 as u64,
+            got,
+        });
+    };
+    check_flags(flags)?;
+    let head_len = u64::from(LittleEndian::read_u32(&fixed[8..12]));
+    let payload_len = u64::from(LittleEndian::read_u32(&fixed[12..16]));
+    let count = LittleEndian::read_u32(&fixed[16..20]) as usize;
+    let section_len = u64::from(LittleEndian::read_u32(&fixed[20..24]));
+    if count > MAX_BLOBS {
+        return Err(FrameError::Blobs(format!(
+            "{count} blobs declared, more than the {MAX_BLOBS} a frame may carry"
+        )));
+    }
+    let table_len = (count * BLOB_ENTRY_LEN) as u64;
+    let front_len = FIXED_LEN_V2 as u64 + table_len + head_len + payload_len;
+    check_declared(front_len + section_len, got)?;
+    // Every length fits in `frame`, so in usize.
+    let as_usize = |n: u64| usize::try_from(n).map_err(|_| FrameError::TooLarge(usize::MAX));
+    let (head_len, front_len) = (as_usize(head_len)?, as_usize(front_len)?);
+    check_head_len(head_len)?;
+    // The fixed part, table, head and payload in one buffer: a slice of the first part
+    // when it holds them (always, from zenoh's shared memory), a copy of these few bytes
+    // otherwise.
+    let front = frame.prefix(front_len).ok_or(FrameError::Truncated {
+        needed: front_len as u64,
+        got,
+    })?;
+    let table_end = FIXED_LEN_V2 + count * BLOB_ENTRY_LEN;
+    let blobs = read_blob_table(&front[FIXED_LEN_V2..table_end], section_len)?;
+    let head = decode_head(&front[table_end..table_end + head_len])?;
+    Ok(WireFrame {
+        version: FORMAT_VERSION,
+        end_of_stream: flags & FLAG_END_OF_STREAM != 0,
+        stop: flags & FLAG_STOP != 0,
+        unsent: flags & FLAG_UNSENT != 0,
+        head,
+        payload: front.slice(table_end + head_len..),
+        blobs,
+        blob_section: frame.suffix(front_len),
+    })
+}
+
+/// The blob table, each entry checked to lie inside the section of `section_len` bytes
+/// and to overlap no other (gaps are allowed: a writer may align its blobs).
+fn read_blob_table(table: &[u8], section_len: u64) -> Result<Vec<BlobEntry>, FrameError> {
+    let blobs: Vec<BlobEntry> = table
+        .chunks_exact(BLOB_ENTRY_LEN)
+        .map(|entry| BlobEntry {
+            offset: LittleEndian::read_u32(&entry[0..4]),
+            len: LittleEndian::read_u32(&entry[4..8]),
+        })
+        .collect();
+    let end = |b: &BlobEntry| u64::from(b.offset) + u64::from(b.len);
+    if let Some((i, blob)) = blobs.iter().enumerate().find(|(_, b)| end(b) > section_len) {
+        return Err(FrameError::Blobs(format!(
+            "blob {i} (bytes {}..{}) ends past the blob section of {section_len} bytes",
+            blob.offset,
+            end(blob)
+        )));
+    }
+    let mut order: Vec<usize> = (0..blobs.len()).collect();
+    order.sort_by_key(|&i| (blobs[i].offset, blobs[i].len));
+    for pair in order.windows(2) {
+        let (a, b) = (&blobs[pair[0]], &blobs[pair[1]]);
+        if end(a) > u64::from(b.offset) {
+            return Err(FrameError::Blobs(format!(
+                "blobs {} and {} overlap (bytes {}..{} and {}..{})",
+                pair[0].min(pair[1]),
+                pair[0].max(pair[1]),
+                a.offset,
+                end(a),
+                b.offset,
+                end(b)
+            )));
+        }
+    }
+    Ok(blobs)
+}
+
 /// A frame without a message (end of stream, stop), numbered `link_seq`, with `flags`.
-fn control_frame(link_seq: u64, flags: u16) -> Result<Bytes, FrameError> {
+fn control_frame(link_seq: u64, flags: u16) -> Result<FrameBytes, FrameError> {
     let head = FrameHead {
         wire_name: String::new(),
         schema_version: 0,
@@ -414,20 +758,16 @@ fn control_frame(link_seq: u64, flags: u16) -> Result<Bytes, FrameError> {
         publish_time_ns: 0,
         codec: String::new(),
     };
-    Ok(Bytes::from(fixed_and_head(&encode_head(&head)?, flags)?))
-}
-
-fn fixed_and_head(head_bytes: &[u8], flags: u16) -> Result<Vec<u8>, FrameError> {
-    let head_len =
-        u32::try_from(head_bytes.len()).map_err(|_| FrameError::TooLarge(head_bytes.len()))?;
-    let mut buffer = Vec::with_capacity(FIXED_LEN + head_bytes.len());
-    buffer.extend_from_slice(&MAGIC);
-    buffer.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    buffer.extend_from_slice(&flags.to_le_bytes());
-    buffer.extend_from_slice(&head_len.to_le_bytes());
-    buffer.extend_from_slice(&0u32.to_le_bytes());
-    buffer.extend_from_slice(head_bytes);
-    Ok(buffer)
+    let head_bytes = encode_head(&head)?;
+    let fixed = Fixed {
+        flags,
+        head_len: head_bytes.len(),
+        payload_len: 0,
+        blobs: &[],
+    };
+    let mut buffer = fixed.write(0)?;
+    buffer.extend_from_slice(&head_bytes);
+    Ok(FrameBytes::from(buffer))
 }
 
 fn encode_head(head: &FrameHead) -> Result<Vec<u8>, FrameError> {

@@ -7,7 +7,8 @@
 //!   shaped after zenoh (the engine of distributed runs): one publisher per stream key,
 //!   subscribers per receiving process, matching events (a publisher learns when its first
 //!   subscriber appears and its last one goes, so an encoder in the producer's process
-//!   encodes only while someone far away wants the bytes), payloads as [`Bytes`] in and out,
+//!   encodes only while someone far away wants the bytes), frames as [`FrameBytes`] (one
+//!   buffer, or a version 2 frame's parts) in and out,
 //!   per-key counters, orderly close.
 //! - [`frame`]: the versioned wire frame every message travels in (RFC.md, "The wire
 //!   frame"), and the checks that turn a hostile frame into a counted rejection before
@@ -23,7 +24,7 @@
 //! use parking_lot::Mutex;
 //! use bytes::Bytes;
 //! use streamwire_core::Qos;
-//! use streamwire_transport::{Loopback, Transport};
+//! use streamwire_transport::{FrameBytes, Loopback, Transport};
 //!
 //! let transport = Loopback::new();
 //! let publisher = transport.publisher("chatter", Qos::DEFAULT)?;
@@ -33,10 +34,10 @@
 //! let subscription = transport.subscribe(
 //!     "chatter",
 //!     Qos::DEFAULT,
-//!     Arc::new(move |frame: Bytes| sink.lock().push(frame)),
+//!     Arc::new(move |frame: FrameBytes| sink.lock().push(frame.to_bytes())),
 //! )?;
 //! assert!(publisher.is_matched());
-//! publisher.put(&mut |link_seq| Ok(Bytes::from(format!("hello {link_seq}"))))?;
+//! publisher.put(&mut |link_seq| Ok(Bytes::from(format!("hello {link_seq}")).into()))?;
 //! assert_eq!(got.lock()[0], Bytes::from("hello 0"));
 //! drop(subscription);
 //! assert!(!publisher.is_matched());
@@ -45,16 +46,19 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use streamwire_core::Qos;
 
 pub mod frame;
 mod loopback;
+mod parts;
 pub mod payload;
 mod sequence;
 
-pub use frame::{FORMAT_VERSION, FrameError, FrameHead, MAGIC, Rejection, WireFrame};
+pub use frame::{
+    BlobEntry, FORMAT_VERSION, FORMAT_VERSIONS, FrameError, FrameHead, MAGIC, Rejection, WireFrame,
+};
 pub use loopback::Loopback;
+pub use parts::FrameBytes;
 pub use sequence::{SequenceTracker, Step};
 
 /// Why a transport refused an operation.
@@ -89,7 +93,7 @@ pub enum TransportError {
 /// Called once per received frame, on the transport's thread: the frame's bytes, shared
 /// with every other subscriber of the key (no copy). The runtime's receiver decodes it and
 /// pushes the message into its counted input queues, so it never blocks for long.
-pub type FrameSink = Arc<dyn Fn(Bytes) + Send + Sync>;
+pub type FrameSink = Arc<dyn Fn(FrameBytes) + Send + Sync>;
 
 /// Called with `true` when a publisher gets its first subscriber, `false` when its last one
 /// goes.
@@ -148,7 +152,7 @@ pub trait Publisher: Send + Sync {
     /// put while nobody is subscribed are counted (`unmatched`) and not built.
     fn put(
         &self,
-        build: &mut dyn FnMut(u64) -> Result<Bytes, FrameError>,
+        build: &mut dyn FnMut(u64) -> Result<FrameBytes, FrameError>,
     ) -> Result<(), TransportError>;
 
     /// True while at least one subscriber is declared on the key.

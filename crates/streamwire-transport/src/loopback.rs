@@ -1,18 +1,18 @@
 //! The loopback transport: partitions of one OS process joined as a network would join
 //! them. Every message crosses as a serialized frame; a frame put is handed to each
-//! subscriber of its key as the same `Bytes` (no copy between subscribers).
+//! subscriber of its key as the same `FrameBytes` (no copy between subscribers; a
+//! version 2 frame's blobs are the sender's own buffers).
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use bytes::Bytes;
 use streamwire_core::Qos;
 
 use crate::{
-    FrameError, FrameSink, MatchingListener, Publisher, PublisherCounters, Subscription,
-    SubscriptionCounters, Transport, TransportError,
+    FrameBytes, FrameError, FrameSink, MatchingListener, Publisher, PublisherCounters,
+    Subscription, SubscriptionCounters, Transport, TransportError,
 };
 
 /// The in-process transport. Cheap to clone; clones share the same keys.
@@ -66,7 +66,8 @@ impl Loopback {
     /// Sends `bytes` on `key` as they are, to every subscriber, bypassing any publisher:
     /// what a foreign or broken sender puts on the wire. For tests of the receiving side
     /// (garbage, truncated frames, gaps in the link sequence).
-    pub fn put_raw(&self, key: &str, bytes: Bytes) -> Result<(), TransportError> {
+    pub fn put_raw(&self, key: &str, bytes: impl Into<FrameBytes>) -> Result<(), TransportError> {
+        let bytes = bytes.into();
         if self.inner.closed.load(Ordering::SeqCst) {
             return Err(TransportError::Closed);
         }
@@ -135,7 +136,7 @@ impl Inner {
 }
 
 impl SubscriberState {
-    fn deliver(&self, bytes: Bytes) {
+    fn deliver(&self, bytes: FrameBytes) {
         self.frames.fetch_add(1, Ordering::Relaxed);
         self.wire_bytes
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
@@ -245,7 +246,7 @@ impl Publisher for PublisherState {
 
     fn put(
         &self,
-        build: &mut dyn FnMut(u64) -> Result<Bytes, FrameError>,
+        build: &mut dyn FnMut(u64) -> Result<FrameBytes, FrameError>,
     ) -> Result<(), TransportError> {
         if self.transport.closed.load(Ordering::SeqCst) {
             return Err(TransportError::Closed);

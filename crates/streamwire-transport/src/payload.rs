@@ -10,20 +10,49 @@
 
 use std::fmt;
 
+use bytes::Bytes;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
-use streamwire_core::AnyMessage;
+use streamwire_core::{AnyMessage, blob};
 
 /// Appends `message`'s serde form, in CBOR, to `out` (its type name is not included: the
-/// frame's head carries it).
+/// frame's head carries it). Blob fields are byte strings here.
 pub fn encode_into(message: &dyn AnyMessage, mut out: Vec<u8>) -> Result<Vec<u8>, PayloadError> {
-    let serialize: &dyn erased_serde::Serialize = message;
     // A first pass only counts (no byte is copied), so the buffer is allocated once, at
     // its final size: growing it by doubling would copy a 2.76 MB image again and again.
+    out.reserve_exact(measure(message)?);
+    write(message, out)
+}
+
+/// The length of `message`'s CBOR with its blob fields ([`streamwire_core::blob`]) as
+/// indexes, and the blobs in index order: what the wire frame's encoder (version 2) lays
+/// out before it writes anything.
+pub fn measure_with_blobs(message: &dyn AnyMessage) -> Result<(usize, Vec<Bytes>), PayloadError> {
+    let (len, blobs) = blob::write_with(|| measure(message));
+    Ok((len?, blobs))
+}
+
+/// Appends `message`'s CBOR with its blob fields as indexes to `out`: the buffer and the
+/// blobs, in index order.
+pub fn write_with_blobs(
+    message: &dyn AnyMessage,
+    out: Vec<u8>,
+) -> Result<(Vec<u8>, Vec<Bytes>), PayloadError> {
+    let (written, blobs) = blob::write_with(|| write(message, out));
+    Ok((written?, blobs))
+}
+
+/// Counts the bytes of `message`'s CBOR without writing them.
+fn measure(message: &dyn AnyMessage) -> Result<usize, PayloadError> {
+    let serialize: &dyn erased_serde::Serialize = message;
     let mut counter = cbor4ii::serde::Serializer::new(Counter(0));
     erased_serde::serialize(serialize, &mut counter).map_err(|error| {
         PayloadError(format!("cannot serialize {}: {error}", message.type_name()))
     })?;
-    out.reserve_exact(counter.into_inner().0);
+    Ok(counter.into_inner().0)
+}
+
+fn write(message: &dyn AnyMessage, out: Vec<u8>) -> Result<Vec<u8>, PayloadError> {
+    let serialize: &dyn erased_serde::Serialize = message;
     let writer = cbor4ii::core::utils::BufWriter::new(out);
     let mut serializer = cbor4ii::serde::Serializer::new(writer);
     erased_serde::serialize(serialize, &mut serializer).map_err(|error| {
@@ -66,6 +95,12 @@ impl cbor4ii::core::enc::Write for Counter {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct PayloadError(String);
+
+impl PayloadError {
+    pub(crate) fn new(why: String) -> PayloadError {
+        PayloadError(why)
+    }
+}
 
 /// Shows typetag (which registers every message by its wire name) the one-entry map
 /// `{ wire_name: value }` it reads a `Box<dyn AnyMessage>` from, with the value read from

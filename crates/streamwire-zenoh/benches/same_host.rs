@@ -29,7 +29,7 @@ use streamwire_core::{
     AnyMessage, Durability, Header, History, Message, Qos, Reliability, Timestamp,
 };
 use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
-use streamwire_transport::{Transport, WireFrame};
+use streamwire_transport::{FrameBytes, Transport, WireFrame};
 use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 
 type Failure = Box<dyn std::error::Error>;
@@ -354,7 +354,7 @@ fn child(endpoints: &str) -> Result<(), Failure> {
         })
     };
     let (on, off) = (open(endpoint_on, true)?, open(endpoint_off, false)?);
-    let (tx, rx) = mpsc::channel::<Bytes>();
+    let (tx, rx) = mpsc::channel::<FrameBytes>();
     let mut subscriptions = Vec::new();
     for transport in [&on, &off] {
         let tx = parking_lot::Mutex::new(tx.clone());

@@ -5,7 +5,10 @@
 //! [`ZenohTransport`] implements the runtime's [`Transport`] seam: one zenoh publisher per
 //! stream a partition produces, one subscriber per stream a partition receives, matching
 //! listeners so that a producer encodes only while someone subscribes, and the runtime's
-//! wire frame as the payload (the frame is handed to zenoh as `Bytes`, not copied).
+//! wire frame as the payload: its parts are handed to zenoh as `Bytes` and appended, not
+//! copied, and a received frame's slices become `Bytes` that keep zenoh's buffers (shared
+//! memory included) alive, not copies, so a blob (an image's pixels) is read where zenoh
+//! put it.
 //!
 //! **Key expressions**: `streamwire/<run id>/<stream>`, the stream's resolved name without a
 //! leading `/` (`color_image/compressed` keeps its name): two runs on one network never
@@ -41,6 +44,10 @@
 //! connects only on the endpoints it is given, by default `tcp/127.0.0.1:0` (loopback, an
 //! ephemeral port).
 
+mod segments;
+
+pub use segments::in_shared_memory;
+
 use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -51,10 +58,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use streamwire_core::{Durability, History, Qos, Reliability};
 use streamwire_transport::{
-    FrameError, FrameSink, MatchingListener, Publisher, PublisherCounters, Subscription,
-    SubscriptionCounters, Transport, TransportError, WireFrame,
+    FrameBytes, FrameError, FrameSink, MatchingListener, Publisher, PublisherCounters,
+    Subscription, SubscriptionCounters, Transport, TransportError, WireFrame,
 };
 use zenoh::Wait;
+use zenoh::bytes::ZBytes;
 use zenoh::qos::{CongestionControl, Priority};
 use zenoh::query::{ConsolidationMode, QueryTarget};
 
@@ -75,10 +83,57 @@ fn history_depth(qos: Qos) -> Option<usize> {
 }
 
 /// The link sequence of a frame, if it is one.
-fn link_seq(frame: &Bytes) -> Option<u64> {
+fn link_seq(frame: &FrameBytes) -> Option<u64> {
     WireFrame::parse(frame.clone())
         .ok()
         .map(|f| f.head.link_seq)
+}
+
+/// A frame as zenoh sends it: its parts appended, none copied.
+fn to_zbytes(frame: &FrameBytes) -> ZBytes {
+    match frame.parts() {
+        [one] => ZBytes::from(one.clone()),
+        parts => {
+            let mut writer = ZBytes::writer();
+            for part in parts {
+                writer.append(ZBytes::from(part.clone()));
+            }
+            writer.finish()
+        }
+    }
+}
+
+/// A received payload as a frame: one part per zenoh slice, each a `Bytes` that owns a
+/// handle on the payload (zenoh's buffer, or its shared-memory segment), not a copy.
+fn from_zbytes(payload: &ZBytes) -> FrameBytes {
+    let count = payload.slices().count();
+    FrameBytes::from_parts(
+        (0..count)
+            .map(|index| {
+                Bytes::from_owner(ReceivedSlice {
+                    payload: payload.clone(),
+                    index,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// One slice of a received payload, owned: what a `Bytes` of it keeps alive.
+struct ReceivedSlice {
+    payload: ZBytes,
+    index: usize,
+}
+
+impl AsRef<[u8]> for ReceivedSlice {
+    fn as_ref(&self) -> &[u8] {
+        // `Bytes::from_owner` asks once and keeps the slice; the payload does not change.
+        self.payload
+            .slices()
+            .nth(self.index)
+            // infallible: `index` was counted from this payload's slices
+            .unwrap_or_default()
+    }
 }
 
 /// Payloads from this size up go through shared memory (zenoh's default threshold).
@@ -121,10 +176,12 @@ impl Default for SharedMemory {
 /// What arrived through shared memory, over every subscription of a session.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SharedMemoryStats {
-    /// Frames that arrived in shared memory (not copied through the link).
+    /// Frames with a part (a blob, or a whole frame of one part) that arrived in shared
+    /// memory, not copied through the link.
     pub received_shared: u64,
-    /// Frames of [`SHARED_MEMORY_THRESHOLD`] or more that arrived as bytes: from another
-    /// host, from a peer without shared memory, or when the sender's pool was full.
+    /// Other frames of [`SHARED_MEMORY_THRESHOLD`] or more, that arrived as bytes: from
+    /// another host, from a peer without shared memory, or when the sender's pool was
+    /// full.
     pub received_large_copied: u64,
 }
 
@@ -283,6 +340,23 @@ struct Inner {
 struct ShmCounters {
     shared: AtomicU64,
     large_copied: AtomicU64,
+    segments: segments::Segments,
+}
+
+impl ShmCounters {
+    /// Counts a received frame as shared (a large part lies in a segment) or copied.
+    fn count(&self, frame: &FrameBytes, shared_memory: bool) {
+        let shared = shared_memory
+            && frame
+                .parts()
+                .iter()
+                .any(|part| part.len() >= SHARED_MEMORY_THRESHOLD && self.segments.contain(part));
+        if shared {
+            self.shared.fetch_add(1, Ordering::Relaxed);
+        } else if frame.len() >= SHARED_MEMORY_THRESHOLD {
+            self.large_copied.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 impl std::fmt::Debug for ZenohTransport {
@@ -672,7 +746,8 @@ impl Transport for ZenohTransport {
                     .declare_queryable(format!("{base}/**"))
                     .callback(move |query| {
                         for (seq, frame, unsent) in answers.snapshot() {
-                            let reply = query.reply(format!("{reply_base}/{seq}"), frame);
+                            let reply =
+                                query.reply(format!("{reply_base}/{seq}"), to_zbytes(&frame));
                             // Tells the joiner this frame is on the not-sent count here.
                             let reply = if unsent {
                                 reply.attachment(UNSENT_ATTACHMENT)
@@ -723,6 +798,7 @@ impl Transport for ZenohTransport {
             let gate = gate.clone();
             let sink = sink.clone();
             let shm = self.inner.shm.clone();
+            let shared_memory = self.inner.shared_memory;
             self.inner
                 .session
                 .declare_subscriber(self.key_expr(key))
@@ -731,21 +807,14 @@ impl Transport for ZenohTransport {
                 // full. The sink pushes into the runtime's bounded, counted queues.
                 .callback(move |sample| {
                     let payload = sample.payload();
-                    if payload.as_shm().is_some() {
-                        shm.shared.fetch_add(1, Ordering::Relaxed);
-                    } else if payload.len() >= SHARED_MEMORY_THRESHOLD {
-                        shm.large_copied.fetch_add(1, Ordering::Relaxed);
-                    }
+                    // No copy: the frame's parts are zenoh's slices (reading a blob spread
+                    // over several copies it once, counted by the runtime's ingress).
+                    let bytes = from_zbytes(payload);
+                    shm.count(&bytes, shared_memory);
                     counters.frames.fetch_add(1, Ordering::Relaxed);
                     counters
                         .wire_bytes
                         .fetch_add(payload.len() as u64, Ordering::Relaxed);
-                    // One copy into a buffer of our own: zenoh's when the frame arrived in
-                    // fragments (it joins them), ours when it is one slice of zenoh's.
-                    let bytes = match payload.to_bytes() {
-                        std::borrow::Cow::Borrowed(slice) => Bytes::copy_from_slice(slice),
-                        std::borrow::Cow::Owned(vec) => Bytes::from(vec),
-                    };
                     if let Some(gate) = &gate {
                         let mut gate = gate.lock();
                         if let Gate::Fetching(held) = &mut *gate {
@@ -822,13 +891,13 @@ impl PublisherShared {
 /// A transient-local publisher's last frames, by link sequence.
 struct RecentFrames {
     depth: usize,
-    frames: Mutex<VecDeque<(u64, Bytes, bool)>>,
+    frames: Mutex<VecDeque<(u64, FrameBytes, bool)>>,
 }
 
 impl RecentFrames {
     /// Remembers frame `seq`; `unsent` when nobody listened as it was published (the
     /// publisher counted it as not sent).
-    fn remember(&self, seq: u64, frame: Bytes, unsent: bool) {
+    fn remember(&self, seq: u64, frame: FrameBytes, unsent: bool) {
         let mut frames = self.frames.lock();
         if frames.len() == self.depth {
             frames.pop_front();
@@ -836,7 +905,7 @@ impl RecentFrames {
         frames.push_back((seq, frame, unsent));
     }
 
-    fn snapshot(&self) -> Vec<(u64, Bytes, bool)> {
+    fn snapshot(&self) -> Vec<(u64, FrameBytes, bool)> {
         let frames = self.frames.lock();
         frames.iter().cloned().collect()
     }
@@ -847,7 +916,7 @@ const UNSENT_ATTACHMENT: &[u8] = b"unsent";
 
 /// A subscription's live frames: held while its history is fetched, then passed on.
 enum Gate {
-    Fetching(Vec<Bytes>),
+    Fetching(Vec<FrameBytes>),
     Open,
 }
 
@@ -863,7 +932,7 @@ struct HistoryFetch {
 
 impl HistoryFetch {
     fn run(self) {
-        let mut remembered: Vec<(Option<u64>, Bytes)> = Vec::new();
+        let mut remembered: Vec<(Option<u64>, FrameBytes)> = Vec::new();
         let replies = self
             .transport
             .inner
@@ -877,15 +946,14 @@ impl HistoryFetch {
             Ok(replies) => {
                 while let Ok(reply) = replies.recv() {
                     if let Ok(sample) = reply.result() {
-                        let mut frame = sample.payload().to_bytes().into_owned();
+                        let mut frame = from_zbytes(sample.payload());
                         if sample
                             .attachment()
                             .is_some_and(|a| a.to_bytes().as_ref() == UNSENT_ATTACHMENT)
                         {
-                            WireFrame::mark_unsent(&mut frame);
+                            frame = WireFrame::marked_unsent(&frame);
                         }
-                        let bytes = Bytes::from(frame);
-                        remembered.push((link_seq(&bytes), bytes));
+                        remembered.push((link_seq(&frame), frame));
                     }
                 }
             }
@@ -944,7 +1012,7 @@ impl Publisher for ZenohPublisher {
 
     fn put(
         &self,
-        build: &mut dyn FnMut(u64) -> Result<Bytes, FrameError>,
+        build: &mut dyn FnMut(u64) -> Result<FrameBytes, FrameError>,
     ) -> Result<(), TransportError> {
         self.transport.check_open()?;
         let matched = self.shared.matched.load(Ordering::SeqCst);
@@ -965,7 +1033,7 @@ impl Publisher for ZenohPublisher {
         }
         let len = frame.len() as u64;
         self.publisher
-            .put(frame)
+            .put(to_zbytes(&frame))
             .wait()
             .map_err(engine("send a frame"))?;
         self.frames.fetch_add(1, Ordering::Relaxed);

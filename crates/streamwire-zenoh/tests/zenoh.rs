@@ -20,7 +20,7 @@ use streamwire_runtime::{
     CodecRole, EndReason, RunOptions, RunReport, RunStats, Runtime, WireDirection, check_balance,
 };
 use streamwire_testdata::alloc::{CountingAlloc, process_counts_during};
-use streamwire_transport::{FORMAT_VERSION, Transport, WireFrame};
+use streamwire_transport::{FORMAT_VERSION, FrameBytes, Transport, WireFrame};
 use streamwire_zenoh::{ZenohOptions, ZenohTransport};
 use zenoh::Wait;
 
@@ -93,7 +93,7 @@ fn frames_cross_between_sessions_and_matching_follows_subscribers() {
     assert!(!publisher.is_matched());
     // Nobody listens: a put is counted, not sent.
     publisher
-        .put(&mut |_| Ok(Bytes::from_static(b"lost")))
+        .put(&mut |_| Ok(Bytes::from_static(b"lost").into()))
         .unwrap();
     assert_eq!(publisher.counters().unmatched, 1);
 
@@ -103,7 +103,7 @@ fn frames_cross_between_sessions_and_matching_follows_subscribers() {
         .subscribe(
             "chatter",
             Qos::DEFAULT,
-            Arc::new(move |frame: Bytes| sink.lock().push(frame)),
+            Arc::new(move |frame: FrameBytes| sink.lock().push(frame.to_bytes())),
         )
         .unwrap();
     assert!(
@@ -117,7 +117,7 @@ fn frames_cross_between_sessions_and_matching_follows_subscribers() {
         } else {
             Bytes::from(vec![n; 10])
         };
-        publisher.put(&mut |_| Ok(payload.clone())).unwrap();
+        publisher.put(&mut |_| Ok(payload.clone().into())).unwrap();
     }
     assert!(until(|| got.lock().len() == 3));
     let got_frames = got.lock().clone();
@@ -191,7 +191,9 @@ fn jpeg_frame(data: Vec<u8>, width: u32, height: u32, link_seq: u64) -> Bytes {
         seq: link_seq,
         publish_time: Timestamp::from_nanos(1),
     };
-    WireFrame::encode(&image, header, link_seq, "jpeg").unwrap()
+    WireFrame::encode(&image, header, link_seq, "jpeg")
+        .unwrap()
+        .to_bytes()
 }
 
 /// Garbage, truncated, wrong-version and oversized frames put on a stream's key by another
@@ -734,7 +736,7 @@ fn with_access_control_a_peer_without_the_right_credentials_gets_no_data() {
             .subscribe(
                 "camera",
                 Qos::DEFAULT,
-                Arc::new(move |_frame: Bytes| *sink.lock() += 1),
+                Arc::new(move |_frame: FrameBytes| *sink.lock() += 1),
             )
             .unwrap();
         (got, subscription)
@@ -750,7 +752,7 @@ fn with_access_control_a_peer_without_the_right_credentials_gets_no_data() {
     // Frames until the operator has ten: the others had every chance to get them too.
     assert!(until(|| {
         publisher
-            .put(&mut |_| Ok(Bytes::from_static(b"frame")))
+            .put(&mut |_| Ok(Bytes::from_static(b"frame").into()))
             .unwrap();
         *to_operator.lock() >= 10
     }));

@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use bytes::Bytes;
 use streamwire_core::{Durability, Header, History, Qos, Reliability, Timestamp};
-use streamwire_transport::{Publisher, Subscription, Transport, WireFrame};
+use streamwire_transport::{FrameBytes, Publisher, Subscription, Transport, WireFrame};
 use streamwire_zenoh::{ZenohOptions, ZenohTransport};
 use zenoh::Wait;
 
@@ -27,7 +26,7 @@ const SETTLE: Duration = Duration::from_millis(1500);
 
 #[derive(Default)]
 struct Inbox {
-    frames: VecDeque<(Instant, Timestamp, Bytes)>,
+    frames: VecDeque<(Instant, Timestamp, FrameBytes)>,
     dropped: u64,
 }
 
@@ -247,7 +246,7 @@ impl ZenohFeed {
             .subscribe(
                 stream.trim_start_matches('/'),
                 requested.qos(),
-                Arc::new(move |frame: Bytes| {
+                Arc::new(move |frame: FrameBytes| {
                     let arrived = (Instant::now(), Timestamp::now());
                     let (lock, wake) = &*sink_inbox;
                     let mut inbox = lock.lock();
@@ -332,9 +331,7 @@ impl Feed for ZenohFeed {
                 continue;
             }
             let message = if self.decode {
-                streamwire_transport::payload::decode(&parsed.head.wire_name, &parsed.payload)
-                    .ok()
-                    .map(Arc::from)
+                parsed.read_message().ok().map(Arc::from)
             } else {
                 None
             };

@@ -21,10 +21,19 @@ pub struct JoinRequest {
     /// does not).
     #[serde(default)]
     pub shared_memory: bool,
+    /// The wire frame format versions the worker reads
+    /// ([`FORMAT_VERSIONS`](streamwire_transport::FORMAT_VERSIONS); a worker that does not
+    /// say reads version 1 only).
+    #[serde(default = "frame_version_one")]
+    pub frame_versions: Vec<u16>,
 }
 
 fn version_one() -> u32 {
     1
+}
+
+fn frame_version_one() -> Vec<u16> {
+    vec![1]
 }
 
 /// "This is where I am": sent about every 100 ms while the worker runs, and after its
