@@ -42,6 +42,10 @@ static LARGEST: AtomicUsize = AtomicUsize::new(0);
 /// Bytes live in the whole process (allocated minus freed), and their peak.
 static PROCESS_LIVE: AtomicUsize = AtomicUsize::new(0);
 static PROCESS_PEAK: AtomicUsize = AtomicUsize::new(0);
+/// Allocations of at least `LARGE_AT_LEAST` bytes by every thread (none counted until a
+/// size is set).
+static LARGE_AT_LEAST: AtomicUsize = AtomicUsize::new(usize::MAX);
+static LARGE: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     /// Bytes live on this thread (allocated minus freed; may go negative when a thread
@@ -74,6 +78,9 @@ fn record(delta: isize) {
         PROCESS_BYTES.fetch_add(grown, Ordering::Relaxed);
         PROCESS_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         LARGEST.fetch_max(grown, Ordering::Relaxed);
+        if grown >= LARGE_AT_LEAST.load(Ordering::Relaxed) {
+            LARGE.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -208,4 +215,18 @@ mod tests {
     fn measuring_without_the_allocator_installed_panics() {
         let _ = super::allocated_during(|| Box::new(1u8));
     }
+}
+
+/// From now on, counts every allocation of at least `bytes` by any thread of the process
+/// (a copy of a payload, where the payload is larger than anything else allocated): read
+/// the count with [`allocations_of_at_least`], at any time, from any thread.
+pub fn count_allocations_of_at_least(bytes: usize) {
+    assert_installed();
+    LARGE.store(0, Ordering::SeqCst);
+    LARGE_AT_LEAST.store(bytes, Ordering::SeqCst);
+}
+
+/// The allocations counted since [`count_allocations_of_at_least`].
+pub fn allocations_of_at_least() -> usize {
+    LARGE.load(Ordering::SeqCst)
 }

@@ -1,0 +1,291 @@
+//! Zero copies at the zenoh edge: 720p images from a sender in another process, received
+//! here through a real zenoh session on loopback.
+//!
+//! - With shared memory at both ends, a received image's pixels lie inside a zenoh segment
+//!   mapped in this process (its address checked against `/proc/self/maps`), and receiving
+//!   a frame allocates nothing of a payload's size (a counting allocator over every thread
+//!   of this process, zenoh's included).
+//! - Over TCP, a frame arrives in fragments: its pixels are copied once into one buffer,
+//!   counted as a blob copy, and nothing else of that size is allocated.
+//!
+//! A plain `main` (`harness = false`): the sender is this binary started again, and must
+//! not run the tests. Sessions listen on 127.0.0.1 and connect by explicit endpoint;
+//! every wait is bounded; the sender's shared-memory segments are removed once it ends.
+
+#![expect(clippy::unwrap_used, reason = "a test: a failure is the test failing")]
+
+use parking_lot::Mutex;
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use streamwire_core::{Durability, Header, History, Message, Qos, Reliability, Timestamp};
+use streamwire_msgs::{Image, ImageEncoding};
+use streamwire_testdata::alloc::{
+    CountingAlloc, allocations_of_at_least, count_allocations_of_at_least,
+};
+use streamwire_transport::{FrameBytes, Transport, WireFrame};
+use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport, in_shared_memory};
+
+#[global_allocator]
+static ALLOCATOR: CountingAlloc = CountingAlloc;
+
+/// Frames the sender sends, 20 ms apart.
+const FRAMES: u64 = 60;
+/// Frames left out of the measurement at the start (connections settling); through shared
+/// memory, at most this many may arrive before zenoh's pool is made.
+const WARM_UP: usize = 10;
+/// An allocation of this size or more is a copy of a payload (a frame is 2.76 MB).
+const PAYLOAD_SIZED: usize = 1_000_000;
+const GUARD: Duration = Duration::from_secs(30);
+
+/// Every frame delivered (a keep-all stream blocks rather than drops), so that the
+/// receiver sees each one.
+const EVERY_FRAME: Qos = Qos {
+    reliability: Reliability::Reliable,
+    durability: Durability::Volatile,
+    history: History::KeepAll,
+};
+
+/// What the receiver saw of one frame.
+#[derive(Clone, Copy, Debug)]
+struct Received {
+    link_seq: u64,
+    pixels_in_shared_memory: bool,
+    blob_copies: u64,
+    /// Payload-sized allocations in this process so far, after this frame was read.
+    large_allocations: usize,
+}
+
+fn image() -> Image {
+    let data: Vec<u8> = (0..1280 * 720 * 3).map(|i| (i % 251) as u8).collect();
+    Image::from_packed(1280, 720, ImageEncoding::Rgb8, data).unwrap()
+}
+
+/// The sender, in its own process: `FRAMES` images to `endpoint`, then it ends.
+fn sender_main(endpoint: String, shared_memory: bool) -> ! {
+    let transport = ZenohTransport::open(&ZenohOptions {
+        run_id: "zero-copy".to_owned(),
+        listen: Vec::new(),
+        connect: vec![endpoint],
+        gossip: false,
+        shared_memory: if shared_memory {
+            SharedMemory::default()
+        } else {
+            SharedMemory::off()
+        },
+        ..ZenohOptions::default()
+    })
+    .unwrap();
+    let publisher = transport.publisher("camera", EVERY_FRAME).unwrap();
+    let began = Instant::now();
+    while !publisher.is_matched() && began.elapsed() < GUARD {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let image = image();
+    for seq in 0..FRAMES {
+        let header = Header {
+            seq,
+            publish_time: Timestamp::from_nanos(seq),
+        };
+        publisher
+            .put(&mut |link_seq| WireFrame::encode(&image, header, link_seq, ""))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Long enough for the last frames to be read before the segment's owner goes.
+    std::thread::sleep(Duration::from_millis(500));
+    transport.close();
+    std::process::exit(0)
+}
+
+/// Receives the sender's frames here, reading each as the runtime's ingress does.
+fn receive(shared_memory: bool) -> Vec<Received> {
+    let transport = ZenohTransport::open(&ZenohOptions {
+        run_id: "zero-copy".to_owned(),
+        shared_memory: if shared_memory {
+            SharedMemory::default()
+        } else {
+            SharedMemory::off()
+        },
+        ..ZenohOptions::default()
+    })
+    .unwrap();
+    let endpoint = transport
+        .locators()
+        .into_iter()
+        .find(|l| l.starts_with("tcp/127.0.0.1:"))
+        .unwrap();
+    let seen: Arc<Mutex<Vec<Received>>> = Arc::default();
+    let sink = seen.clone();
+    let accepted = [(Image::TYPE_NAME, Image::SCHEMA_VERSION)];
+    let subscription = transport
+        .subscribe(
+            "camera",
+            EVERY_FRAME,
+            Arc::new(move |bytes: FrameBytes| {
+                let frame = WireFrame::parse(bytes).unwrap();
+                let message = frame.decode_message(&accepted).unwrap();
+                let image = message.downcast_ref::<Image>().unwrap();
+                assert_eq!(image.data().len(), 1280 * 720 * 3);
+                assert_eq!(image.data()[1000], (1000 % 251) as u8);
+                sink.lock().push(Received {
+                    link_seq: frame.head.link_seq,
+                    pixels_in_shared_memory: in_shared_memory(image.data()),
+                    blob_copies: frame.blob_copies(),
+                    large_allocations: allocations_of_at_least(),
+                });
+            }),
+        )
+        .unwrap();
+    let mut sender = Command::new(std::env::current_exe().unwrap())
+        .env("SW_TEST_ZERO_COPY_SENDER", &endpoint)
+        .env(
+            "SW_TEST_ZERO_COPY_SHM",
+            if shared_memory { "1" } else { "0" },
+        )
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    while seen.lock().len() < FRAMES as usize && began.elapsed() < GUARD {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = loop {
+        if let Some(status) = sender.try_wait().unwrap() {
+            break status;
+        }
+        if began.elapsed() > GUARD {
+            let _ = sender.kill();
+            break sender.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "the sender failed: {status}");
+    drop(subscription);
+    transport.close();
+    let seen = seen.lock().clone();
+    assert_eq!(
+        seen.iter().map(|r| r.link_seq).collect::<Vec<_>>(),
+        (0..FRAMES).collect::<Vec<_>>(),
+        "every frame arrived, in order"
+    );
+    seen
+}
+
+/// Payload-sized allocations while the frames after `seen[start]` were received, and
+/// those frames.
+fn after(seen: &[Received], start: usize) -> (usize, &[Received]) {
+    let measured = &seen[start + 1..];
+    let large = measured.last().unwrap().large_allocations - seen[start].large_allocations;
+    (large, measured)
+}
+
+fn with_shared_memory_the_pixels_are_read_where_zenoh_put_them() {
+    let seen = receive(true);
+    // Zenoh makes its pool on the first large payload, on a thread: the frames sent
+    // meanwhile travel as bytes. Measured from the first that came through the pool.
+    let first = seen
+        .iter()
+        .position(|r| r.pixels_in_shared_memory)
+        .expect("no frame came through shared memory");
+    assert!(first < WARM_UP, "the pool took {first} frames to be made");
+    let (large, measured) = after(&seen, first);
+    assert!(
+        measured.iter().all(|r| r.pixels_in_shared_memory),
+        "pixels outside shared memory: {measured:?}"
+    );
+    assert!(measured.iter().all(|r| r.blob_copies == 0), "{measured:?}");
+    println!(
+        "shared memory: frames {first}.. of {} through the pool, {large} payload-sized \
+         allocations while receiving {} frames",
+        seen.len(),
+        measured.len()
+    );
+    assert_eq!(
+        large,
+        0,
+        "payload-sized allocations while receiving {} frames through shared memory",
+        measured.len()
+    );
+}
+
+fn over_tcp_a_frame_in_fragments_is_copied_once_and_counted() {
+    let seen = receive(false);
+    let (large, measured) = after(&seen, WARM_UP);
+    assert!(measured.iter().all(|r| !r.pixels_in_shared_memory));
+    let copies: u64 = measured.iter().map(|r| r.blob_copies).sum();
+    println!(
+        "tcp: {copies} blob copies and {large} payload-sized allocations while receiving {} \
+         frames",
+        measured.len()
+    );
+    assert_eq!(
+        copies,
+        measured.len() as u64,
+        "each 2.76 MB frame arrives in fragments: one blob copy each"
+    );
+    assert!(
+        large <= measured.len(),
+        "{large} payload-sized allocations for {} frames over TCP",
+        measured.len()
+    );
+}
+
+/// Zenoh's shared-memory files in /dev/shm.
+fn shm_files() -> BTreeSet<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.ends_with(".zenoh"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn main() {
+    if let Ok(endpoint) = std::env::var("SW_TEST_ZERO_COPY_SENDER") {
+        let shared_memory = std::env::var("SW_TEST_ZERO_COPY_SHM").is_ok_and(|v| v == "1");
+        sender_main(endpoint, shared_memory);
+    }
+    let tests: [(&str, fn()); 2] = [
+        (
+            "with_shared_memory_the_pixels_are_read_where_zenoh_put_them",
+            with_shared_memory_the_pixels_are_read_where_zenoh_put_them,
+        ),
+        (
+            "over_tcp_a_frame_in_fragments_is_copied_once_and_counted",
+            over_tcp_a_frame_in_fragments_is_copied_once_and_counted,
+        ),
+    ];
+    // A case runs in a process of its own (receiving there, its sender in another), so
+    // that every shared-memory segment can be removed once both have ended.
+    if let Ok(case) = std::env::var("SW_TEST_ZERO_COPY_CASE") {
+        count_allocations_of_at_least(PAYLOAD_SIZED);
+        if let Some((_, test)) = tests.iter().find(|(name, _)| *name == case) {
+            test();
+        }
+        std::process::exit(0);
+    }
+    let before = shm_files();
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    for (name, _) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let status = Command::new(std::env::current_exe().unwrap())
+            .env("SW_TEST_ZERO_COPY_CASE", name)
+            .status()
+            .unwrap();
+        assert!(status.success(), "test {name} failed: {status}");
+        println!("test {name} ... ok");
+    }
+    // Every process that made a segment has ended: its segments are removed now.
+    streamwire_zenoh::remove_orphaned_shared_memory();
+    let left: Vec<String> = shm_files().difference(&before).cloned().collect();
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+}
