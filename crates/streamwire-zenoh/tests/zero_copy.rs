@@ -273,6 +273,7 @@ fn main() {
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
+    let mut failed = Vec::new();
     for (name, _) in tests {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
             continue;
@@ -281,11 +282,18 @@ fn main() {
             .env("SW_TEST_ZERO_COPY_CASE", name)
             .status()
             .unwrap();
-        assert!(status.success(), "test {name} failed: {status}");
-        println!("test {name} ... ok");
+        println!(
+            "test {name} ... {}",
+            if status.success() { "ok" } else { "FAILED" }
+        );
+        if !status.success() {
+            failed.push(name);
+        }
     }
-    // Every process that made a segment has ended: its segments are removed now.
+    // Every process that made a segment has ended (a failed case's too): its segments are
+    // removed now.
     streamwire_zenoh::remove_orphaned_shared_memory();
     let left: Vec<String> = shm_files().difference(&before).cloned().collect();
+    assert!(failed.is_empty(), "failed: {failed:?}");
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
