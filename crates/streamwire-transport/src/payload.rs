@@ -4,9 +4,10 @@
 //! `bytes::Bytes`, which serializes as a serde byte string; cdr-encoding writes a byte
 //! string without its length (so it cannot be read back) and reads one element by element.
 //! CBOR carries byte strings with their length, and cbor4ii reads them borrowed from the
-//! frame, so a 2.76 MB image costs exactly one copy on the way in (into the message's own
-//! buffer) and one on the way out (into the frame). The frame's head, which tools of other
-//! ecosystems parse first, is CDR.
+//! frame. A message's blob fields ([`streamwire_core::blob`]: an image's pixels) are not
+//! in the payload at all in a version 2 frame: the payload holds their indexes, and the
+//! frame carries the bytes as parts of their own, so a 2.76 MB image is copied neither in
+//! nor out. The frame's head, which tools of other ecosystems parse first, is CDR.
 
 use std::fmt;
 
