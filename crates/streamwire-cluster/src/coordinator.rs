@@ -483,18 +483,19 @@ fn refusal(board: &Board, request: &JoinRequest) -> Option<String> {
              the same blueprint and settings (`-o`, environment) as `run`",
             request.plan_hash
         ))
-    } else if let Some(missing) = streamwire_transport::FORMAT_VERSIONS
-        .iter()
-        .find(|v| !request.frame_versions.contains(v))
-    {
-        Some(format!(
-            "the worker reads wire frame {} and the run's processes send version {missing} \
-             (this build reads and writes {}): start both from the same build",
-            versions(&request.frame_versions),
-            versions(&streamwire_transport::FORMAT_VERSIONS)
-        ))
     } else {
-        None
+        streamwire_transport::FORMAT_VERSIONS
+            .iter()
+            .find(|v| !request.frame_versions.contains(v))
+            .map(|missing| {
+                format!(
+                    "the worker reads wire frame {} and the run's processes send version \
+                     {missing} (this build reads and writes {}): start both from the same \
+                     build",
+                    versions(&request.frame_versions),
+                    versions(&streamwire_transport::FORMAT_VERSIONS)
+                )
+            })
     }
 }
 

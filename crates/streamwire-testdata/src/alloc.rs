@@ -207,16 +207,6 @@ pub fn process_peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    // This crate's unit-test binary does not install the allocator.
-    #[test]
-    #[should_panic(expected = "CountingAlloc is not the global allocator")]
-    fn measuring_without_the_allocator_installed_panics() {
-        let _ = super::allocated_during(|| Box::new(1u8));
-    }
-}
-
 /// From now on, counts every allocation of at least `bytes` by any thread of the process
 /// (a copy of a payload, where the payload is larger than anything else allocated): read
 /// the count with [`allocations_of_at_least`], at any time, from any thread.
@@ -229,4 +219,14 @@ pub fn count_allocations_of_at_least(bytes: usize) {
 /// The allocations counted since [`count_allocations_of_at_least`].
 pub fn allocations_of_at_least() -> usize {
     LARGE.load(Ordering::SeqCst)
+}
+
+#[cfg(test)]
+mod tests {
+    // This crate's unit-test binary does not install the allocator.
+    #[test]
+    #[should_panic(expected = "CountingAlloc is not the global allocator")]
+    fn measuring_without_the_allocator_installed_panics() {
+        let _ = super::allocated_during(|| Box::new(1u8));
+    }
 }
