@@ -292,8 +292,8 @@ fn registered_modules_include_these() {
     assert_eq!(camera.config_fields, ["fps", "name"]);
 }
 
-/// A plan keeps each instance's `#[config]` settings as a file holds them, the
-/// blueprint came from a file or from code.
+/// A plan keeps each instance's `#[config]` settings as a file holds them, for a
+/// blueprint built in code too.
 #[test]
 fn a_plan_keeps_each_instances_settings() {
     let mut blueprint = Blueprint::new();
