@@ -463,6 +463,7 @@ fn demo_split_runs_as_workers() {
     assert!(stdout.contains(&format!("access: {closed}")), "{stdout}");
     assert!(!stderr.contains("INSECURE"), "{stderr}");
     let report = balanced_report(&report_path, &stdout);
+    assert_eq!(report["access"], closed, "the JSON report says it too");
     let codecs: Vec<(String, String)> = report["stats"]["codecs"]
         .as_array()
         .into_iter()
@@ -500,6 +501,9 @@ fn demo_split_runs_as_workers() {
 /// of its six workers says so, and so does the report.
 #[test]
 fn an_insecure_run_says_so_on_every_screen_and_in_the_report() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let report_path = dir.path().join("report.json");
+    let report_arg = report_path.display().to_string();
     let out = streamwire(&[
         "run",
         "demo-split",
@@ -508,6 +512,8 @@ fn an_insecure_run_says_so_on_every_screen_and_in_the_report() {
         "1",
         "-o",
         "web.port=0",
+        "--report",
+        &report_arg,
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -525,6 +531,11 @@ fn an_insecure_run_says_so_on_every_screen_and_in_the_report() {
         "{stderr}"
     );
     assert!(stdout.contains(&format!("access: {open}")), "{stdout}");
+    assert_eq!(
+        read_report(&report_path)["access"],
+        open,
+        "the JSON report says it too"
+    );
 }
 
 /// `run demo --replay DIR --fps N`: the folder's frames, each published once (no loop),

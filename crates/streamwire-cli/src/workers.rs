@@ -37,12 +37,13 @@ pub(crate) struct Coordinate<'a> {
     pub(crate) shared_memory: bool,
 }
 
-/// `run` of a plan of several processes: start the workers, supervise, merge the reports.
+/// `run` of a plan of several processes: start the workers, supervise, merge the reports;
+/// the run's access (`closed: ...`, `INSECURE: ...`) with them.
 pub(crate) fn coordinate(
     run: &Coordinate<'_>,
     runnable: RunnablePlan,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<(ExitCode, RunReport)> {
+) -> anyhow::Result<(ExitCode, RunReport, Option<String>)> {
     let defaults = CoordinatorOptions::default();
     let options = CoordinatorOptions {
         run_id: run.run_id.clone().unwrap_or(defaults.run_id),
@@ -180,7 +181,11 @@ pub(crate) fn coordinate(
     )?;
     println!("{report}");
     println!("{}", crate::commands::run::accounting(&report.report));
-    Ok((exit_code(&report.report), report.report))
+    Ok((
+        exit_code(&report.report),
+        report.report,
+        Some(report.access),
+    ))
 }
 
 /// `worker`: run one process of the plan in the run of the coordinator at `--connect`.

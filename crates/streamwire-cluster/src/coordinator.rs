@@ -466,16 +466,6 @@ fn refusal(board: &Board, request: &JoinRequest) -> Option<String> {
             request.version,
             protocol::VERSION
         ))
-    } else if let Some(missing) = streamwire_transport::FORMAT_VERSIONS
-        .iter()
-        .find(|v| !request.frame_versions.contains(v))
-    {
-        Some(format!(
-            "the worker reads wire frame {} and the run's processes send version {missing} \
-             (this build reads and writes {}): start both from the same build",
-            versions(&request.frame_versions),
-            versions(&streamwire_transport::FORMAT_VERSIONS)
-        ))
     } else if !board.expected.contains(&request.process) {
         Some(format!(
             "the coordinator's plan has no process `{}` (its processes: {})",
@@ -492,6 +482,16 @@ fn refusal(board: &Board, request: &JoinRequest) -> Option<String> {
             "the worker's plan (hash {}) differs from the coordinator's: start the worker with \
              the same blueprint and settings (`-o`, environment) as `run`",
             request.plan_hash
+        ))
+    } else if let Some(missing) = streamwire_transport::FORMAT_VERSIONS
+        .iter()
+        .find(|v| !request.frame_versions.contains(v))
+    {
+        Some(format!(
+            "the worker reads wire frame {} and the run's processes send version {missing} \
+             (this build reads and writes {}): start both from the same build",
+            versions(&request.frame_versions),
+            versions(&streamwire_transport::FORMAT_VERSIONS)
         ))
     } else {
         None

@@ -914,6 +914,24 @@ fn listen_all(session: &ZenohTransport) -> (zenoh::pubsub::Subscriber<()>, Arc<A
     (subscriber, heard)
 }
 
+/// A subscriber on one stream of `session`'s run, counting what it hears.
+fn listen(
+    session: &ZenohTransport,
+    stream: &str,
+) -> (zenoh::pubsub::Subscriber<()>, Arc<AtomicU64>) {
+    let heard = Arc::new(AtomicU64::new(0));
+    let counter = heard.clone();
+    let subscriber = session
+        .session()
+        .declare_subscriber(session.key_expr(stream))
+        .callback(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .wait()
+        .unwrap();
+    (subscriber, heard)
+}
+
 /// The answer to `request` at `key` from another session, if any came within a second.
 fn ask(session: &ZenohTransport, key: &str, request: &serde_json::Value) -> Option<String> {
     let replies = session
@@ -1128,13 +1146,21 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
                 .spawn()
                 .unwrap();
             assert!(until(|| said(&events, "every worker is ready")));
-            let (_tool_sub, tool_heard) = listen_all(&tool);
+            // The tool reads the encoded stream only: a subscriber on the raw one would
+            // (rightly: a tool may read) make the camera send raw frames.
+            let (_tool_sub, tool_heard) = listen(&tool, "color_image/compressed");
             let ui = member_session(&ui, &endpoint);
+            // The viewer's credential subscribing to the raw stream, which the plan does
+            // not bring it: refused by the access control, so the camera never sees a
+            // subscriber and sends no raw frame (in an open run it sent 2.76 MB frames
+            // nobody planned).
+            let (_ui_raw, ui_raw_heard) = listen(&ui, "color_image");
             // What they heard of the run before forging (a session hears its own puts).
             std::thread::sleep(Duration::from_secs(1));
             let heard = (
                 stranger_heard.load(Ordering::SeqCst),
                 tool_heard.load(Ordering::SeqCst),
+                ui_raw_heard.load(Ordering::SeqCst),
             );
             let stranger_answers = forge(&stranger, &hash);
             let tool_answers = forge(&tool, &hash);
@@ -1162,7 +1188,7 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
     let (
         (started_early, posed_joins),
         (stranger, tool, ui),
-        (stranger_heard, tool_heard),
+        (stranger_heard, tool_heard, ui_raw_heard),
         stranger_peers,
         attacked,
         viewer,
@@ -1180,6 +1206,10 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
         "{stranger:?}"
     );
     assert!(tool_heard > 0, "the tool may read the streams");
+    assert_eq!(
+        ui_raw_heard, 0,
+        "the viewer's credential heard the raw stream"
+    );
     assert!(tool.iter().all(|(_, answer)| answer.is_none()), "{tool:?}");
     // The viewer's own credential: its keys answer, and its second join is refused,
     // without the coordinator's plan hash.
@@ -1208,6 +1238,17 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
         (received.frames, received.lost),
         (sent.frames, 0),
         "no forged frame arrived: {cluster}"
+    );
+    let raw_sent: u64 = report
+        .stats
+        .wire
+        .iter()
+        .filter(|w| w.direction == WireDirection::Out && w.key == "color_image")
+        .map(|w| w.frames)
+        .sum();
+    assert_eq!(
+        raw_sent, 0,
+        "raw frames nobody planned were sent: {cluster}"
     );
     assert!(cluster.to_string().contains("access: closed"), "{cluster}");
     assert!(!folder.exists(), "the run's secret files outlived it");

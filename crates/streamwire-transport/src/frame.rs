@@ -510,6 +510,27 @@ impl WireFrame {
     }
 }
 
+impl WireFrame {
+    /// A frame read back, of `version` with checked `flags`.
+    fn read(
+        (version, flags): (u16, u16),
+        head: FrameHead,
+        payload: Bytes,
+        (blobs, blob_section): (Vec<BlobEntry>, FrameBytes),
+    ) -> WireFrame {
+        WireFrame {
+            version,
+            end_of_stream: flags & FLAG_END_OF_STREAM != 0,
+            stop: flags & FLAG_STOP != 0,
+            unsent: flags & FLAG_UNSENT != 0,
+            head,
+            payload,
+            blobs,
+            blob_section,
+        }
+    }
+}
+
 /// The blobs of one frame, handed to a message's blob fields as they are read.
 struct FrameBlobs {
     table: Vec<BlobEntry>,
@@ -650,16 +671,12 @@ fn parse_inline(frame: Bytes, flags: u16) -> Result<WireFrame, FrameError> {
     let head_len = usize::try_from(head_len).map_err(|_| FrameError::TooLarge(usize::MAX))?;
     check_head_len(head_len)?;
     let head = decode_head(&frame[FIXED_LEN..FIXED_LEN + head_len])?;
-    Ok(WireFrame {
-        version: VERSION_INLINE,
-        end_of_stream: flags & FLAG_END_OF_STREAM != 0,
-        stop: flags & FLAG_STOP != 0,
-        unsent: flags & FLAG_UNSENT != 0,
+    Ok(WireFrame::read(
+        (VERSION_INLINE, flags),
         head,
-        payload: frame.slice(FIXED_LEN + head_len..),
-        blobs: Vec::new(),
-        blob_section: FrameBytes::default(),
-    })
+        frame.slice(FIXED_LEN + head_len..),
+        (Vec::new(), FrameBytes::default()),
+    ))
 }
 
 /// Version 2: fixed part, blob table, head, payload, then the blob section, in as many
@@ -699,16 +716,12 @@ fn parse_with_blobs(frame: &FrameBytes, flags: u16) -> Result<WireFrame, FrameEr
     let table_end = FIXED_LEN_V2 + count * BLOB_ENTRY_LEN;
     let blobs = read_blob_table(&front[FIXED_LEN_V2..table_end], section_len)?;
     let head = decode_head(&front[table_end..table_end + head_len])?;
-    Ok(WireFrame {
-        version: FORMAT_VERSION,
-        end_of_stream: flags & FLAG_END_OF_STREAM != 0,
-        stop: flags & FLAG_STOP != 0,
-        unsent: flags & FLAG_UNSENT != 0,
+    Ok(WireFrame::read(
+        (FORMAT_VERSION, flags),
         head,
-        payload: front.slice(table_end + head_len..),
-        blobs,
-        blob_section: frame.suffix(front_len),
-    })
+        front.slice(table_end + head_len..),
+        (blobs, frame.suffix(front_len)),
+    ))
 }
 
 /// The blob table, each entry checked to lie inside the section of `section_len` bytes

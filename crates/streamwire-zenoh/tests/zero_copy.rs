@@ -58,6 +58,15 @@ struct Received {
     large_allocations: usize,
 }
 
+/// Zenoh's shared memory, on (its default pool) or off.
+fn pool(on: bool) -> SharedMemory {
+    if on {
+        SharedMemory::default()
+    } else {
+        SharedMemory::off()
+    }
+}
+
 fn image() -> Image {
     let data: Vec<u8> = (0..1280 * 720 * 3).map(|i| (i % 251) as u8).collect();
     Image::from_packed(1280, 720, ImageEncoding::Rgb8, data).unwrap()
@@ -70,11 +79,7 @@ fn sender_main(endpoint: String, shared_memory: bool) -> ! {
         listen: Vec::new(),
         connect: vec![endpoint],
         gossip: false,
-        shared_memory: if shared_memory {
-            SharedMemory::default()
-        } else {
-            SharedMemory::off()
-        },
+        shared_memory: pool(shared_memory),
         ..ZenohOptions::default()
     })
     .unwrap();
@@ -104,11 +109,7 @@ fn sender_main(endpoint: String, shared_memory: bool) -> ! {
 fn receive(shared_memory: bool) -> Vec<Received> {
     let transport = ZenohTransport::open(&ZenohOptions {
         run_id: "zero-copy".to_owned(),
-        shared_memory: if shared_memory {
-            SharedMemory::default()
-        } else {
-            SharedMemory::off()
-        },
+        shared_memory: pool(shared_memory),
         ..ZenohOptions::default()
     })
     .unwrap();

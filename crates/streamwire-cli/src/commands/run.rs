@@ -138,7 +138,7 @@ pub(crate) fn run(cli: &Cli, mut args: Args, cx: &mut Context<'_>) -> anyhow::Re
     args.record.add_recorder(&args.blueprint, &mut built)?;
     let runnable = built.blueprint.into_runnable()?;
     let processes = runnable.plan().processes().len();
-    let (code, report) = if cli.distributed && processes > 1 && !args.placement.in_process {
+    let (code, report, access) = if cli.distributed && processes > 1 && !args.placement.in_process {
         if args.record.is_set() && !args.placement.insecure && args.placement.zenoh_config.is_none()
         {
             anyhow::bail!(
@@ -157,10 +157,17 @@ pub(crate) fn run(cli: &Cli, mut args: Args, cx: &mut Context<'_>) -> anyhow::Re
         };
         run_distributed(&coordinate, runnable, cx.stop)?
     } else {
-        run_here(runnable, duration, cx.stop)?
+        let (code, report) = run_here(runnable, duration, cx.stop)?;
+        (code, report, None)
     };
     if let Some(path) = &args.report {
-        let json = serde_json::to_string_pretty(&report)?;
+        let mut json = serde_json::to_value(&report)?;
+        // Who could join the run, as the screen said it (`closed: ...`, `INSECURE: ...`);
+        // absent for a run in one process, which no other process can reach.
+        if let (Some(access), Some(object)) = (access, json.as_object_mut()) {
+            object.insert("access".to_owned(), access.into());
+        }
+        let json = serde_json::to_string_pretty(&json)?;
         std::fs::write(path, json + "\n")
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
     }
@@ -176,12 +183,13 @@ struct Distributed<'a> {
 }
 
 /// Starts the workers and coordinates them (the `zenoh` feature); without it, runs here
-/// (`Cli::distributed`, which alone asks for workers, needs the feature).
+/// (`Cli::distributed`, which alone asks for workers, needs the feature). With the report,
+/// the run's access as its screens said it.
 fn run_distributed(
     run: &Distributed<'_>,
     runnable: RunnablePlan,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<(ExitCode, RunReport)> {
+) -> anyhow::Result<(ExitCode, RunReport, Option<String>)> {
     #[cfg(feature = "zenoh")]
     {
         let placement = &run.args.placement;
@@ -208,7 +216,8 @@ fn run_distributed(
     {
         // Only the zenoh coordinator reads the rest.
         let _ = (&run.args.placement, run.verbose, run.join_timeout);
-        run_here(runnable, run.duration, stop)
+        let (code, report) = run_here(runnable, run.duration, stop)?;
+        Ok((code, report, None))
     }
 }
 
