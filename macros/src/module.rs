@@ -30,7 +30,7 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
             } else {
                 TokenStream::new()
             };
-            let main = generate(&m);
+            let main = generate(&m, file_support);
             quote!(#main #file)
         })
         // infallible: a struct that does not parse reports its errors through `cx`; nothing more to generate
@@ -41,7 +41,7 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
     }
 }
 
-fn generate(model: &ModuleDef) -> TokenStream {
+fn generate(model: &ModuleDef, file_support: bool) -> TokenStream {
     let ModuleDef {
         ident,
         vis,
@@ -97,6 +97,17 @@ fn generate(model: &ModuleDef) -> TokenStream {
         "Typed handles of the ports of one [`{ident}`] instance, for `Blueprint::connect`."
     );
 
+    // With file support the value serializes as its `#[config]` fields: tools show them.
+    let as_config = if file_support {
+        quote! {
+            fn as_config(&self) -> ::core::option::Option<&dyn #krate::ModuleConfig> {
+                ::core::option::Option::Some(self)
+            }
+        }
+    } else {
+        TokenStream::new()
+    };
+
     quote! {
         #[automatically_derived]
         impl #krate::Module for #ident {
@@ -121,6 +132,8 @@ fn generate(model: &ModuleDef) -> TokenStream {
                 use #krate::__private::probe::{IsNode as _, NotNode as _};
                 #krate::__private::probe::Probe(self).erase_node()
             }
+
+            #as_config
         }
 
         #[doc = #ports_doc]

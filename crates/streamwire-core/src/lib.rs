@@ -49,8 +49,8 @@ pub use header::{Delivered, Header, Timestamp};
 pub use message::{AnyMessage, Message, MessageInfo, MessageKind, Payload, SerdeMessage};
 pub use module::{InstanceId, Module, ModuleValue};
 pub use node::{
-    Context, Counter, Node, NodeError, NodeResult, PortRef, RunContext, StreamTap, TapService,
-    Trigger,
+    Context, Counter, Node, NodeError, NodeResult, PortRef, RunContext, RunNode, StreamTap,
+    TapService, Trigger,
 };
 pub use port::{
     Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,

@@ -71,6 +71,13 @@ pub trait Module: Send + 'static {
     /// module that only describes ports (fine for printing plans; a runtime refuses to
     /// run it, naming the instance). The derive writes this.
     fn behaviour(&mut self) -> Option<&mut dyn Node>;
+
+    /// The value as a blueprint file holds it (its `#[config]` fields), so tools can show
+    /// a run's resolved settings. The derive writes this for every module a file can
+    /// hold; a hand-written module has none.
+    fn as_config(&self) -> Option<&dyn crate::ModuleConfig> {
+        None
+    }
 }
 
 /// A module value with its type erased: what a blueprint holds and hands to a runtime.
@@ -85,6 +92,8 @@ pub trait ModuleValue: Send {
     fn behaviour(&mut self) -> Option<&mut dyn Node>;
     /// The value itself, for code that knows its type (tests, harnesses).
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+    /// See [`Module::as_config`].
+    fn as_config(&self) -> Option<&dyn crate::ModuleConfig>;
 }
 
 impl<M: Module> ModuleValue for M {
@@ -102,6 +111,10 @@ impl<M: Module> ModuleValue for M {
 
     fn behaviour(&mut self) -> Option<&mut dyn Node> {
         Module::behaviour(self)
+    }
+
+    fn as_config(&self) -> Option<&dyn crate::ModuleConfig> {
+        Module::as_config(self)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {

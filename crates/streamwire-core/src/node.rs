@@ -212,6 +212,26 @@ pub trait TapService: Send + Sync {
         stream: &str,
         message: Option<&'static str>,
     ) -> Result<Box<dyn StreamTap>, NodeError>;
+    /// The run's module instances with the streams they publish and subscribe and their
+    /// resolved settings, for tools that describe the run (a relay's rosapi `nodes`).
+    /// The default, for services that do not know the plan, is empty.
+    fn run_graph(&self) -> Vec<RunNode> {
+        Vec::new()
+    }
+}
+
+/// One module instance of a run, as a [`TapService`] describes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunNode {
+    /// The instance's full name (namespaces included).
+    pub name: String,
+    /// The streams its outputs publish, by resolved stream name.
+    pub publishes: Vec<String>,
+    /// The streams its inputs are fed from, by resolved stream name.
+    pub subscribes: Vec<String>,
+    /// Its `#[config]` settings as (field, value as JSON text), by field name; empty
+    /// for a module whose settings cannot be serialized.
+    pub settings: Vec<(String, String)>,
 }
 
 /// One subscription made through a [`TapService`]: a keep-last queue of the stream's

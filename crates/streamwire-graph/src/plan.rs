@@ -155,6 +155,9 @@ pub struct InstanceNode {
     /// Where it runs.
     pub placement: Placement,
     pub(crate) ports: Vec<PlanPort>,
+    /// Its `#[config]` fields as (field, value as JSON text), as a blueprint file holds
+    /// them.
+    pub(crate) settings: Vec<(String, String)>,
 }
 
 impl InstanceNode {
@@ -171,6 +174,12 @@ impl InstanceNode {
     /// The port of field `field`.
     pub fn port_named(&self, field: &str) -> Option<&PlanPort> {
         self.ports.iter().find(|p| p.field() == field)
+    }
+
+    /// Its `#[config]` settings as (field, value as JSON text), as a blueprint file holds
+    /// them (empty for a module a file cannot hold).
+    pub fn settings(&self) -> &[(String, String)] {
+        &self.settings
     }
 }
 

@@ -67,6 +67,7 @@ pub(crate) fn plan(bp: &Blueprint) -> Result<Plan, BuildError> {
             module_type: entry.module_type,
             placement: entry.placement.clone(),
             ports,
+            settings: settings_of(&*entry.module),
         })
         .collect();
     Ok(Plan {
@@ -1386,5 +1387,23 @@ fn check_wire_names(ports: &Ports, wired: &Wired, problems: &mut Vec<Problem>) {
                 types: [first.rust_name(), second.rust_name()],
             });
         }
+    }
+}
+
+/// The `#[config]` fields of `module` as (field, value as JSON text), as a blueprint file
+/// holds them; empty for a module without file support. A value that does not serialize
+/// leaves the list empty: the settings are shown to people, the run does not need them.
+fn settings_of(module: &dyn streamwire_core::ModuleValue) -> Vec<(String, String)> {
+    let Some(config) = module.as_config() else {
+        return Vec::new();
+    };
+    match serde_json::to_value(config) {
+        Ok(serde_json::Value::Object(fields)) => fields
+            .into_iter()
+            // The module's tag is its type, shown apart.
+            .filter(|(field, _)| field != "type")
+            .map(|(field, value)| (field, value.to_string()))
+            .collect(),
+        Ok(_) | Err(_) => Vec::new(),
     }
 }

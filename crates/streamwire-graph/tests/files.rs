@@ -291,3 +291,27 @@ fn registered_modules_include_these() {
     assert_eq!(camera.doc, "A camera for the file tests.");
     assert_eq!(camera.config_fields, ["fps", "name"]);
 }
+
+/// A plan keeps each instance's `#[config]` settings as a file holds them, for a
+/// blueprint built in code too.
+#[test]
+fn a_plan_keeps_each_instances_settings() {
+    let mut blueprint = Blueprint::new();
+    blueprint.add(
+        "camera",
+        FileCamera {
+            color_image: Out::new(),
+            fps: 15,
+            name: "front".into(),
+        },
+    );
+    let plan = blueprint.build().expect("a plan");
+    let camera = plan.instance_named("camera").expect("the camera");
+    assert_eq!(
+        camera.settings(),
+        [
+            ("fps".to_owned(), "15".to_owned()),
+            ("name".to_owned(), "\"front\"".to_owned())
+        ]
+    );
+}

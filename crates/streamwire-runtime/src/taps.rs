@@ -91,6 +91,27 @@ pub(crate) struct TapPoint {
     pub(crate) transport: Option<Arc<dyn Transport>>,
     /// Depth of a tap's keep-last queue (`RunOptions::tap_depth`).
     pub(crate) tap_depth: usize,
+    /// The plan's instances as tools describe the run (see [`run_graph_of`]).
+    pub(crate) graph: Vec<streamwire_core::RunNode>,
+}
+
+/// The plan's instances with the streams their ports publish and subscribe and their
+/// settings: what `TapService::run_graph` answers.
+pub(crate) fn run_graph_of(plan: &streamwire_graph::Plan) -> Vec<streamwire_core::RunNode> {
+    let streams = |node: &streamwire_graph::InstanceNode, direction| -> Vec<String> {
+        node.ports()
+            .filter(|p| p.direction() == direction)
+            .map(|p| p.stream.clone())
+            .collect()
+    };
+    plan.instances()
+        .map(|node| streamwire_core::RunNode {
+            name: node.name.clone(),
+            publishes: streams(node, streamwire_core::Direction::Output),
+            subscribes: streams(node, streamwire_core::Direction::Input),
+            settings: node.settings().to_vec(),
+        })
+        .collect()
 }
 
 /// A module's view of the tap point: taps from the module's own partition.
@@ -125,6 +146,10 @@ impl streamwire_core::TapService for PartitionTaps {
             message,
             self.process.as_deref(),
         )?))
+    }
+
+    fn run_graph(&self) -> Vec<streamwire_core::RunNode> {
+        self.point.graph.clone()
     }
 }
 

@@ -185,6 +185,9 @@ pub(crate) struct Shared {
     pub(crate) logs: Logs,
     taps: Arc<dyn TapService>,
     pub(crate) topics: Vec<Arc<Topic>>,
+    /// The run's instances with their streams and settings, for rosapi (read once: a
+    /// plan does not change while it runs).
+    graph: Vec<streamwire_core::RunNode>,
     feeds: Mutex<HashMap<String, Arc<Feed>>>,
     clients: Mutex<Vec<Arc<Client>>>,
     /// Clients served now, counted from the upgrade (a [`Seat`] each).
@@ -498,6 +501,7 @@ impl Running {
             connection_cap: cap,
             connections_open: AtomicUsize::new(0),
             logs: Logs::default(),
+            graph: taps.run_graph(),
             taps,
             topics,
             feeds: Mutex::new(HashMap::new()),
@@ -1185,6 +1189,7 @@ fn call_service(
                 cmd_vel: shared.config.cmd_vel_topic.clone(),
                 now_nanos: shared.started.0.as_nanos().saturating_add(elapsed),
                 params: relay_params(&shared.config),
+                graph: &shared.graph,
             };
             rosapi::answer(&view, name, args)
                 .map_err(|why| format!("service `{service}` refused: {why}"))

@@ -245,15 +245,17 @@ fn check_services(services: &Value, topic_count: usize, type_of: &dyn Fn(&str) -
         services["getTopicsForType"],
         serde_json::json!(["/odometry"])
     );
-    assert_eq!(services["getNodes"], serde_json::json!(["/web"]));
+    // The run's instances are its nodes, the relay's own among them.
+    let nodes = services["getNodes"].as_array().expect("nodes");
+    for node in ["/odometry", "/mapper", "/web"] {
+        assert!(nodes.iter().any(|n| n == node), "{node} in {nodes:?}");
+    }
     let details = &services["getNodeDetails"];
-    assert!(
-        details["publishing"]
-            .as_array()
-            .is_some_and(|p| p.iter().any(|t| t == "/odometry")),
+    assert_eq!(
+        details["publishing"],
+        serde_json::json!(["/odometry"]),
         "{details}"
     );
-    assert_eq!(details["subscribing"], serde_json::json!(["/cmd_vel"]));
     let served = services["getServices"].as_array().expect("services");
     for name in [
         "topics",
@@ -288,12 +290,21 @@ fn check_services(services: &Value, topic_count: usize, type_of: &dyn Fn(&str) -
     assert!(
         services["getParams"]
             .as_array()
-            .is_some_and(|p| p.iter().any(|n| n == "cmd_vel_topic")),
+            .is_some_and(|p| p.iter().any(|n| n == "/web:cmd_vel_topic")),
         "{services}"
     );
     assert!(
-        !services["getParams"].to_string().contains("token\""),
-        "no token among the parameters"
+        services["getParams"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|n| n == "/odometry:hz")),
+        "{services}"
+    );
+    // No secret, and no file path (the busy sinks' recording `path`).
+    let params = services["getParams"].to_string();
+    assert!(!params.contains("token\""), "no token among the parameters");
+    assert!(
+        !params.contains(":path\""),
+        "no path among the parameters: {params}"
     );
     assert_eq!(services["paramGet"], "cmd_vel");
     assert_eq!(services["paramSet"]["ok"], false, "{services}");
@@ -305,11 +316,12 @@ fn check_services(services: &Value, topic_count: usize, type_of: &dyn Fn(&str) -
     );
     assert_eq!(
         services["publishers"]["response"]["publishers"],
-        serde_json::json!(["/web"])
+        serde_json::json!(["/odometry"])
     );
+    // The relay publishes `cmd_vel` into the run; no demo module reads it.
     assert_eq!(
         services["subscribers"]["response"]["subscribers"],
-        serde_json::json!(["/web"])
+        serde_json::json!([])
     );
     assert_eq!(services["unknown"]["ok"], false);
 }
@@ -459,7 +471,9 @@ fn roslibpy_services_subscriptions_png_and_driving() {
         report["topics_for_type"],
         serde_json::json!(["/color_image", "/depth"])
     );
-    assert_eq!(report["nodes"], serde_json::json!(["/web"]));
+    let nodes = report["nodes"].as_array().expect("nodes");
+    assert!(nodes.iter().any(|n| n == "/web"), "{report}");
+    assert!(nodes.iter().any(|n| n == "/odometry"), "{report}");
     assert!(report["node_details"]["publishing"].is_array());
     assert_eq!(report["service_type"], "rosapi_msgs/srv/GetParam");
     assert_eq!(

@@ -6,9 +6,10 @@ mod common;
 use std::time::Duration;
 
 use common::ws::{Ws, connect, send};
-use common::{SyntheticCamera, TestRun, relay_counter, start, stats};
+use common::{SyntheticCamera, TestRun, relay_counter, start, start_with, stats};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use streamwire::prelude::*;
 use streamwire_web::RelayConfig;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -175,6 +176,109 @@ async fn topics_come_from_the_plan() {
             .contains("not served")
     );
     assert!(status_error(&mut ws).await.contains("/rosapi/delete_param"));
+    drop(run);
+}
+
+/// A module whose settings name files, as a replay's do: rosapi must not show them.
+#[derive(Module)]
+struct Replayer {
+    #[config]
+    folder: String,
+    #[config]
+    source: String,
+    #[config]
+    rate: f64,
+}
+
+impl Node for Replayer {
+    fn trigger(&self) -> Trigger {
+        Trigger::rate(1.0)
+    }
+
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        Ok(())
+    }
+}
+
+/// The `values` of rosapi service `name` called with `args`, and whether it answered.
+async fn call(ws: &mut Ws, name: &str, args: Value) -> (Value, bool) {
+    send(
+        ws,
+        json!({"op": "call_service", "service": format!("/rosapi/{name}"), "args": args}),
+    )
+    .await;
+    let reply = next_reply(ws).await;
+    assert_eq!(reply["op"], "service_response", "{reply}");
+    (reply["values"].clone(), reply["result"] == true)
+}
+
+fn strings(value: &Value) -> Vec<&str> {
+    value
+        .as_array()
+        .map(|list| list.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_and_parameters_are_the_runs() {
+    let run = start_with(RelayConfig::default(), camera(), |blueprint| {
+        blueprint.add(
+            "replay",
+            Replayer {
+                folder: "recordings".into(),
+                source: "/srv/runs/monday".into(),
+                rate: 2.0,
+            },
+        );
+    });
+    let mut ws = connect(&run, "").await;
+
+    let (values, _) = call(&mut ws, "nodes", json!({})).await;
+    assert_eq!(
+        strings(&values["nodes"]),
+        [
+            "/camera",
+            "/base",
+            "/lidar",
+            "/depth_camera",
+            "/commands",
+            "/web",
+            "/replay"
+        ]
+    );
+    let (values, _) = call(&mut ws, "node_details", json!({"node": "/base"})).await;
+    assert_eq!(strings(&values["publishing"]), ["/odom"]);
+    assert!(strings(&values["subscribing"]).is_empty(), "{values}");
+    let (values, _) = call(&mut ws, "node_details", json!({"node": "/commands"})).await;
+    assert_eq!(strings(&values["subscribing"]), ["/cmd_vel"]);
+    let (values, _) = call(&mut ws, "publishers", json!({"topic": "/odom"})).await;
+    assert_eq!(strings(&values["publishers"]), ["/base"]);
+    let (values, _) = call(&mut ws, "subscribers", json!({"topic": "/odom"})).await;
+    assert_eq!(strings(&values["subscribers"]), ["/web"]);
+    let (values, _) = call(&mut ws, "publishers", json!({"topic": "/cmd_vel"})).await;
+    assert_eq!(strings(&values["publishers"]), ["/web"]);
+    let (values, _) = call(&mut ws, "subscribers", json!({"topic": "/cmd_vel"})).await;
+    assert_eq!(strings(&values["subscribers"]), ["/commands"]);
+
+    let (values, _) = call(&mut ws, "get_param_names", json!({})).await;
+    let names = strings(&values["names"]);
+    for shown in [
+        "/camera:fps",
+        "/camera:width",
+        "/replay:rate",
+        "/web:listen",
+    ] {
+        assert!(names.contains(&shown), "{shown} in {names:?}");
+    }
+    for hidden in ["/replay:folder", "/replay:source", "/web:token"] {
+        assert!(!names.contains(&hidden), "{hidden} in {names:?}");
+    }
+    let (values, answered) = call(&mut ws, "get_param", json!({"name": "/camera:fps"})).await;
+    assert!(answered);
+    assert_eq!(values["value"], "20.0");
+    let (_, answered) = call(&mut ws, "get_param", json!({"name": "/replay:source"})).await;
+    assert!(!answered);
+    assert!(status_error(&mut ws).await.contains("/replay:source"));
     drop(run);
 }
 

@@ -291,6 +291,7 @@ impl RunBuilder {
             local: layout.local,
             transport: transport.clone(),
             tap_depth,
+            graph: crate::taps::run_graph_of(&plan),
         });
         let instance_threads = instances
             .into_entries()

@@ -4,6 +4,7 @@
 
 pub(crate) mod outgoing;
 pub(crate) mod rosapi;
+pub(crate) mod run_graph;
 pub(crate) mod shape;
 pub(crate) mod subscription;
 pub(crate) mod topics;

@@ -1,13 +1,18 @@
 //! The rosapi services the relay answers, as rosbridge_suite's ROS 2 `rosapi` node names
 //! them (`/rosapi/<name>`, types `rosapi_msgs/srv/<Name>`) and shapes their responses.
 //!
-//! The relay is one ROS node (its instance, `/web`): it publishes every topic it serves and
-//! subscribes to the browsers' `cmd_vel`. Its parameters are its own resolved settings
-//! (read-only, the token left out). `set_param` is refused with a clear message.
+//! The nodes are the run's module instances (`/camera`, the relay's own `/web`), with the
+//! topics the plan says they publish and subscribe (see [`run_graph`](super::run_graph)).
+//! The parameters are their resolved settings, read-only: the relay's own with the token
+//! left out, the others without secrets or file paths. `set_param` is refused with a
+//! clear message.
 
 use serde_json::{Value, json};
 use streamwire_ros2::schema::RosSchema;
 
+use streamwire_core::RunNode;
+
+use crate::rosbridge::run_graph::{RunNodes, node_name};
 use crate::rosbridge::topics::{Topic, short_type};
 use crate::typedefs;
 
@@ -42,6 +47,39 @@ pub(crate) struct RunView<'a> {
     pub(crate) now_nanos: u64,
     /// The relay's parameters: (name, value), values as JSON.
     pub(crate) params: Vec<(String, Value)>,
+    /// The run's instances, from its plan (empty when the runtime does not say).
+    pub(crate) graph: &'a [RunNode],
+}
+
+impl RunView<'_> {
+    fn nodes(&self) -> RunNodes<'_> {
+        RunNodes {
+            graph: self.graph,
+            relay: &self.node,
+            topics: self.topics,
+        }
+    }
+
+    /// Every parameter as (`/<node>:<setting>`, value as JSON text): the relay's first.
+    fn parameters(&self) -> Vec<(String, String)> {
+        let relay = node_name(&self.node);
+        let own = self
+            .params
+            .iter()
+            .map(|(n, v)| (format!("{relay}:{n}"), v.to_string()));
+        own.chain(self.nodes().parameters()).collect()
+    }
+
+    /// The value of parameter `asked` (`/<node>:<setting>`, or a bare setting of the
+    /// relay's, as earlier clients ask).
+    fn parameter(&self, asked: &str) -> Option<String> {
+        let full = match asked.split_once(':') {
+            Some((node, setting)) => format!("{}:{setting}", node_name(node)),
+            None => format!("{}:{asked}", node_name(&self.node)),
+        };
+        let mut all = self.parameters().into_iter();
+        all.find(|(n, _)| *n == full).map(|(_, v)| v)
+    }
 }
 
 /// The service's name without its `/rosapi/` prefix, if it is one of rosapi's.
@@ -96,38 +134,15 @@ pub(crate) fn answer(view: &RunView<'_>, name: &str, args: &Value) -> Result<Val
                 .collect();
             json!({"topics": topics})
         }
-        "nodes" => json!({"nodes": [view.node]}),
-        "node_details" => {
-            let node = string_arg(args, "node")?;
-            if node.trim_start_matches('/') == view.node.trim_start_matches('/') {
-                let services: Vec<String> = SERVICES
-                    .iter()
-                    .map(|(n, _)| format!("/rosapi/{n}"))
-                    .collect();
-                json!({
-                    "subscribing": [format!("/{}", view.cmd_vel.trim_start_matches('/'))],
-                    "publishing": topic_names(),
-                    "services": services,
-                })
-            } else {
-                json!({"subscribing": [], "publishing": [], "services": []})
-            }
-        }
+        "nodes" => json!({"nodes": view.nodes().names()}),
+        "node_details" => node_details(view, string_arg(args, "node")?),
         "publishers" => {
             let topic = string_arg(args, "topic")?;
-            let publishers: Vec<&str> = find_topic(topic)
-                .map(|_| view.node.as_str())
-                .into_iter()
-                .collect();
-            json!({"publishers": publishers})
+            json!({"publishers": view.nodes().nodes_on(topic, true)})
         }
         "subscribers" => {
             let topic = string_arg(args, "topic")?;
-            let subscribers: Vec<&str> = is_cmd_vel(topic)
-                .then_some(view.node.as_str())
-                .into_iter()
-                .collect();
-            json!({"subscribers": subscribers})
+            json!({"subscribers": view.nodes().nodes_on(topic, false)})
         }
         "services" => {
             let services: Vec<String> = SERVICES
@@ -154,15 +169,14 @@ pub(crate) fn answer(view: &RunView<'_>, name: &str, args: &Value) -> Result<Val
             "nanosec": view.now_nanos % 1_000_000_000,
         }}),
         "get_param_names" => {
-            let names: Vec<&str> = view.params.iter().map(|(n, _)| n.as_str()).collect();
+            let names: Vec<String> = view.parameters().into_iter().map(|(n, _)| n).collect();
             json!({"names": names})
         }
         "get_param" => {
             let asked = string_arg(args, "name")?;
-            let name = asked.rsplit_once(':').map_or(asked, |(_, n)| n);
-            match view.params.iter().find(|(n, _)| n == name || n == asked) {
+            match view.parameter(asked) {
                 // rosapi's `value` is the parameter as JSON text.
-                Some((_, value)) => json!({"value": value.to_string()}),
+                Some(value) => json!({"value": value}),
                 None => match args.get("default").and_then(Value::as_str) {
                     Some(default) if !default.is_empty() => json!({"value": default}),
                     _ => return Err(format!("no parameter `{asked}`")),
@@ -176,6 +190,25 @@ pub(crate) fn answer(view: &RunView<'_>, name: &str, args: &Value) -> Result<Val
             );
         }
         other => return Err(format!("service `/rosapi/{other}` is not served")),
+    })
+}
+
+/// rosapi's `node_details` of `node`: its topics, and the relay's services for the relay;
+/// empty lists for a node that does not exist, as rosapi answers.
+fn node_details(view: &RunView<'_>, node: &str) -> Value {
+    let nodes = view.nodes();
+    let services: Vec<String> = if node_name(node) == node_name(&view.node) {
+        SERVICES
+            .iter()
+            .map(|(n, _)| format!("/rosapi/{n}"))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    json!({
+        "subscribing": nodes.subscribing(node).unwrap_or_default(), // infallible: an unknown node subscribes nothing
+        "publishing": nodes.publishing(node).unwrap_or_default(), // infallible: an unknown node publishes nothing
+        "services": services,
     })
 }
 
@@ -193,14 +226,62 @@ mod tests {
     use super::*;
     use streamwire_msgs::LogLevel;
 
-    fn view(topics: &[std::sync::Arc<Topic>]) -> RunView<'_> {
+    fn view<'a>(topics: &'a [std::sync::Arc<Topic>], graph: &'a [RunNode]) -> RunView<'a> {
         RunView {
             topics,
             node: "/web".into(),
             cmd_vel: "cmd_vel".into(),
             now_nanos: 1_700_000_000_123_456_789,
             params: vec![("port".into(), json!(9090))],
+            graph,
         }
+    }
+
+    fn node(
+        name: &str,
+        publishes: &[&str],
+        subscribes: &[&str],
+        settings: &[(&str, &str)],
+    ) -> RunNode {
+        let owned = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect();
+        RunNode {
+            name: name.to_owned(),
+            publishes: owned(publishes),
+            subscribes: owned(subscribes),
+            settings: settings
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    /// A robot base publishing odometry and the map from `cmd_vel`, a replay reading a
+    /// folder, and the relay.
+    fn graph() -> Vec<RunNode> {
+        vec![
+            node(
+                "base",
+                &["odom", "map"],
+                &["cmd_vel"],
+                &[("rate_hz", "50.0"), ("frame_id", "\"odom\"")],
+            ),
+            node(
+                "replay",
+                &["recorded"],
+                &[],
+                &[
+                    ("folder", "\"data/run1\""),
+                    ("source", "\"/srv/runs/a\""),
+                    ("loop_count", "2"),
+                ],
+            ),
+            node(
+                "web",
+                &["cmd_vel"],
+                &["odom", "map"],
+                &[("token", "\"secret\"")],
+            ),
+        ]
     }
 
     #[test]
@@ -209,11 +290,13 @@ mod tests {
             &[
                 ("odom".to_owned(), "streamwire/Odometry"),
                 ("map".to_owned(), "streamwire/OccupancyGrid"),
+                ("cmd_vel".to_owned(), "streamwire/Twist"),
             ],
             None,
             LogLevel::Warn,
         );
-        let view = view(&topics);
+        let graph = graph();
+        let view = view(&topics, &graph);
         let calls = [
             ("topics", json!({})),
             ("topic_type", json!({"topic": "/odom"})),
@@ -221,12 +304,21 @@ mod tests {
             ("topics_for_type", json!({"type": "nav_msgs/Odometry"})),
             ("nodes", json!({})),
             ("node_details", json!({"node": "/web"})),
+            ("node_details", json!({"node": "/base"})),
+            ("node_details", json!({"node": "/nobody"})),
             ("publishers", json!({"topic": "/map"})),
+            ("publishers", json!({"topic": "/tf"})),
             ("subscribers", json!({"topic": "/cmd_vel"})),
+            ("subscribers", json!({"topic": "/odom"})),
             ("service_type", json!({"service": "/rosapi/nodes"})),
             ("get_time", json!({})),
             ("get_param_names", json!({})),
             ("get_param", json!({"name": "/web:port"})),
+            ("get_param", json!({"name": "port"})),
+            ("get_param", json!({"name": "/base:rate_hz"})),
+            ("get_param", json!({"name": "/replay:folder"})),
+            ("get_param", json!({"name": "/replay:source"})),
+            ("get_param", json!({"name": "/web:token"})),
             ("get_param", json!({"name": "nothing"})),
             ("set_param", json!({"name": "port", "value": "1"})),
             ("topic_type", json!({})),
@@ -244,7 +336,7 @@ mod tests {
 
     #[test]
     fn message_details_are_rosapis_typedefs() {
-        let view = view(&[]);
+        let view = view(&[], &[]);
         let values = answer(
             &view,
             "message_details",

@@ -100,7 +100,7 @@ report.services.getTopicsAndRawTypes = { topics: raw.topics, types: raw.types, t
 report.services.getTopicType = await within(WAIT_MS, "getTopicType", new Promise((r, e) => ros.getTopicType("/odometry", r, e)));
 report.services.getTopicsForType = await within(WAIT_MS, "getTopicsForType", new Promise((r, e) => ros.getTopicsForType("nav_msgs/msg/Odometry", r, e)));
 report.services.getNodes = await within(WAIT_MS, "getNodes", new Promise((r, e) => ros.getNodes(r, e)));
-report.services.getNodeDetails = await within(WAIT_MS, "getNodeDetails", new Promise((r, e) => ros.getNodeDetails(report.services.getNodes[0], r, e)));
+report.services.getNodeDetails = await within(WAIT_MS, "getNodeDetails", new Promise((r, e) => ros.getNodeDetails("/odometry", r, e)));
 report.services.getServices = await within(WAIT_MS, "getServices", new Promise((r, e) => ros.getServices(r, e)));
 report.services.getServiceType = await within(WAIT_MS, "getServiceType", new Promise((r, e) => ros.getServiceType("/rosapi/topics", r, e)));
 report.services.getMessageDetails = await within(WAIT_MS, "getMessageDetails", new Promise((r, e) => ros.getMessageDetails("geometry_msgs/msg/Twist", r, e)));
