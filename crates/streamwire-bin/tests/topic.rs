@@ -268,8 +268,11 @@ fn joins_a_distributed_run_over_zenoh() {
         .args([
             "run",
             "demo-split",
+            // Only a bound: the test stops the run once its tools are done. Under a loaded
+            // test run the tools took long enough for a 30 s run to end (and remove the
+            // run's secret files) before `topic list` read them.
             "--duration",
-            "30",
+            "120",
             "--listen",
             &endpoint,
             "--run-id",
