@@ -289,6 +289,8 @@ fn joins_a_distributed_run_over_zenoh() {
     let stderr = coordinator.stderr.take();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (file_tx, file_rx) = std::sync::mpsc::channel();
+    // Everything the coordinator said, for the failure messages below.
+    let (said_tx, said_rx) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
         for line in stderr
             .map(BufReader::new)
@@ -296,6 +298,7 @@ fn joins_a_distributed_run_over_zenoh() {
             .flat_map(|r| r.lines())
         {
             let Ok(line) = line else { break };
+            let _ = said_tx.send(line.clone());
             if line.contains("the sources start") {
                 let _ = ready_tx.send(());
             }
@@ -378,7 +381,8 @@ fn joins_a_distributed_run_over_zenoh() {
         unreachable!("ready")
     };
     check_echoes(&with_file, &without, &secret_file);
-    check_list(&list, &run_id);
+    let said = said_rx.try_iter().collect::<Vec<_>>().join("\n");
+    check_list(&list, &run_id, &said);
     let bench_out = String::from_utf8_lossy(&bench.stdout);
     assert!(
         bench.status.success(),
@@ -405,11 +409,11 @@ fn joins_a_distributed_run_over_zenoh() {
 }
 
 /// `topic list --connect` of demo-split: every stream published, received or not.
-fn check_list(list: &std::process::Output, run_id: &str) {
+fn check_list(list: &std::process::Output, run_id: &str, coordinator: &str) {
     let list_out = String::from_utf8_lossy(&list.stdout);
     assert!(
         list.status.success(),
-        "{list_out}\n{}",
+        "{list_out}\n{}\nthe coordinator said:\n{coordinator}",
         String::from_utf8_lossy(&list.stderr)
     );
     // Every stream published, received or not: the detector's detections have no
