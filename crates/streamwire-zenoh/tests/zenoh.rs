@@ -604,7 +604,20 @@ fn a_late_joiner_of_a_transient_local_stream_gets_the_last_frames() {
         bp
     };
     let producer = start_process(blueprint(), &first, "localhost/main", None);
-    assert!(until(|| producer.stats().outputs[0].published == 5));
+    // Published, and put on the wire by the sender's thread (a loaded machine once let the
+    // fifth put happen after the consumer matched, so it went live, not from the history).
+    let put = || {
+        producer
+            .stats()
+            .wire
+            .iter()
+            .filter(|w| w.direction == WireDirection::Out && w.key == "map")
+            .map(|w| w.frames + w.unmatched)
+            .sum::<u64>()
+    };
+    assert!(until(
+        || producer.stats().outputs[0].published == 5 && put() == 5
+    ));
     let consumer = start_process(blueprint(), &second, "localhost/ui", None);
     assert!(
         until(|| counter(&consumer.stats(), "viewer", "seen") == 2),
