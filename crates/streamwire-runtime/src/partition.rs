@@ -108,8 +108,8 @@ pub(crate) struct IngressCounters {
     /// still on the wire.
     ended: AtomicBool,
     rejected: [AtomicU64; Rejection::ALL.len()],
-    /// Blobs copied once because they arrived spread over several slices.
-    blob_copies: AtomicU64,
+    /// Copies made to read frames that arrived spread over several slices.
+    receive_copies: AtomicU64,
     /// A version mismatch is logged once per ingress, with both versions.
     incompatible_logged: AtomicBool,
     /// Refused frames: each counted, logged once per burst.
@@ -202,9 +202,9 @@ impl Ingress {
                 }
                 match frame.decode_message(&accepted) {
                     Ok(message) => {
-                        let copies = frame.blob_copies();
+                        let copies = frame.copies();
                         if copies > 0 {
-                            counters.blob_copies.fetch_add(copies, Ordering::Relaxed);
+                            counters.receive_copies.fetch_add(copies, Ordering::Relaxed);
                         }
                         hub.forward(Envelope {
                             header: frame.head.header(),
@@ -256,7 +256,7 @@ impl Ingress {
                 .zip(&c.rejected)
                 .map(|(k, n)| (k.name().to_owned(), n.load(Ordering::Relaxed)))
                 .collect(),
-            blob_copies: c.blob_copies.load(Ordering::Relaxed),
+            receive_copies: c.receive_copies.load(Ordering::Relaxed),
         }
     }
 }
@@ -312,7 +312,7 @@ impl SenderRecord {
                     (k.name().to_owned(), n)
                 })
                 .collect(),
-            blob_copies: 0,
+            receive_copies: 0,
         }
     }
 }

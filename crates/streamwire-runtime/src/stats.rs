@@ -85,11 +85,12 @@ pub struct WireStats {
     /// undecodable), in `Rejection::ALL` order. Sending: messages that failed to serialize,
     /// under `undecodable`.
     pub rejected: Vec<(String, u64)>,
-    /// Receiving: blobs (an image's pixels) that arrived spread over several slices (a
-    /// large frame reassembled from TCP fragments) and were copied once into one buffer;
-    /// every other blob was read where it arrived. Sending: 0.
+    /// Receiving: copies made to read what arrived: a blob (an image's pixels) spread over
+    /// several slices (a large frame reassembled from TCP fragments), or a version 1 frame
+    /// received in several, copied once into one buffer; every other blob was read where
+    /// it arrived. Sending: 0.
     #[serde(default)]
-    pub blob_copies: u64,
+    pub receive_copies: u64,
 }
 
 impl WireStats {
@@ -880,13 +881,13 @@ impl RunStats {
         let copies: Vec<String> = self
             .wire
             .iter()
-            .filter(|w| w.blob_copies > 0)
-            .map(|w| format!("{} {} {}", w.partition, w.key, w.blob_copies))
+            .filter(|w| w.receive_copies > 0)
+            .map(|w| format!("{} {} {}", w.partition, w.key, w.receive_copies))
             .collect();
         if !copies.is_empty() {
             let _ = writeln!(
                 out,
-                "blobs copied once (spread over several received slices): {}",
+                "copied once on receipt (spread over several received slices): {}",
                 copies.join(", ")
             );
         }
@@ -1010,7 +1011,7 @@ mod tests {
                 unprocessed_at_stop: n + 6,
                 in_flight_at_stop: n + 7,
                 rejected: vec![("garbage".to_owned(), n)],
-                blob_copies: n + 8,
+                receive_copies: n + 8,
             }],
         }
     }

@@ -37,7 +37,8 @@
 //! A blob arrives as the engine delivered it: where it lies in one received slice (zenoh's
 //! shared memory, or one network buffer), the message's field *is* that slice, with no
 //! copy; a blob spread over several slices (a large frame reassembled from TCP fragments)
-//! is copied once into one buffer, and counted ([`WireFrame::blob_copies`]).
+//! is copied once into one buffer, and counted ([`WireFrame::copies`]), as is a version 1
+//! frame received in several slices, which is joined into one buffer to be read.
 //!
 //! An end-of-stream frame (the producer finished: its consumers' inputs close once
 //! drained) and a stop frame (the sender stopped with the run) have an empty wire name
@@ -168,6 +169,9 @@ pub struct WireFrame {
     pub blobs: Vec<BlobEntry>,
     /// Version 2: the blob section as received (empty in version 1).
     pub blob_section: FrameBytes,
+    /// Version 1: received in several parts, and joined into one buffer to be read (a
+    /// copy of the whole frame).
+    pub joined: bool,
 }
 
 /// Why a frame was refused, by kind: what the runtime counts per link.
@@ -431,7 +435,11 @@ impl WireFrame {
         let version = LittleEndian::read_u16(&start[4..6]);
         let flags = LittleEndian::read_u16(&start[6..8]);
         match version {
-            VERSION_INLINE => parse_inline(frame.to_bytes(), flags),
+            VERSION_INLINE => {
+                let mut read = parse_inline(frame.to_bytes(), flags)?;
+                read.joined = frame.parts().len() > 1;
+                Ok(read)
+            }
             FORMAT_VERSION => parse_with_blobs(&frame, flags),
             theirs => Err(FrameError::Version {
                 theirs,
@@ -440,18 +448,21 @@ impl WireFrame {
         }
     }
 
-    /// How many of the frame's blobs are spread over several received slices: reading the
-    /// message copies each of them once into one buffer (every other blob is read where
-    /// it was received).
-    pub fn blob_copies(&self) -> u64 {
-        self.blobs
+    /// The copies of received bytes reading this frame costs: one per blob spread over
+    /// several received slices (every other blob is read where it was received), or one
+    /// for a version 1 frame that was joined from several. The runtime counts them per
+    /// ingress (`WireStats::receive_copies`).
+    pub fn copies(&self) -> u64 {
+        let spread = self
+            .blobs
             .iter()
             .filter(|b| {
                 !self
                     .blob_section
                     .lies_in_one_part(b.offset as usize, b.len as usize)
             })
-            .count() as u64
+            .count() as u64;
+        spread + u64::from(self.joined)
     }
 
     /// Reads the message, after checking that its type is one of `accepted` (with their
@@ -527,6 +538,7 @@ impl WireFrame {
             payload,
             blobs,
             blob_section,
+            joined: false,
         }
     }
 }

@@ -53,7 +53,7 @@ const EVERY_FRAME: Qos = Qos {
 struct Received {
     link_seq: u64,
     pixels_in_shared_memory: bool,
-    blob_copies: u64,
+    copies: u64,
     /// Payload-sized allocations in this process so far, after this frame was read.
     large_allocations: usize,
 }
@@ -134,7 +134,7 @@ fn receive(shared_memory: bool) -> Vec<Received> {
                 sink.lock().push(Received {
                     link_seq: frame.head.link_seq,
                     pixels_in_shared_memory: in_shared_memory(image.data()),
-                    blob_copies: frame.blob_copies(),
+                    copies: frame.copies(),
                     large_allocations: allocations_of_at_least(),
                 });
             }),
@@ -196,7 +196,7 @@ fn with_shared_memory_the_pixels_are_read_where_zenoh_put_them() {
         measured.iter().all(|r| r.pixels_in_shared_memory),
         "pixels outside shared memory: {measured:?}"
     );
-    assert!(measured.iter().all(|r| r.blob_copies == 0), "{measured:?}");
+    assert!(measured.iter().all(|r| r.copies == 0), "{measured:?}");
     println!(
         "shared memory: frames {first}.. of {} through the pool, {large} payload-sized \
          allocations while receiving {} frames",
@@ -215,7 +215,7 @@ fn over_tcp_a_frame_in_fragments_is_copied_once_and_counted() {
     let seen = receive(false);
     let (large, measured) = after(&seen, WARM_UP);
     assert!(measured.iter().all(|r| !r.pixels_in_shared_memory));
-    let copies: u64 = measured.iter().map(|r| r.blob_copies).sum();
+    let copies: u64 = measured.iter().map(|r| r.copies).sum();
     println!(
         "tcp: {copies} blob copies and {large} payload-sized allocations while receiving {} \
          frames",
