@@ -10,7 +10,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_streamwire");
 
 #[test]
 fn smoke_run_writes_well_formed_csv() {
-    let before = shm_files();
+    let before = streamwire_testdata::shm::zenoh_files();
     let mut child = Command::new(BIN)
         .args([
             "bench",
@@ -126,18 +126,9 @@ fn smoke_run_writes_well_formed_csv() {
     // The peers' shared-memory segments were removed by the suite; its own are removed
     // now that it has ended.
     streamwire_zenoh::remove_orphaned_shared_memory();
-    let left: Vec<String> = shm_files().difference(&before).cloned().collect();
+    let left: Vec<String> = streamwire_testdata::shm::zenoh_files()
+        .difference(&before)
+        .cloned()
+        .collect();
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
-}
-
-/// Zenoh's shared-memory files in /dev/shm.
-fn shm_files() -> BTreeSet<String> {
-    std::fs::read_dir("/dev/shm")
-        .map(|dir| {
-            dir.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|name| name.ends_with(".zenoh"))
-                .collect()
-        })
-        .unwrap_or_default()
 }

@@ -284,18 +284,6 @@ fn launcher_without_shm(
     }
 }
 
-/// Zenoh's shared-memory files in /dev/shm (`<id>.zenoh`).
-fn shm_files() -> std::collections::BTreeSet<String> {
-    std::fs::read_dir("/dev/shm")
-        .map(|dir| {
-            dir.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|name| name.ends_with(".zenoh"))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn options(run_id: &str) -> CoordinatorOptions {
     CoordinatorOptions {
         run_id: run_id.to_owned(),
@@ -626,7 +614,7 @@ fn shm_pair_main() -> ! {
 /// it off at one end they arrive as bytes, whole, and each end names the other as a gap.
 /// Once the child has ended, its segments are removed: nothing is left in /dev/shm.
 fn sessions_share_memory_and_a_session_without_it_is_named() {
-    let before = shm_files();
+    let before = streamwire_testdata::shm::zenoh_files();
     let status = Command::new(std::env::current_exe().unwrap())
         .env("SW_TEST_SHM_PAIR", "1")
         .status()
@@ -636,7 +624,10 @@ fn sessions_share_memory_and_a_session_without_it_is_named() {
         "the pair test failed in its process: {status}"
     );
     streamwire_zenoh::remove_orphaned_shared_memory();
-    let left: Vec<String> = shm_files().difference(&before).cloned().collect();
+    let left: Vec<String> = streamwire_testdata::shm::zenoh_files()
+        .difference(&before)
+        .cloned()
+        .collect();
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
 
@@ -645,7 +636,7 @@ fn sessions_share_memory_and_a_session_without_it_is_named() {
 /// SIGKILL leaves its segments behind, and the coordinator removes them at the end of the
 /// run: no file is left in /dev/shm.
 fn shared_memory_between_workers_and_nothing_left_after_a_kill() {
-    let before = shm_files();
+    let before = streamwire_testdata::shm::zenoh_files();
     let events = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let run = {
@@ -663,7 +654,11 @@ fn shared_memory_between_workers_and_nothing_left_after_a_kill() {
         std::thread::sleep(Duration::from_millis(20));
     }
     // Frames flow: the sender's pool is a segment file.
-    while shm_files().difference(&before).next().is_none() {
+    while streamwire_testdata::shm::zenoh_files()
+        .difference(&before)
+        .next()
+        .is_none()
+    {
         assert!(
             began.elapsed() < GUARD,
             "no shared-memory segment appeared: {:?}",
@@ -686,7 +681,10 @@ fn shared_memory_between_workers_and_nothing_left_after_a_kill() {
         counter(&cluster.report.stats, "viewer", "seen") > 0,
         "the viewer received frames: {cluster}"
     );
-    let left: Vec<String> = shm_files().difference(&before).cloned().collect();
+    let left: Vec<String> = streamwire_testdata::shm::zenoh_files()
+        .difference(&before)
+        .cloned()
+        .collect();
     assert!(left.is_empty(), "left in /dev/shm after the run: {left:?}");
 }
 
@@ -694,7 +692,7 @@ fn shared_memory_between_workers_and_nothing_left_after_a_kill() {
 /// starts, and still gets every frame (as bytes, through TCP); a clean end leaves nothing
 /// in /dev/shm.
 fn a_worker_without_shared_memory_is_named_and_still_served() {
-    let before = shm_files();
+    let before = streamwire_testdata::shm::zenoh_files();
     let plan = scenario("shm", "").build().unwrap();
     let coordinator = Coordinator::start(
         &plan,
@@ -729,7 +727,10 @@ fn a_worker_without_shared_memory_is_named_and_still_served() {
         counter(&cluster.report.stats, "viewer", "seen") > 0,
         "the viewer without shared memory received frames: {cluster}"
     );
-    let left: Vec<String> = shm_files().difference(&before).cloned().collect();
+    let left: Vec<String> = streamwire_testdata::shm::zenoh_files()
+        .difference(&before)
+        .cloned()
+        .collect();
     assert!(left.is_empty(), "left in /dev/shm after the run: {left:?}");
 }
 

@@ -13,7 +13,8 @@
 //! themselves.
 //!
 //! [`alloc`] holds the one counting allocator of the workspace's tests; [`require`] the
-//! one rule for tests that would skip for a missing tool (`STREAMWIRE_REQUIRE=all`).
+//! one rule for tests that would skip for a missing tool (`STREAMWIRE_REQUIRE=all`); [`shm`]
+//! the shared-memory files a test must not leave behind.
 //!
 //! Every function here panics on a missing or malformed file: it is test support, where a
 //! panic with the path in the message is the useful outcome.
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 pub mod alloc;
 pub mod djpeg;
 pub mod require;
+pub mod shm;
 
 pub use require::skip;
 

@@ -15,7 +15,6 @@
 #![expect(clippy::unwrap_used, reason = "a test: a failure is the test failing")]
 
 use parking_lot::Mutex;
-use std::collections::BTreeSet;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -233,18 +232,6 @@ fn over_tcp_a_frame_in_fragments_is_copied_once_and_counted() {
     );
 }
 
-/// Zenoh's shared-memory files in /dev/shm.
-fn shm_files() -> BTreeSet<String> {
-    std::fs::read_dir("/dev/shm")
-        .map(|dir| {
-            dir.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|name| name.ends_with(".zenoh"))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn main() {
     if let Ok(endpoint) = std::env::var("SW_TEST_ZERO_COPY_SENDER") {
         let shared_memory = std::env::var("SW_TEST_ZERO_COPY_SHM").is_ok_and(|v| v == "1");
@@ -269,7 +256,7 @@ fn main() {
         }
         std::process::exit(0);
     }
-    let before = shm_files();
+    let before = streamwire_testdata::shm::zenoh_files();
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -294,7 +281,10 @@ fn main() {
     // Every process that made a segment has ended (a failed case's too): its segments are
     // removed now.
     streamwire_zenoh::remove_orphaned_shared_memory();
-    let left: Vec<String> = shm_files().difference(&before).cloned().collect();
+    let left: Vec<String> = streamwire_testdata::shm::zenoh_files()
+        .difference(&before)
+        .cloned()
+        .collect();
     assert!(failed.is_empty(), "failed: {failed:?}");
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
