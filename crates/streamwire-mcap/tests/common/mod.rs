@@ -69,6 +69,22 @@ pub fn odometry(i: u64) -> Odometry {
         .with_stamp(stamp(i))
 }
 
+/// Publishes message number `*sent` with `publish` and counts it, or finishes once `COUNT`
+/// were published: the step of every source below.
+fn publish_counted<T, E: Into<streamwire::NodeError>>(
+    sent: &mut u64,
+    cx: &mut Context<'_>,
+    publish: impl FnOnce(u64) -> Result<T, E>,
+) -> NodeResult {
+    if *sent == COUNT {
+        cx.finish();
+        return Ok(());
+    }
+    publish(*sent).map_err(Into::into)?;
+    *sent += 1;
+    Ok(())
+}
+
 /// Publishes `COUNT` ready-made JPEG frames on `color_image`, then finishes.
 #[derive(Module, Default)]
 pub struct FrameSource {
@@ -82,13 +98,8 @@ impl Node for FrameSource {
         Trigger::rate(200.0)
     }
     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
-        if self.sent == COUNT {
-            cx.finish();
-            return Ok(());
-        }
-        self.color_image.publish_encoded(frame(self.sent))?;
-        self.sent += 1;
-        Ok(())
+        let port = &self.color_image;
+        publish_counted(&mut self.sent, cx, |n| port.publish_encoded(frame(n)))
     }
 }
 
@@ -105,13 +116,8 @@ impl Node for DepthSource {
         Trigger::rate(200.0)
     }
     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
-        if self.sent == COUNT {
-            cx.finish();
-            return Ok(());
-        }
-        self.depth.publish(depth(self.sent))?;
-        self.sent += 1;
-        Ok(())
+        let port = &self.depth;
+        publish_counted(&mut self.sent, cx, |n| port.publish(depth(n)))
     }
 }
 
@@ -128,13 +134,8 @@ impl Node for OdometrySource {
         Trigger::rate(200.0)
     }
     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
-        if self.sent == COUNT {
-            cx.finish();
-            return Ok(());
-        }
-        self.odometry.publish(odometry(self.sent))?;
-        self.sent += 1;
-        Ok(())
+        let port = &self.odometry;
+        publish_counted(&mut self.sent, cx, |n| port.publish(odometry(n)))
     }
 }
 
