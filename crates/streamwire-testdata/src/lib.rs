@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 pub mod alloc;
 pub mod djpeg;
+pub mod process;
 pub mod require;
 pub mod shm;
 

@@ -1,9 +1,8 @@
 //! Running tests/interop/mcap_tool.py (mcap and rosbags from PyPI) from the tests.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// The venv's Python with mcap and rosbags: `STREAMWIRE_MCAP_PYTHON`, by default the venv
 /// `.ci/run` makes in tests/interop/.venv; `None` (a skip, or the failure under
@@ -30,43 +29,13 @@ fn interop_dir() -> PathBuf {
 /// Sends `request` to the tool (at most 5 minutes) and returns its answer, failing the
 /// test on an `error` answer.
 pub(crate) fn ask(python: &Path, request: serde_json::Value) -> serde_json::Value {
-    let mut child = Command::new(python)
-        .arg(interop_dir().join("mcap_tool.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts the tool");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin
-        .write_all(request.to_string().as_bytes())
-        .expect("request");
-    drop(stdin);
-    let mut stdout = child.stdout.take().expect("stdout");
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        stdout.read_to_end(&mut out).map(|_| out)
-    });
-    let mut stderr = child.stderr.take().expect("stderr");
-    let errors = std::thread::spawn(move || {
-        let mut out = String::new();
-        stderr.read_to_string(&mut out).map(|_| out)
-    });
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waits") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("mcap_tool.py ran longer than 5 minutes; killed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let out = reader.join().expect("reader").expect("answer");
-    let err = errors.join().expect("stderr").unwrap_or_default();
-    assert!(status.success(), "mcap_tool.py failed ({status}): {err}");
+    let mut command = Command::new(python);
+    command.arg(interop_dir().join("mcap_tool.py"));
+    let out = streamwire_testdata::process::run_bounded(
+        command,
+        request.to_string().as_bytes(),
+        Duration::from_secs(300),
+    );
     let answer: serde_json::Value = serde_json::from_slice(&out).expect("JSON answer");
     assert!(
         answer.get("error").is_none(),

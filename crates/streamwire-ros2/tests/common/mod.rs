@@ -7,10 +7,9 @@
 )]
 
 use std::fmt::Debug;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use bytes::Bytes;
 use streamwire::Codec;
@@ -276,47 +275,6 @@ pub fn foxglove_node_modules() -> Option<PathBuf> {
     Some(modules)
 }
 
-/// Runs `command` with `input` on its standard input and returns its standard output,
-/// killing it past `limit`.
-pub fn run_bounded(mut command: Command, input: &[u8], limit: Duration) -> Vec<u8> {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts the tool");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let mut stdout = child.stdout.take().expect("stdout");
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        stdout.read_to_end(&mut out).map(|_| out)
-    });
-    let mut stderr = child.stderr.take().expect("stderr");
-    let errors = std::thread::spawn(move || {
-        let mut out = String::new();
-        stderr.read_to_string(&mut out).map(|_| out)
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waits") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{command:?} ran longer than {limit:?}; killed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    writer.join().expect("writer").expect("wrote the request");
-    let out = reader.join().expect("reader").expect("read the answer");
-    let err = errors.join().expect("stderr reader").unwrap_or_default();
-    assert!(status.success(), "{command:?} failed ({status}): {err}");
-    out
-}
-
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -333,7 +291,7 @@ pub fn rosbags(python: &Path, ops: Vec<serde_json::Value>) -> Vec<serde_json::Va
     let request = serde_json::json!({ "msg_dir": msg_dir(), "ops": ops });
     let mut command = Command::new(python);
     command.arg(interop_dir().join("rosbags_tool.py"));
-    let out = run_bounded(
+    let out = streamwire_testdata::process::run_bounded(
         command,
         request.to_string().as_bytes(),
         Duration::from_secs(300),
@@ -348,7 +306,7 @@ pub fn foxglove(modules: &Path, items: Vec<serde_json::Value>) -> Vec<serde_json
     command
         .arg(interop_dir().join("foxglove_tool.js"))
         .env("NODE_PATH", modules);
-    let out = run_bounded(
+    let out = streamwire_testdata::process::run_bounded(
         command,
         request.to_string().as_bytes(),
         Duration::from_secs(300),
