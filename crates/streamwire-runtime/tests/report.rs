@@ -117,6 +117,7 @@ fn the_final_report_reads_as_tables() {
     received.wire_bytes = 37 * 42_700;
     received.lost = 1;
     received.in_flight_at_stop = 2;
+    received.receive_copies = 3;
     stats.wire = vec![sent, received];
     let report = RunReport::new(EndReason::Stopped, None, vec!["detector".into()], stats);
     insta::assert_snapshot!(report.to_string());
