@@ -41,7 +41,10 @@ pub fn run_bounded(mut command: Command, input: &[u8], limit: Duration) -> Vec<u
     };
     writer.join().expect("writer").expect("wrote the request");
     let out = reader.join().expect("reader").expect("read the answer");
-    let err = errors.join().expect("stderr reader").unwrap_or_default();
+    let err = errors
+        .join()
+        .expect("stderr reader")
+        .unwrap_or_else(|e| format!("(its standard error was unreadable: {e})"));
     assert!(status.success(), "{command:?} failed ({status}): {err}");
     out
 }
