@@ -77,6 +77,9 @@ enum Node {
     /// A scalar read as a boolean, kept apart: YAML 1.1 reads `off` as `false`, but a
     /// setting such as `compression: off` means the word (see [`Node::to_value`]).
     Bool(bool),
+    /// NaN or an infinity (`.nan`, `.inf`): JSON has no such number, so it is kept apart
+    /// and refused where a setting is read, with what the setting accepts.
+    NonFinite(f64),
     Scalar(Value),
 }
 
@@ -120,6 +123,8 @@ impl Node {
                 _ => Value::Bool(*b),
             },
             Node::Scalar(v) => v.clone(),
+            // Not a number JSON can hold: read as text, which no number setting accepts.
+            Node::NonFinite(v) => Value::String(format!("{v:?}")),
         }
     }
 }
@@ -176,6 +181,9 @@ impl<'de> Visitor<'de> for NodeVisitor {
         Ok(Node::Scalar(Value::from(v)))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Node, E> {
+        if !v.is_finite() {
+            return Ok(Node::NonFinite(v));
+        }
         Ok(Node::Scalar(Value::from(v)))
     }
     fn visit_str<E>(self, v: &str) -> Result<Node, E> {
@@ -573,11 +581,59 @@ fn read_instance(problems: &mut Problems<'_>, entry: &Entry) -> Option<Box<dyn M
         .iter()
         .filter(|f| f.key() != "type" && registration.config_fields.contains(&f.key()))
         .collect();
-    let module = read_module(problems, entry, &known, registration.tag);
+    // NaN and infinities first: serde would only say "expected f64".
+    for field in &known {
+        if let Node::NonFinite(v) = field.value.value {
+            problems.at(
+                field.key_place(),
+                format!(
+                    "setting `{}` of instance `{name}`: {v:?} is not a number this setting \
+                     accepts{}",
+                    field.key(),
+                    accepts_note(registration, field.key())
+                ),
+            );
+        }
+    }
     if problems.found.len() > before {
         return None;
     }
-    module
+    let module = read_module(problems, entry, &known, registration.tag)?;
+    // Then the declared ranges and the module's own check, each on its setting's line.
+    for problem in module.check_config() {
+        let place = problem
+            .field()
+            .and_then(|f| known.iter().find(|e| e.key() == f))
+            .map_or_else(|| entry.key_place(), |e| e.key_place());
+        let message = match (&problem, problem.field()) {
+            (streamwire_core::ConfigProblem::OutOfRange { value, accepts, .. }, Some(field)) => {
+                let given = if known.iter().any(|e| e.key() == field) {
+                    ""
+                } else {
+                    " (its default)"
+                };
+                format!(
+                    "setting `{field}` of instance `{name}`: {value}{given} is out of range: it \
+                     accepts {accepts}"
+                )
+            }
+            _ => format!("instance `{name}` (`{}`): {problem}", registration.tag),
+        };
+        problems.at(place, message);
+    }
+    if problems.found.len() > before {
+        return None;
+    }
+    Some(module)
+}
+
+/// `; it accepts <range>` when `field` declares one.
+fn accepts_note(registration: &ModuleRegistration, field: &str) -> String {
+    registration
+        .accepts(field)
+        .map(|a| format!("; it accepts {a}"))
+        // infallible: a setting without a declared range has nothing more to say
+        .unwrap_or_default()
 }
 
 /// Every key of an instance is a setting of its module, and every setting the module
@@ -702,9 +758,16 @@ fn read_module(
                     .iter()
                     .find(|f| f.key() == field)
                     .map_or_else(|| entry.key_place(), |f| f.key_place());
+                let note = registration(tag)
+                    .map(|r| accepts_note(r, &field))
+                    // infallible: an unregistered module has no declared ranges to show
+                    .unwrap_or_default();
                 problems.at(
                     place,
-                    format!("setting `{field}` of instance `{}`: {message}", entry.key()),
+                    format!(
+                        "setting `{field}` of instance `{}`: {message}{note}",
+                        entry.key()
+                    ),
                 );
                 if bad.contains(&field) {
                     return None;
