@@ -185,7 +185,7 @@ fn range_tokens(model: &ModuleDef) -> (TokenStream, TokenStream) {
         let float_check = r.finite.map(|span| {
             quote_spanned! {span=> #krate::__private::assert_float::<#ty>(); }
         });
-        let check = quote_spanned! {r.span=> #krate::__private::check_field::<#ty> };
+        let check = quote_spanned! {r.span=> #krate::__private::check_field::<#ty, _> };
         quote! {
             #float_check
             if let ::core::option::Option::Some(__problem) = #check(

@@ -149,17 +149,17 @@ fn check_settings(built: &Built) -> anyhow::Result<()> {
                     },
                 ..
             } => {
+                // Named by its key and who set it, when a key of the layers names it (a
+                // file's `<instance>.<field>`, a code blueprint's key of the same name).
                 let key = format!("{instance}.{field}");
-                let origin = built
-                    .settings
-                    .iter()
-                    .find(|s| s.key == key)
-                    .map_or(Source::Registered, |s| s.source.clone());
-                ConfigError {
-                    origin,
-                    message: format!("`{key}` = {value} is out of range: it accepts {accepts}"),
+                match built.settings.iter().find(|s| s.key == key) {
+                    Some(setting) => ConfigError {
+                        origin: setting.source.clone(),
+                        message: format!("`{key}` = {value} is out of range: it accepts {accepts}"),
+                    }
+                    .to_string(),
+                    None => problem.to_string(),
                 }
-                .to_string()
             }
             other => other.to_string(),
         })

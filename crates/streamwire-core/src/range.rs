@@ -81,31 +81,10 @@ pub trait ConfigNumber: Copy + PartialOrd + fmt::Debug {
 )]
 pub trait ConfigFloat: ConfigNumber {}
 
-macro_rules! integers {
-    ($($t:ty)*) => {$(
-        impl ConfigNumber for $t {
-            fn config_is_finite(self) -> bool {
-                true
-            }
-        }
-    )*};
-}
-integers!(u8 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize);
-
-macro_rules! floats {
-    ($($t:ty)*) => {$(
-        impl ConfigNumber for $t {
-            fn config_is_finite(self) -> bool {
-                self.is_finite()
-            }
-        }
-        impl ConfigFloat for $t {}
-    )*};
-}
-floats!(f32 f64);
-
 /// A `#[config]` field a range applies to: a number, or an `Option` of one (`None` is
-/// always accepted: it means "not set").
+/// always accepted: it means "not set"). Implemented for each number type and its
+/// `Option` by name (not for every `ConfigNumber`), so that a range on another type is
+/// this one error, on the field's type.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a number: `range`, `min`, `max` and `finite` apply to number settings",
@@ -119,19 +98,49 @@ pub trait ConfigValue {
     fn config_number(&self) -> Option<Self::Number>;
 }
 
-impl<N: ConfigNumber> ConfigValue for N {
-    type Number = N;
-    fn config_number(&self) -> Option<N> {
-        Some(*self)
+macro_rules! numbers {
+    ($($t:ty)*) => {$(
+        impl ConfigValue for $t {
+            type Number = $t;
+            fn config_number(&self) -> Option<$t> {
+                Some(*self)
+            }
+        }
+        impl ConfigValue for Option<$t> {
+            type Number = $t;
+            fn config_number(&self) -> Option<$t> {
+                *self
+            }
+        }
+    )*};
+}
+numbers!(u8 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize f32 f64);
+
+macro_rules! integers {
+    ($($t:ty)*) => {$(
+        impl ConfigNumber for $t {
+            fn config_is_finite(self) -> bool {
+                true
+            }
+        }
+    )*};
+}
+integers!(u8 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize);
+
+impl ConfigNumber for f32 {
+    fn config_is_finite(self) -> bool {
+        self.is_finite()
     }
 }
 
-impl<N: ConfigNumber> ConfigValue for Option<N> {
-    type Number = N;
-    fn config_number(&self) -> Option<N> {
-        *self
+impl ConfigNumber for f64 {
+    fn config_is_finite(self) -> bool {
+        self.is_finite()
     }
 }
+
+impl ConfigFloat for f32 {}
+impl ConfigFloat for f64 {}
 
 /// The bounds of one field, as the derive writes them (`end_exclusive` for `a..b`).
 #[doc(hidden)]
@@ -152,12 +161,20 @@ where
 
 /// Checks `value` against `bounds`: the problem, if it is out of them.
 #[doc(hidden)]
-pub fn check_field<V: ConfigValue>(
+///
+/// The bounds' type is its own parameter, tied to the value's by the `where` clause (not
+/// `Bounds<V::Number>`): a field that is not a number is then one error, not one more for
+/// each bound.
+pub fn check_field<V, N>(
     field: &'static str,
     value: &V,
-    bounds: Bounds<V::Number>,
+    bounds: Bounds<N>,
     accepts: &'static str,
-) -> Option<ConfigProblem> {
+) -> Option<ConfigProblem>
+where
+    V: ConfigValue<Number = N>,
+    N: ConfigNumber,
+{
     let number = value.config_number()?;
     // Written so that NaN fails every comparison it is in.
     let above_min = bounds.min.is_none_or(|min| number >= min);

@@ -799,4 +799,37 @@ mod tests {
         assert_eq!((frame.original_width(), frame.original_height()), (24, 10));
         assert_eq!(frame.format(), "rgb8; jpeg compressed bgr8");
     }
+
+    /// Frames are read only when regular files under `max_frame_bytes`: `/dev/zero` is
+    /// refused without a byte of it read (this thread's read count says so), a frame over
+    /// the limit before it is opened.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn frames_are_read_bounded() {
+        let decoder = JpegDecoder::default();
+        let before = streamwire_core::input::thread_bytes_read().unwrap();
+        let refused = load(
+            Path::new("/dev/zero"),
+            false,
+            DEFAULT_MAX_FRAME_BYTES,
+            &decoder,
+        )
+        .err()
+        .unwrap();
+        let read = streamwire_core::input::thread_bytes_read().unwrap() - before;
+        assert!(
+            refused.contains("is a character device, not a regular file"),
+            "{refused}"
+        );
+        assert!(read < 4096, "{read} bytes read");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.jpg");
+        std::fs::write(&path, vec![0u8; 2048]).unwrap();
+        let refused = load(&path, false, 1024, &decoder).err().unwrap();
+        assert!(
+            refused.contains("holds 2048 bytes, over the limit of 1024 bytes (`max_frame_bytes`)"),
+            "{refused}"
+        );
+    }
 }
