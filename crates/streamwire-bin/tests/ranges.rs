@@ -43,6 +43,9 @@ struct Case {
     flag: Option<&'static str>,
     /// What each refusal must say: the range (or the rule) it breaks.
     range: &'static str,
+    /// What `check` must say when it is not the range: NaN, which the YAML reader refuses
+    /// on its line before any setting is read (`check` never accepted it; `-o` did).
+    check_says: Option<&'static str>,
 }
 
 const CASES: &[Case] = &[
@@ -53,6 +56,16 @@ const CASES: &[Case] = &[
         valid: "{ type: SimCamera }",
         flag: Some("sensor.width=100000"),
         range: "1..=16384",
+        check_says: None,
+    },
+    Case {
+        what: "camera 16384 x 16384: each in range, the frame over the budget",
+        instance: "{ type: SimCamera, width: 16384, height: 16384 }",
+        placement: None,
+        valid: "{ type: SimCamera, width: 16384 }",
+        flag: Some("sensor.height=16384"),
+        range: "over the 134217728 bytes (128 MiB) one frame may take",
+        check_says: None,
     },
     Case {
         what: "lidar 65536 x 65536",
@@ -61,6 +74,7 @@ const CASES: &[Case] = &[
         valid: "{ type: SimLidar }",
         flag: Some("sensor.beams=65536"),
         range: "1..=1024",
+        check_says: None,
     },
     Case {
         what: "width 4294967295",
@@ -69,6 +83,7 @@ const CASES: &[Case] = &[
         valid: "{ type: SimCamera }",
         flag: Some("sensor.width=4294967295"),
         range: "1..=16384",
+        check_says: None,
     },
     Case {
         what: "height 4294967295",
@@ -77,6 +92,7 @@ const CASES: &[Case] = &[
         valid: "{ type: SimDepth }",
         flag: Some("sensor.height=4294967295"),
         range: "1..=16384",
+        check_says: None,
     },
     Case {
         what: "mapper.resolution_m 0",
@@ -85,6 +101,7 @@ const CASES: &[Case] = &[
         valid: "{ type: Mapper }",
         flag: Some("sensor.resolution_m=0"),
         range: "finite, 0.01..=10.0",
+        check_says: None,
     },
     Case {
         what: "busy.work_ms 1e308",
@@ -93,6 +110,7 @@ const CASES: &[Case] = &[
         valid: "{ type: BusySink }",
         flag: Some("sensor.work_ms=1e308"),
         range: "finite, 0.0..=60000.0",
+        check_says: None,
     },
     Case {
         what: "fps 0",
@@ -101,6 +119,7 @@ const CASES: &[Case] = &[
         valid: "{ type: SimCamera }",
         flag: Some("sensor.fps=0"),
         range: "finite, 0.01..=1000.0",
+        check_says: None,
     },
     Case {
         what: "fps -1",
@@ -109,6 +128,7 @@ const CASES: &[Case] = &[
         valid: "{ type: SimCamera }",
         flag: Some("sensor.fps=-1"),
         range: "finite, 0.01..=1000.0",
+        check_says: None,
     },
     Case {
         what: "fps NaN",
@@ -117,6 +137,7 @@ const CASES: &[Case] = &[
         valid: "{ type: SimCamera }",
         flag: Some("sensor.fps=NaN"),
         range: "finite, 0.01..=1000.0",
+        check_says: Some("non-finite float `.nan` rejected"),
     },
     Case {
         what: "lidar hz NaN",
@@ -125,6 +146,7 @@ const CASES: &[Case] = &[
         valid: "{ type: SimLidar }",
         flag: Some("sensor.hz=NaN"),
         range: "finite, 0.01..=1000.0",
+        check_says: Some("non-finite float `.nan` rejected"),
     },
     Case {
         what: "width 0",
@@ -133,6 +155,7 @@ const CASES: &[Case] = &[
         valid: "{ type: SimCamera }",
         flag: Some("sensor.width=0"),
         range: "1..=16384",
+        check_says: None,
     },
     Case {
         what: "placement robot/**",
@@ -141,6 +164,7 @@ const CASES: &[Case] = &[
         valid: "{ type: SimCamera }",
         flag: None,
         range: "reserved in zenoh key expressions",
+        check_says: None,
     },
     Case {
         what: "placement @cluster/join",
@@ -149,6 +173,7 @@ const CASES: &[Case] = &[
         valid: "{ type: SimCamera }",
         flag: None,
         range: "a leading `@` makes a verbatim chunk",
+        check_says: None,
     },
 ];
 
@@ -176,7 +201,8 @@ fn every_value_the_issue_found_accepted_is_refused_with_its_range() {
         let out = streamwire(dir.path(), &["check", "bad.yaml"]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{}: check accepted it", case.what);
-        assert!(stderr.contains(case.range), "{}: {stderr}", case.what);
+        let says = case.check_says.unwrap_or(case.range);
+        assert!(stderr.contains(says), "{}: {stderr}", case.what);
         assert!(
             stderr.contains("bad.yaml:"),
             "{}: no line: {stderr}",
@@ -215,17 +241,32 @@ fn every_value_the_issue_found_accepted_is_refused_with_its_range() {
 }
 
 /// The demo's own keys are checked the same way: `-o busy.work_ms=1e308` (which panicked a
-/// run converting it to a `Duration`) is refused by `config` with the range.
+/// run converting it to a `Duration`), `-o camera.width=0` and `-o camera.fps=NaN` are
+/// refused by `config`, the first two with the range.
 #[test]
-fn the_demo_refuses_an_out_of_range_key() {
+fn the_demo_refuses_out_of_range_keys() {
     let dir = tempfile::tempdir().unwrap();
-    let out = streamwire(dir.path(), &["config", "demo", "-o", "busy.work_ms=1e308"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    let mut transcript = String::new();
+    for flag in [
+        "busy.work_ms=1e308",
+        "camera.width=0",
+        "camera.fps=0",
+        "camera.fps=NaN",
+    ] {
+        let out = streamwire(dir.path(), &["config", "demo", "-o", flag]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flag}: {stderr}");
+        transcript.push_str(&format!("$ streamwire config demo -o {flag}\n{stderr}\n"));
+    }
     assert!(
-        stderr.contains("`work_ms` = 1e308 is out of range: it accepts finite, 0.0..=60000.0"),
-        "{stderr}"
+        transcript.contains("`work_ms` = 1e308 is out of range: it accepts finite, 0.0..=60000.0"),
+        "{transcript}"
     );
+    assert!(
+        transcript.contains("`camera.width` = 0 is out of range: it accepts 1..=16384"),
+        "{transcript}"
+    );
+    insta::assert_snapshot!("demo_refusals", transcript);
 }
 
 /// `check /dev/zero` is refused at once, as not a regular file (the count of bytes it did

@@ -229,6 +229,9 @@ fn own_code_keys(
             }
             .into());
         };
+        if let Some(refused) = non_finite(None, &s.key, old, s) {
+            return Err(refused.into());
+        }
         let value = parse_value(&s.value, old);
         object.insert(s.key.clone(), value);
         set_effective(&mut effective, s);
@@ -384,7 +387,7 @@ fn own_file_keys(
         let (index, field) = instance_field(&objects, s)?;
         let map = &mut objects[index].1;
         if let Some(old) = map.get(field) {
-            if let Some(refused) = non_finite(map, field, old, s) {
+            if let Some(refused) = non_finite(Some(map), field, old, s) {
                 return Err(refused.into());
             }
             let value = parse_value(&s.value, old);
@@ -407,9 +410,10 @@ fn own_file_keys(
 }
 
 /// NaN or an infinity given to a number setting (`-o camera.fps=NaN`): JSON cannot hold
-/// it, so it is refused here with what the setting accepts.
+/// it, so it is refused here, with what the setting accepts when its module (`map`, an
+/// instance of a file) declares it.
 fn non_finite(
-    map: &serde_json::Map<String, Value>,
+    map: Option<&serde_json::Map<String, Value>>,
     field: &str,
     old: &Value,
     setting: &Setting,
@@ -419,7 +423,7 @@ fn non_finite(
         return None;
     }
     let accepts = map
-        .get("type")
+        .and_then(|m| m.get("type"))
         .and_then(Value::as_str)
         .and_then(streamwire_core::registration)
         .and_then(|r| r.accepts(field))

@@ -77,9 +77,6 @@ enum Node {
     /// A scalar read as a boolean, kept apart: YAML 1.1 reads `off` as `false`, but a
     /// setting such as `compression: off` means the word (see [`Node::to_value`]).
     Bool(bool),
-    /// NaN or an infinity (`.nan`, `.inf`): JSON has no such number, so it is kept apart
-    /// and refused where a setting is read, with what the setting accepts.
-    NonFinite(f64),
     Scalar(Value),
 }
 
@@ -123,8 +120,6 @@ impl Node {
                 _ => Value::Bool(*b),
             },
             Node::Scalar(v) => v.clone(),
-            // Not a number JSON can hold: read as text, which no number setting accepts.
-            Node::NonFinite(v) => Value::String(format!("{v:?}")),
         }
     }
 }
@@ -181,9 +176,6 @@ impl<'de> Visitor<'de> for NodeVisitor {
         Ok(Node::Scalar(Value::from(v)))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Node, E> {
-        if !v.is_finite() {
-            return Ok(Node::NonFinite(v));
-        }
         Ok(Node::Scalar(Value::from(v)))
     }
     fn visit_str<E>(self, v: &str) -> Result<Node, E> {
@@ -581,23 +573,7 @@ fn read_instance(problems: &mut Problems<'_>, entry: &Entry) -> Option<Box<dyn M
         .iter()
         .filter(|f| f.key() != "type" && registration.config_fields.contains(&f.key()))
         .collect();
-    // NaN and infinities first: serde would only say "expected f64".
-    for field in &known {
-        if let Node::NonFinite(v) = field.value.value {
-            problems.at(
-                field.key_place(),
-                format!(
-                    "setting `{}` of instance `{name}`: {v:?} is not a number this setting \
-                     accepts{}",
-                    field.key(),
-                    accepts_note(registration, field.key())
-                ),
-            );
-        }
-    }
-    if problems.found.len() > before {
-        return None;
-    }
+    // (NaN and infinities never get here: the YAML reader refuses them on their line.)
     let module = read_module(problems, entry, &known, registration.tag)?;
     // Then the declared ranges and the module's own check, each on its setting's line.
     for problem in module.check_config() {
