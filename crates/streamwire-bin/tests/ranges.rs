@@ -307,8 +307,8 @@ fn config_shows_each_range() {
     );
     insta::assert_snapshot!("config_with_ranges", stdout);
     // The README shows this very output.
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
     assert!(
         readme.contains(&format!(
             "$ streamwire config camera.yaml -o camera.fps=15\n{stdout}"
