@@ -17,10 +17,10 @@ pub(crate) mod attr {
     pub(crate) const CONFIG: &str = "config";
     pub(crate) const STATE: &str = "state";
 
-    pub(crate) const MODULE_KEYS: &[&str] = &["crate", "name", "internal"];
-    /// `#[config(..)]` and `#[state(..)]` share one grammar (`field_attr`); a new key (a
-    /// range check) is one more entry here and one more arm there.
-    pub(crate) const CONFIG_KEYS: &[&str] = &["default"];
+    pub(crate) const MODULE_KEYS: &[&str] = &["crate", "name", "internal", "validate"];
+    /// `#[config(..)]` and `#[state(..)]` share one grammar (`field_attr`); a new key is
+    /// one more entry here and one more arm there. The range keys apply to `#[config]`.
+    pub(crate) const CONFIG_KEYS: &[&str] = &["default", "range", "min", "max", "finite"];
     pub(crate) const STATE_KEYS: &[&str] = &["default"];
     pub(crate) const PORT_KEYS: &[&str] = &[
         "name",
@@ -51,6 +51,8 @@ pub(crate) struct ModuleDef {
     /// `#[module(internal)]`: built in code by a tool (a benchmark's pinger), so not
     /// registered: not in `list`, not loadable from a blueprint file.
     pub(crate) internal: bool,
+    /// `#[module(validate = f)]`: the module's cross-field check, `fn(&Self) -> Result<(), String>`.
+    pub(crate) validate: Option<Path>,
 }
 
 /// Which way a port points, read from its type's last path segment (`In` / `Out`).
@@ -83,6 +85,51 @@ pub(crate) struct FieldDef {
     pub(crate) ty: Type,
     /// Its declared default, the value a blueprint file that leaves it out gets.
     pub(crate) default: Option<FieldDefault>,
+    /// Its declared range (`#[config]` only).
+    pub(crate) range: Option<RangeDecl>,
+}
+
+/// `range`, `min`, `max`, `finite` in `#[config(..)]`, checked: not empty, each key once.
+pub(crate) struct RangeDecl {
+    pub(crate) min: Option<Bound>,
+    pub(crate) max: Option<Bound>,
+    /// `a..b`: the end is not accepted.
+    pub(crate) end_exclusive: bool,
+    /// `finite`: the span of the key, for the check that the field is a float.
+    pub(crate) finite: Option<Span>,
+    /// The first range key, for the check that the field is a number.
+    pub(crate) span: Span,
+}
+
+/// One bound: a number literal, possibly negated.
+pub(crate) struct Bound {
+    pub(crate) expr: syn::Expr,
+    /// For comparing the bounds at compile time.
+    pub(crate) value: f64,
+    /// As written, without a suffix (`16384`, `0.01`, `-1.5`).
+    pub(crate) text: String,
+}
+
+impl RangeDecl {
+    /// What the field accepts, for people: `1..=16384`, `finite, >= 0.01`.
+    pub(crate) fn accepts(&self) -> String {
+        let bounds = match (&self.min, &self.max) {
+            (Some(min), Some(max)) => {
+                let dots = if self.end_exclusive { ".." } else { "..=" };
+                Some(format!("{}{dots}{}", min.text, max.text))
+            }
+            (Some(min), None) => Some(format!(">= {}", min.text)),
+            (None, Some(max)) if self.end_exclusive => Some(format!("< {}", max.text)),
+            (None, Some(max)) => Some(format!("<= {}", max.text)),
+            (None, None) => None,
+        };
+        match (self.finite.is_some(), bounds) {
+            (true, Some(b)) => format!("finite, {b}"),
+            (true, None) => "finite".to_owned(),
+            (false, Some(b)) => b,
+            (false, None) => String::new(),
+        }
+    }
 }
 
 /// `default` in `#[config(..)]` / `#[state(..)]`.
@@ -104,7 +151,7 @@ impl ModuleDef {
     /// were problems (skipping what could not be understood), so that type errors of
     /// the fields are reported in the same compile.
     pub(crate) fn parse(cx: &mut Ctxt, input: &DeriveInput) -> Option<ModuleDef> {
-        let (krate, type_name, internal) = parse_module_attrs(cx, input);
+        let (krate, type_name, internal, validate) = parse_module_attrs(cx, input);
 
         if !input.generics.params.is_empty() {
             cx.error_spanned_by(
@@ -155,7 +202,8 @@ impl ModuleDef {
             // `#[state]`: the module's own run-time state (buffers, counters), neither a
             // port nor configuration.
             if let Some(state_attr) = field.attrs.iter().find(|a| a.path().is_ident(attr::STATE)) {
-                let default = field_attr(cx, state_attr, attr::STATE, attr::STATE_KEYS);
+                let FieldAttrs { default, .. } =
+                    field_attr(cx, state_attr, attr::STATE, attr::STATE_KEYS);
                 for other in field
                     .attrs
                     .iter()
@@ -170,6 +218,7 @@ impl ModuleDef {
                     ident,
                     ty: field.ty.clone(),
                     default,
+                    range: None,
                 });
                 continue;
             }
@@ -180,7 +229,8 @@ impl ModuleDef {
                 .filter(|a| a.path().is_ident(attr::PORT))
                 .collect();
             if let Some(config_attr) = config_attr {
-                let default = field_attr(cx, config_attr, attr::CONFIG, attr::CONFIG_KEYS);
+                let FieldAttrs { default, range } =
+                    field_attr(cx, config_attr, attr::CONFIG, attr::CONFIG_KEYS);
                 for port_attr in &port_attrs {
                     cx.error_spanned_by(
                         port_attr,
@@ -191,6 +241,7 @@ impl ModuleDef {
                     ident,
                     ty: field.ty.clone(),
                     default,
+                    range,
                 });
                 continue;
             }
@@ -223,14 +274,16 @@ impl ModuleDef {
             state,
             doc: first_doc_line(&input.attrs),
             internal,
+            validate,
         })
     }
 }
 
-fn parse_module_attrs(cx: &mut Ctxt, input: &DeriveInput) -> (Path, String, bool) {
+fn parse_module_attrs(cx: &mut Ctxt, input: &DeriveInput) -> (Path, String, bool, Option<Path>) {
     let mut krate: Path = syn::parse_quote!(::streamwire);
     let mut type_name = input.ident.to_string();
     let mut internal = false;
+    let mut validate = None;
     for a in input
         .attrs
         .iter()
@@ -247,6 +300,14 @@ fn parse_module_attrs(cx: &mut Ctxt, input: &DeriveInput) -> (Path, String, bool
                 type_name = name.value();
             } else if meta.path.is_ident("internal") {
                 internal = true;
+            } else if meta.path.is_ident("validate") {
+                if validate.is_some() {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        "`validate` is given twice in `#[module(..)]`: keep one",
+                    );
+                }
+                validate = Some(meta.value()?.parse::<Path>()?);
             } else {
                 let key = path_to_string(&meta.path);
                 cx.error_spanned_by(&meta.path, unknown_key("module", &key, attr::MODULE_KEYS));
@@ -258,19 +319,33 @@ fn parse_module_attrs(cx: &mut Ctxt, input: &DeriveInput) -> (Path, String, bool
             cx.syn_error(e);
         }
     }
-    (krate, type_name, internal)
+    (krate, type_name, internal, validate)
+}
+
+/// What `#[config(..)]` or `#[state(..)]` declares.
+pub(crate) struct FieldAttrs {
+    pub(crate) default: Option<FieldDefault>,
+    pub(crate) range: Option<RangeDecl>,
+}
+
+/// The range keys as written, before they are checked together.
+#[derive(Default)]
+struct RangeKeys {
+    range: Option<(Span, Option<Bound>, Option<Bound>, bool)>,
+    min: Option<(Span, Bound)>,
+    max: Option<(Span, Bound)>,
+    finite: Option<Span>,
 }
 
 /// The arguments of `#[config(..)]` or `#[state(..)]` (`name`): `#[config]` alone, or a
-/// list of keys, each checked against `keys`. Returns the declared default.
-fn field_attr(
-    cx: &mut Ctxt,
-    attribute: &syn::Attribute,
-    name: &str,
-    keys: &[&str],
-) -> Option<FieldDefault> {
+/// list of keys, each checked against `keys`.
+fn field_attr(cx: &mut Ctxt, attribute: &syn::Attribute, name: &str, keys: &[&str]) -> FieldAttrs {
+    let mut attrs = FieldAttrs {
+        default: None,
+        range: None,
+    };
     match &attribute.meta {
-        syn::Meta::Path(_) => return None,
+        syn::Meta::Path(_) => return attrs,
         syn::Meta::NameValue(_) => {
             cx.error_spanned_by(
                 attribute,
@@ -279,27 +354,71 @@ fn field_attr(
                      `#[{name}(default)]` (the type's `Default`) or `#[{name}(default = <expr>)]`"
                 ),
             );
-            return None;
+            return attrs;
         }
         syn::Meta::List(_) => {}
     }
-    let mut default = None;
+    let mut ranges = RangeKeys::default();
     let result = attribute.parse_nested_meta(|meta| {
         let key = path_to_string(&meta.path);
+        let span = meta.path.span();
+        let twice = |cx: &mut Ctxt| {
+            cx.error_spanned_by(
+                &meta.path,
+                format!("`{key}` is given twice in `#[{name}(..)]`: keep one"),
+            );
+        };
         match key.as_str() {
             "default" => {
                 let value = if meta.input.peek(syn::Token![=]) {
                     FieldDefault::Expr(Box::new(meta.value()?.parse()?))
                 } else {
-                    FieldDefault::TypeDefault(meta.path.span())
+                    FieldDefault::TypeDefault(span)
                 };
-                if default.is_some() {
-                    cx.error_spanned_by(
-                        &meta.path,
-                        format!("`default` is given twice in `#[{name}(..)]`: keep one"),
-                    );
+                if attrs.default.is_some() {
+                    twice(cx);
                 }
-                default = Some(value);
+                attrs.default = Some(value);
+            }
+            "range" | "min" | "max" | "finite" if keys.contains(&key.as_str()) => {
+                if key == "finite" {
+                    if meta.input.peek(syn::Token![=]) {
+                        cx.error_spanned_by(
+                            &meta.path,
+                            "`finite` takes no value: write `#[config(finite)]` (NaN and \
+                             infinities refused)",
+                        );
+                        skip_value(&meta)?;
+                    }
+                    if ranges.finite.is_some() {
+                        twice(cx);
+                    }
+                    ranges.finite = Some(span);
+                    return Ok(());
+                }
+                let expr: syn::Expr = meta.value()?.parse()?;
+                if key == "range" {
+                    let Some(parsed) = range_bounds(cx, &expr) else {
+                        return Ok(());
+                    };
+                    if ranges.range.is_some() {
+                        twice(cx);
+                    }
+                    ranges.range = Some((span, parsed.0, parsed.1, parsed.2));
+                    return Ok(());
+                }
+                let Some(bound) = bound(cx, &expr) else {
+                    return Ok(());
+                };
+                let slot = if key == "min" {
+                    &mut ranges.min
+                } else {
+                    &mut ranges.max
+                };
+                if slot.is_some() {
+                    twice(cx);
+                }
+                *slot = Some((span, bound));
             }
             _ => {
                 cx.error_spanned_by(&meta.path, unknown_key(name, &key, keys));
@@ -311,7 +430,143 @@ fn field_attr(
     if let Err(e) = result {
         cx.syn_error(e);
     }
-    default
+    attrs.range = range_decl(cx, ranges);
+    attrs
+}
+
+/// The range keys checked together: `range` or `min`/`max`, not both; not empty.
+fn range_decl(cx: &mut Ctxt, keys: RangeKeys) -> Option<RangeDecl> {
+    let RangeKeys {
+        range,
+        min,
+        max,
+        finite,
+    } = keys;
+    let decl = match (range, min, max) {
+        (None, None, None) => RangeDecl {
+            min: None,
+            max: None,
+            end_exclusive: false,
+            finite,
+            span: finite?,
+        },
+        (Some((span, low, high, end_exclusive)), min, max) => {
+            if let Some((other, _)) = min.as_ref().or(max.as_ref()) {
+                cx.syn_error(syn::Error::new(
+                    *other,
+                    "`range` already bounds this setting: give `range = a..=b`, or `min` \
+                     and `max`, not both",
+                ));
+            }
+            RangeDecl {
+                min: low,
+                max: high,
+                end_exclusive,
+                finite,
+                span,
+            }
+        }
+        (None, min, max) => {
+            let span = min
+                .as_ref()
+                .or(max.as_ref())
+                .map(|(span, _)| *span)
+                .unwrap_or_else(Span::call_site);
+            RangeDecl {
+                min: min.map(|(_, b)| b),
+                max: max.map(|(_, b)| b),
+                end_exclusive: false,
+                finite,
+                span,
+            }
+        }
+    };
+    if let (Some(low), Some(high)) = (&decl.min, &decl.max) {
+        let empty = if decl.end_exclusive {
+            low.value >= high.value
+        } else {
+            low.value > high.value
+        };
+        if empty {
+            cx.error_spanned_by(
+                &high.expr,
+                format!(
+                    "the range accepts nothing: its end {} is not above its start {}; \
+                     write the smaller bound first",
+                    high.text, low.text
+                ),
+            );
+            return None;
+        }
+    }
+    Some(decl)
+}
+
+/// `a..=b`, `a..b`, `a..`, `..=b`, `..b` as (start, end, end exclusive).
+fn range_bounds(cx: &mut Ctxt, expr: &syn::Expr) -> Option<(Option<Bound>, Option<Bound>, bool)> {
+    let syn::Expr::Range(range) = expr else {
+        cx.error_spanned_by(
+            expr,
+            "`range` is a range of number literals: `1..=16384`, `0.0..=1.0`, `1..` or `..=100`",
+        );
+        return None;
+    };
+    if range.start.is_none() && range.end.is_none() {
+        cx.error_spanned_by(
+            expr,
+            "`..` bounds nothing: give a start, an end or both (`1..=16384`, `1..`)",
+        );
+        return None;
+    }
+    let start = match &range.start {
+        Some(e) => Some(bound(cx, e)?),
+        None => None,
+    };
+    let end = match &range.end {
+        Some(e) => Some(bound(cx, e)?),
+        None => None,
+    };
+    let end_exclusive = matches!(range.limits, syn::RangeLimits::HalfOpen(_)) && end.is_some();
+    Some((start, end, end_exclusive))
+}
+
+/// A bound: an integer or float literal, possibly negated.
+fn bound(cx: &mut Ctxt, expr: &syn::Expr) -> Option<Bound> {
+    let (negative, lit) = match expr {
+        syn::Expr::Lit(lit) => (false, Some(&lit.lit)),
+        syn::Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr: inner,
+            ..
+        }) => match &**inner {
+            syn::Expr::Lit(lit) => (true, Some(&lit.lit)),
+            _ => (false, None),
+        },
+        _ => (false, None),
+    };
+    let digits = match lit {
+        Some(syn::Lit::Int(i)) => i.base10_digits().to_owned(),
+        Some(syn::Lit::Float(f)) => f.base10_digits().to_owned(),
+        _ => {
+            cx.error_spanned_by(
+                expr,
+                "a bound is a number literal (`16384`, `0.5`, `-1.0`): a setting's range is \
+                 fixed where the module is written",
+            );
+            return None;
+        }
+    };
+    let text = if negative {
+        format!("-{digits}")
+    } else {
+        digits
+    };
+    let value = text.parse::<f64>().ok()?;
+    Some(Bound {
+        expr: expr.clone(),
+        value,
+        text,
+    })
 }
 
 fn parse_port(

@@ -52,6 +52,7 @@ fn generate(model: &ModuleDef, file_support: bool) -> TokenStream {
         ..
     } = model;
     let ports_ident = format_ident!("{}Ports", ident);
+    let (config_ranges, check_config) = range_tokens(model);
     let port_infos = ports.iter().map(|p| port_info(krate, p));
     let config_names = config.iter().map(|c| c.ident.to_string());
     let handle_fields = ports.iter().map(|p| {
@@ -114,6 +115,7 @@ fn generate(model: &ModuleDef, file_support: bool) -> TokenStream {
             const TYPE_NAME: &'static str = #type_name;
             const PORTS: &'static [#krate::PortInfo] = &[#(#port_infos),*];
             const CONFIG_FIELDS: &'static [&'static str] = &[#(#config_names),*];
+            #config_ranges
             type Ports = #ports_ident;
 
             fn port_handles(instance: #krate::InstanceId) -> #ports_ident {
@@ -134,6 +136,7 @@ fn generate(model: &ModuleDef, file_support: bool) -> TokenStream {
             }
 
             #as_config
+            #check_config
         }
 
         #[doc = #ports_doc]
@@ -142,6 +145,89 @@ fn generate(model: &ModuleDef, file_support: bool) -> TokenStream {
             #(#handle_fields),*
         }
     }
+}
+
+/// `CONFIG_RANGES` and `check_config` from the declared ranges and `#[module(validate)]`
+/// (nothing when there are neither: the trait's defaults). Each check is spanned on what
+/// the user wrote: a range on a field that is not a number is reported on the range key,
+/// `finite` on an integer on `finite`, a bound of another type on the bound.
+fn range_tokens(model: &ModuleDef) -> (TokenStream, TokenStream) {
+    let krate = &model.krate;
+    let ranged: Vec<_> = model
+        .config
+        .iter()
+        .filter_map(|c| c.range.as_ref().map(|r| (c, r)))
+        .collect();
+    if ranged.is_empty() && model.validate.is_none() {
+        return (TokenStream::new(), TokenStream::new());
+    }
+    let infos = ranged.iter().map(|(c, r)| {
+        let field = c.ident.to_string();
+        let accepts = r.accepts();
+        quote! { #krate::FieldRange { field: #field, accepts: #accepts } }
+    });
+    let checks = ranged.iter().map(|(c, r)| {
+        let field = &c.ident;
+        let name = field.to_string();
+        let ty = &c.ty;
+        let accepts = r.accepts();
+        let some = |b: &Option<crate::model::Bound>| match b {
+            Some(b) => {
+                let expr = &b.expr;
+                quote_spanned! {expr.span()=> ::core::option::Option::Some(#expr) }
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let min = some(&r.min);
+        let max = some(&r.max);
+        let end_exclusive = r.end_exclusive;
+        let finite = r.finite.is_some();
+        let float_check = r.finite.map(|span| {
+            quote_spanned! {span=> #krate::__private::assert_float::<#ty>(); }
+        });
+        let check = quote_spanned! {r.span=> #krate::__private::check_field::<#ty, _> };
+        quote! {
+            #float_check
+            if let ::core::option::Option::Some(__problem) = #check(
+                #name,
+                &self.#field,
+                #krate::__private::Bounds {
+                    min: #min,
+                    max: #max,
+                    end_exclusive: #end_exclusive,
+                    finite: #finite,
+                },
+                #accepts,
+            ) {
+                __problems.push(__problem);
+            }
+        }
+    });
+    let validate = model.validate.as_ref().map(|path| {
+        let check = quote_spanned! {path.span()=>
+            let __validate: fn(&Self) -> ::core::result::Result<(), ::std::string::String> = #path;
+        };
+        quote! {
+            if __problems.is_empty() {
+                #check
+                if let ::core::result::Result::Err(message) = __validate(self) {
+                    __problems.push(#krate::ConfigProblem::Invalid { message });
+                }
+            }
+        }
+    });
+    let ranges = quote! {
+        const CONFIG_RANGES: &'static [#krate::FieldRange] = &[#(#infos),*];
+    };
+    let check_config = quote! {
+        fn check_config(&self) -> ::std::vec::Vec<#krate::ConfigProblem> {
+            let mut __problems = ::std::vec::Vec::new();
+            #(#checks)*
+            #validate
+            __problems
+        }
+    };
+    (ranges, check_config)
 }
 
 /// `PortInfo::new::<FieldType>(..)`, spanned on the field's type so that a field whose
@@ -227,6 +313,7 @@ fn file_support_tokens(model: &ModuleDef) -> TokenStream {
                     doc: #doc,
                     config_fields: &[#(#config_names),*],
                     defaulted_fields: &[#(#defaulted_names),*],
+                    ranges: <#ident as #krate::Module>::CONFIG_RANGES,
                     has_default: {
                         fn has_default() -> bool {
                             #[allow(unused_imports)]

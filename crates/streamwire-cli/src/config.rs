@@ -288,6 +288,8 @@ pub fn help_text() -> String {
 /// `STREAMWIRE_*` variables that are not configuration (read by other tools).
 const OTHER_ENV_VARS: &[&str] = &[
     "STREAMWIRE_DATA",
+    // The largest blueprint file read (`check`, `config`, `run` of a file).
+    crate::resolve::MAX_BLUEPRINT_BYTES_VAR,
     "STREAMWIRE_LOG",
     // The test suite's: every test must run (`.ci/run` sets it for every process it starts).
     "STREAMWIRE_REQUIRE",

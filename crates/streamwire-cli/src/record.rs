@@ -34,7 +34,8 @@ impl RecordArgs {
             return Ok(());
         };
         let plan = built.blueprint.build()?;
-        let configuration = crate::commands::config::render_settings(target, &built.settings);
+        let configuration =
+            crate::commands::config::render_settings(target, &built.settings, &built.accepts);
         add(self, path, target, plan.to_string(), configuration, built)
     }
 

@@ -9,6 +9,7 @@
 //! and the lowest layer of the global keys is the table's defaults for code (its builder
 //! sets what it sets, unseen) but the file's own values, with their lines, for a file.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context as _, anyhow, bail};
@@ -16,7 +17,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use streamwire_core::ModuleConfig;
-use streamwire_graph::{Blueprint, BlueprintFile, FileFormat, KeyLines};
+use streamwire_graph::{Blueprint, BlueprintFile, FileFormat, KeyLines, Problem};
 
 use crate::config::{self, ConfigError, GLOBAL_SETTINGS, Setting, Source};
 use crate::{Cli, IntoBlueprint};
@@ -47,6 +48,31 @@ pub(crate) struct Built {
     pub(crate) blueprint: Blueprint,
     /// The effective configuration, for `config`.
     pub(crate) settings: Vec<Setting>,
+    /// What each key that declares a range accepts (`camera.fps`: `finite, 0.01..=1000.0`),
+    /// for `config`.
+    pub(crate) accepts: BTreeMap<String, &'static str>,
+}
+
+/// The variable that sets the largest blueprint file read, in bytes.
+pub(crate) const MAX_BLUEPRINT_BYTES_VAR: &str = "STREAMWIRE_MAX_BLUEPRINT_BYTES";
+
+/// The largest blueprint file read: `STREAMWIRE_MAX_BLUEPRINT_BYTES`, else the default
+/// (4 MiB).
+fn max_blueprint_bytes(env: &[(String, String)]) -> anyhow::Result<u64> {
+    match env.iter().find(|(k, _)| k == MAX_BLUEPRINT_BYTES_VAR) {
+        None => Ok(BlueprintFile::DEFAULT_MAX_BYTES),
+        Some((_, value)) => match value.trim().parse::<u64>() {
+            Ok(limit @ 1..) => Ok(limit),
+            _ => Err(ConfigError {
+                origin: Source::Env(MAX_BLUEPRINT_BYTES_VAR.to_owned()),
+                message: format!(
+                    "invalid value `{value}`: expected a number of bytes, 1..={}",
+                    u64::MAX
+                ),
+            }
+            .into()),
+        },
+    }
 }
 
 impl Cli {
@@ -62,14 +88,16 @@ impl Cli {
             layers.push(config::parse_flag(flag)?);
         }
         if let Some(registered) = self.blueprints.iter().find(|b| b.name == target) {
-            return match &registered.kind {
-                RegisteredKind::Code { build, .. } => build(&layers),
+            let built = match &registered.kind {
+                RegisteredKind::Code { build, .. } => build(&layers)?,
                 RegisteredKind::File { text } => {
                     let path = format!("<blueprint {}>", registered.name);
                     let file = BlueprintFile::parse(text, FileFormat::Yaml, Path::new(&path))?;
-                    from_file(file, text, &path, &layers)
+                    from_file(file, text, &path, &layers)?
                 }
             };
+            check_settings(&built)?;
+            return Ok(built);
         }
         let path = Path::new(target);
         let looks_like_file = path.exists()
@@ -90,11 +118,53 @@ impl Cli {
                 }
             );
         }
-        let text = std::fs::read_to_string(path)
+        let limit = max_blueprint_bytes(env)?;
+        let text = BlueprintFile::read(path, limit, MAX_BLUEPRINT_BYTES_VAR)
             .with_context(|| format!("cannot read blueprint file {}", path.display()))?;
         let file = BlueprintFile::parse(&text, FileFormat::of(path), path)?;
-        from_file(file, &text, &path.display().to_string(), &layers)
+        let built = from_file(file, &text, &path.display().to_string(), &layers)?;
+        check_settings(&built)?;
+        Ok(built)
     }
+}
+
+/// The settings that must hold before any worker starts (every instance's settings in
+/// their declared ranges, every placement a name zenoh can carry), each refusal with the
+/// key, the value, the range and who set it (`-o`, the environment, `file:line`).
+fn check_settings(built: &Built) -> anyhow::Result<()> {
+    let Err(error) = built.blueprint.check_settings() else {
+        return Ok(());
+    };
+    let lines: Vec<String> = error
+        .problems
+        .iter()
+        .map(|problem| match problem {
+            Problem::InvalidConfig {
+                instance,
+                problem:
+                    streamwire_core::ConfigProblem::OutOfRange {
+                        field,
+                        value,
+                        accepts,
+                    },
+                ..
+            } => {
+                // Named by its key and who set it, when a key of the layers names it (a
+                // file's `<instance>.<field>`, a code blueprint's key of the same name).
+                let key = format!("{instance}.{field}");
+                match built.settings.iter().find(|s| s.key == key) {
+                    Some(setting) => ConfigError {
+                        origin: setting.source.clone(),
+                        message: format!("`{key}` = {value} is out of range: it accepts {accepts}"),
+                    }
+                    .to_string(),
+                    None => problem.to_string(),
+                }
+            }
+            other => other.to_string(),
+        })
+        .collect();
+    bail!("{}", lines.join("\n"))
 }
 
 /// The builder of a code blueprint `name`: `C::default()` (flattened in `defaults`) changed
@@ -124,6 +194,7 @@ where
         Ok(Built {
             blueprint,
             settings: effective,
+            accepts: global_accepts(),
         })
     })
 }
@@ -158,6 +229,9 @@ fn own_code_keys(
             }
             .into());
         };
+        if let Some(refused) = non_finite(None, &s.key, old, s) {
+            return Err(refused.into());
+        }
         let value = parse_value(&s.value, old);
         object.insert(s.key.clone(), value);
         set_effective(&mut effective, s);
@@ -192,6 +266,14 @@ fn apply_globals(
     Ok(effective)
 }
 
+/// What each global key accepts.
+fn global_accepts() -> BTreeMap<String, &'static str> {
+    GLOBAL_SETTINGS
+        .iter()
+        .map(|g| (g.key.to_owned(), g.accepts))
+        .collect()
+}
+
 /// Every global key at its default: a code blueprint's lowest layer.
 fn default_globals() -> Vec<Setting> {
     GLOBAL_SETTINGS
@@ -223,11 +305,18 @@ fn from_file(
         .partition(|s| config::is_global(&s.key));
     let base = file_globals(&file, &at);
     let mut effective = own_file_keys(&mut file, &own, &at)?;
+    let mut accepts = global_accepts();
+    for (name, module) in &file.instances.0 {
+        for range in module.config_ranges() {
+            accepts.insert(format!("{name}.{}", range.field), range.accepts);
+        }
+    }
     let mut blueprint = file.into_blueprint();
     effective.extend(apply_globals(&mut blueprint, base, &globals)?);
     Ok(Built {
         blueprint,
         settings: effective,
+        accepts,
     })
 }
 
@@ -298,6 +387,9 @@ fn own_file_keys(
         let (index, field) = instance_field(&objects, s)?;
         let map = &mut objects[index].1;
         if let Some(old) = map.get(field) {
+            if let Some(refused) = non_finite(Some(map), field, old, s) {
+                return Err(refused.into());
+            }
             let value = parse_value(&s.value, old);
             map.insert(field.to_owned(), value);
         }
@@ -315,6 +407,34 @@ fn own_file_keys(
         }
     }
     Ok(effective)
+}
+
+/// NaN or an infinity given to a number setting (`-o camera.fps=NaN`): JSON cannot hold
+/// it, so it is refused here, with what the setting accepts when its module (`map`, an
+/// instance of a file) declares it.
+fn non_finite(
+    map: Option<&serde_json::Map<String, Value>>,
+    field: &str,
+    old: &Value,
+    setting: &Setting,
+) -> Option<ConfigError> {
+    let number = setting.value.parse::<f64>().ok()?;
+    if number.is_finite() || !(old.is_number() || old.is_null()) {
+        return None;
+    }
+    let accepts = map
+        .and_then(|m| m.get("type"))
+        .and_then(Value::as_str)
+        .and_then(streamwire_core::registration)
+        .and_then(|r| r.accepts(field))
+        .map_or_else(|| "finite numbers".to_owned(), str::to_owned);
+    Some(ConfigError {
+        origin: setting.source.clone(),
+        message: format!(
+            "`{}` = {number:?} is out of range: it accepts {accepts}",
+            setting.key
+        ),
+    })
 }
 
 /// Which instance (its index in `objects`) and config field `setting`'s key names; an

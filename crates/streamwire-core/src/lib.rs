@@ -30,11 +30,13 @@ pub mod blob;
 pub mod buffer;
 pub mod codec;
 mod header;
+pub mod input;
 pub mod log;
 pub mod message;
 mod module;
 mod node;
 pub mod port;
+pub mod range;
 pub mod registry;
 pub mod text;
 
@@ -57,6 +59,7 @@ pub use port::{
     Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,
     PortHandle, PortInfo, PortType, Qos, QosOverrides, Reliability, SameMessage, Transport,
 };
+pub use range::{ConfigProblem, FieldRange};
 pub use registry::{ModuleConfig, ModuleRegistration, registered_modules, registration};
 
 /// Items used by the code that `#[derive(Message)]` and `#[derive(Module)]` generate.
@@ -64,6 +67,7 @@ pub use registry::{ModuleConfig, ModuleRegistration, registered_modules, registr
 #[doc(hidden)]
 pub mod __private {
     pub use crate::module::probe;
+    pub use crate::range::{Bounds, ConfigFloat, ConfigValue, assert_float, check_field};
     pub use typetag;
     // typetag's own hidden plumbing, versioned by its minor release: `#[derive(Message)]`
     // registers each message by hand (as `#[typetag::serde]` on an impl would) so that a

@@ -56,6 +56,9 @@ pub trait Module: Send + 'static {
     const PORTS: &'static [PortInfo];
     /// The names of the fields marked `#[config]`.
     const CONFIG_FIELDS: &'static [&'static str];
+    /// The declared ranges of its `#[config]` fields (`#[config(range = 1..=16384)]`),
+    /// in field order; fields without one are not listed.
+    const CONFIG_RANGES: &'static [crate::FieldRange] = &[];
     /// The generated struct of typed port handles.
     type Ports: Copy;
 
@@ -78,6 +81,13 @@ pub trait Module: Send + 'static {
     fn as_config(&self) -> Option<&dyn crate::ModuleConfig> {
         None
     }
+
+    /// Every setting outside its declared range, then (when every field is in range) what
+    /// the module's own check (`#[module(validate = f)]`) refuses: empty when the value
+    /// may run. The derive writes this; blueprint files, `-o` and `build()` call it.
+    fn check_config(&self) -> Vec<crate::ConfigProblem> {
+        Vec::new()
+    }
 }
 
 /// A module value with its type erased: what a blueprint holds and hands to a runtime.
@@ -94,6 +104,10 @@ pub trait ModuleValue: Send {
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
     /// See [`Module::as_config`].
     fn as_config(&self) -> Option<&dyn crate::ModuleConfig>;
+    /// See [`Module::check_config`].
+    fn check_config(&self) -> Vec<crate::ConfigProblem>;
+    /// See [`Module::CONFIG_RANGES`].
+    fn config_ranges(&self) -> &'static [crate::FieldRange];
 }
 
 impl<M: Module> ModuleValue for M {
@@ -115,6 +129,14 @@ impl<M: Module> ModuleValue for M {
 
     fn as_config(&self) -> Option<&dyn crate::ModuleConfig> {
         Module::as_config(self)
+    }
+
+    fn check_config(&self) -> Vec<crate::ConfigProblem> {
+        Module::check_config(self)
+    }
+
+    fn config_ranges(&self) -> &'static [crate::FieldRange] {
+        M::CONFIG_RANGES
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {

@@ -56,9 +56,19 @@ pub struct ModuleRegistration {
     pub defaulted_fields: &'static [&'static str],
     /// Whether the module implements `Default` (then no field is required in a file).
     pub has_default: fn() -> bool,
+    /// The declared ranges of its `#[config]` fields ([`Module::CONFIG_RANGES`]).
+    pub ranges: &'static [crate::FieldRange],
 }
 
 impl ModuleRegistration {
+    /// What field `field` accepts, when it declares a range.
+    pub fn accepts(&self, field: &str) -> Option<&'static str> {
+        self.ranges
+            .iter()
+            .find(|r| r.field == field)
+            .map(|r| r.accepts)
+    }
+
     /// The `#[config]` fields a blueprint file must give: none when the module implements
     /// `Default`, else those without a declared default.
     pub fn required_fields(&self) -> Vec<&'static str> {

@@ -583,6 +583,18 @@ impl Blueprint {
         crate::planner::plan(self)
     }
 
+    /// Checks what must hold before any worker starts, without planning: every instance's
+    /// settings against its module's declared ranges (and its own check), every placement's
+    /// names. `build` checks the same, with everything else.
+    pub fn check_settings(&self) -> Result<(), BuildError> {
+        let problems = crate::planner::settings_problems(self);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(BuildError { problems })
+        }
+    }
+
     /// Builds the plan and hands over the module values with it: what a runtime runs.
     pub fn into_runnable(self) -> Result<crate::RunnablePlan, BuildError> {
         let plan = crate::planner::plan(&self)?;

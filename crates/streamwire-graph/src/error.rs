@@ -89,6 +89,25 @@ fn render_all(problems: &[Problem]) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Problem {
+    /// An instance's settings are outside the ranges its module declares, or its
+    /// module's own check refuses them together.
+    InvalidConfig {
+        /// The instance.
+        instance: String,
+        /// Its module type.
+        module: &'static str,
+        /// What is wrong.
+        problem: streamwire_core::ConfigProblem,
+    },
+    /// A placement's host or process name cannot be a chunk of a zenoh key expression.
+    InvalidPlacement {
+        /// The instance placed.
+        instance: String,
+        /// The placement, `host/process`.
+        placement: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
     /// An instance or namespace name breaks the naming rules.
     InvalidInstanceName {
         /// The name given.
@@ -342,6 +361,20 @@ impl fmt::Display for Problem {
     )]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Problem::InvalidConfig {
+                instance,
+                module,
+                problem,
+            } => write!(f, "instance `{instance}` (`{module}`): {problem}"),
+            Problem::InvalidPlacement {
+                instance,
+                placement,
+                reason,
+            } => write!(
+                f,
+                "instance `{instance}` is placed at `{placement}`, which cannot name a process: \
+                 {reason}"
+            ),
             Problem::InvalidInstanceName { name, reason } => {
                 write!(f, "invalid instance name `{name}`: {reason}")
             }

@@ -341,6 +341,10 @@ pub enum FileError {
         /// Why.
         source: std::io::Error,
     },
+    /// The file is not a regular file, or is over the size limit (refused unread), or
+    /// grew past it while read.
+    #[error(transparent)]
+    Input(#[from] streamwire_core::input::InputError),
     /// The text is not a valid blueprint: every mistake found (syntax, unknown module
     /// type or setting, bad value, a name that is not an instance), each with its place.
     #[error("{}", Problems(path, problems))]
@@ -394,13 +398,27 @@ impl FileFormat {
 }
 
 impl BlueprintFile {
-    /// Reads and parses `path` (YAML, or JSON for `.json`).
+    /// The largest blueprint file read by default: 4 MiB, some thousand times the largest
+    /// blueprint shipped here, far below what would strain memory.
+    pub const DEFAULT_MAX_BYTES: u64 = 4 << 20;
+
+    /// Reads and parses `path` (YAML, or JSON for `.json`): a regular file of at most
+    /// [`DEFAULT_MAX_BYTES`](Self::DEFAULT_MAX_BYTES).
     pub fn load(path: &Path) -> Result<BlueprintFile, FileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| FileError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = Self::read(
+            path,
+            Self::DEFAULT_MAX_BYTES,
+            "BlueprintFile::DEFAULT_MAX_BYTES",
+        )?;
         BlueprintFile::parse(&text, FileFormat::of(path), path)
+    }
+
+    /// The text of blueprint file `path`, when it is a regular file of at most `limit`
+    /// bytes (checked before it is opened; `setting` names the limit in errors).
+    pub fn read(path: &Path, limit: u64, setting: &'static str) -> Result<String, FileError> {
+        Ok(streamwire_core::input::read_bounded_text(
+            path, limit, setting,
+        )?)
     }
 
     /// Parses `text`; `path` names it in errors, which list every mistake of the file.

@@ -47,6 +47,7 @@ type PortKey = (usize, usize);
 
 pub(crate) fn plan(bp: &Blueprint) -> Result<Plan, BuildError> {
     let mut problems = bp.problems.clone();
+    problems.extend(settings_problems(bp));
     let ports = resolve_ports(bp, &mut problems);
     let matching = match_ports(bp, &ports, &mut problems);
     let streams = resolve_settings(bp, &ports, &matching, &mut problems);
@@ -85,6 +86,30 @@ pub(crate) fn plan(bp: &Blueprint) -> Result<Plan, BuildError> {
             supervision: bp.settings.supervision,
         },
     })
+}
+
+/// Every instance's settings against its module's declared ranges and own check, and
+/// every placement's names against what zenoh key expressions reserve: what must hold
+/// before any worker starts.
+pub(crate) fn settings_problems(bp: &Blueprint) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for entry in &bp.instances {
+        for problem in entry.module.check_config() {
+            problems.push(Problem::InvalidConfig {
+                instance: entry.name.clone(),
+                module: entry.module_type,
+                problem,
+            });
+        }
+        if let Some(reason) = entry.placement.name_problem() {
+            problems.push(Problem::InvalidPlacement {
+                instance: entry.name.clone(),
+                placement: entry.placement.to_string(),
+                reason,
+            });
+        }
+    }
+    problems
 }
 
 /// How errors name port `key`: `instance.field` and its type.

@@ -62,6 +62,18 @@ impl Placement {
         &self.process
     }
 
+    /// Why the host or process name cannot be used, if one cannot: each is one chunk of
+    /// the zenoh key expressions a distributed run declares, so neither may be empty or
+    /// hold a character zenoh reserves (`/`, `*`, `$`, `#`, `?`, a leading `@`).
+    pub fn name_problem(&self) -> Option<String> {
+        let host = streamwire_names::key_chunk_problem(&self.host)
+            .map(|p| format!("host `{}`: {p}", self.host));
+        host.or_else(|| {
+            streamwire_names::key_chunk_problem(&self.process)
+                .map(|p| format!("process `{}`: {p}", self.process))
+        })
+    }
+
     /// How a message from an instance placed at `self` travels to one placed at `other`.
     pub fn locality_to(&self, other: &Placement) -> Locality {
         if self.host != other.host {
@@ -94,14 +106,11 @@ impl FromStr for Placement {
         let (host, process) = trimmed
             .split_once('/')
             .unwrap_or((Self::DEFAULT_HOST, trimmed));
-        let valid = |name: &str| {
-            !name.is_empty() && !name.contains(|c: char| c == '/' || c.is_whitespace())
-        };
-        if !valid(host) || !valid(process) {
+        if let Some(problem) = Placement::process(process).on_host(host).name_problem() {
             return Err(ParseError::invalid(
                 "placement",
                 trimmed,
-                "expected `host/process` or `process`, each a non-empty name without `/` or spaces",
+                format!("expected `host/process` or `process`: {problem}"),
             ));
         }
         Ok(Placement::process(process).on_host(host))

@@ -58,7 +58,7 @@ pub struct McapRecorder {
     #[config]
     pub compression: Compression,
     /// Bytes of a chunk before compression (default 4 MiB): memory the file holds back.
-    #[config]
+    #[config(range = 1024..=1_073_741_824)]
     pub chunk_bytes: u64,
     /// Written as the `streamwire` metadata record at start.
     #[config]

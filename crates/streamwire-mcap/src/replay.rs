@@ -300,16 +300,16 @@ pub struct McapSource {
     #[config]
     pub topic_map: BTreeMap<String, String>,
     /// Playback speed: 2 plays twice as fast (default 1).
-    #[config]
+    #[config(finite, range = 0.01..=1000.0)]
     pub rate: f64,
     /// Start again after the last message (default false: the source finishes).
     #[config]
     pub looping: bool,
     /// Skip the file's first this-many seconds (default 0).
-    #[config]
+    #[config(finite, range = 0.0..=1e9)]
     pub start_s: f64,
     /// Play this many seconds of the file from `start_s` (default: to its end).
-    #[config]
+    #[config(finite, range = 0.0..=1e9)]
     pub duration_s: Option<f64>,
     /// The outputs played, by name (default, empty: every output); the topics mapped to
     /// the others are skipped (a blueprint that takes only the camera from a file).

@@ -23,7 +23,7 @@ pub struct Detector {
     /// One message per frame.
     pub detections: Out<Detections>,
     /// Fewest object pixels for a detection (default 30).
-    #[config]
+    #[config(range = 0..=1_000_000_000)]
     pub min_pixels: usize,
     /// The label of the boxes (default `moving_object`).
     #[config]

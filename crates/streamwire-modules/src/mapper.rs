@@ -16,7 +16,7 @@ use streamwire_msgs::{OccupancyGrid, PointCloud};
 /// Ports: `cloud` (`In<PointCloud>`, optional), `depth` (`In<DepthImage>`, optional,
 /// lossless), `odometry` (`In<Odometry>`), `map` (`Out<OccupancyGrid>`).
 #[derive(Module)]
-#[module(crate = streamwire_core)]
+#[module(crate = streamwire_core, validate = Mapper::check_grid)]
 pub struct Mapper {
     /// Lidar clouds: x forward, y left, z up from the floor under the robot.
     #[port(optional)]
@@ -29,28 +29,28 @@ pub struct Mapper {
     /// The grid.
     pub map: Out<OccupancyGrid>,
     /// Metres per cell (default 0.1).
-    #[config]
+    #[config(finite, range = 0.01..=10.0)]
     pub resolution_m: f64,
     /// Side of the square grid, centred on the origin, metres (default 16).
-    #[config]
+    #[config(finite, range = 0.1..=10000.0)]
     pub size_m: f64,
     /// Grids per second (default 1).
-    #[config]
+    #[config(finite, range = 0.01..=100.0)]
     pub publish_hz: f64,
     /// Lowest point height that is an obstacle, metres (default 0.1).
-    #[config]
+    #[config(finite, range = -100.0..=100.0)]
     pub min_height_m: f64,
     /// Highest, metres (default 2.0: below the ceiling).
-    #[config]
+    #[config(finite, range = -100.0..=100.0)]
     pub max_height_m: f64,
     /// Trace free space to every this-many obstacle points (default 8).
-    #[config]
+    #[config(range = 1..=1_000_000)]
     pub ray_every: usize,
     /// The depth camera's horizontal field of view, degrees (default 90).
-    #[config]
+    #[config(finite, range = 1.0..=179.0)]
     pub hfov_deg: f64,
     /// The depth camera's height, metres (default 0.5).
-    #[config]
+    #[config(finite, range = -100.0..=100.0)]
     pub camera_height_m: f64,
     /// Log-odds per cell.
     #[state]
@@ -89,7 +89,30 @@ const HIT: f32 = 0.85;
 const MISS: f32 = -0.4;
 const CLAMP: f32 = 4.0;
 
+/// The most cells along one side of the grid: 4096 x 4096 cells of log-odds are 64 MiB.
+pub const MAX_GRID_SIDE_CELLS: f64 = 4096.0;
+
 impl Mapper {
+    /// The settings together (`#[module(validate)]`): the grid fits its budget, and the
+    /// obstacle band is not empty.
+    fn check_grid(&self) -> Result<(), String> {
+        let side = (self.size_m / self.resolution_m).ceil();
+        if side > MAX_GRID_SIDE_CELLS {
+            return Err(format!(
+                "a grid of {} m at {} m per cell is {side} cells a side, over the {MAX_GRID_SIDE_CELLS} \
+                 a side (64 MiB) a map may take: raise `resolution_m` or lower `size_m`",
+                self.size_m, self.resolution_m
+            ));
+        }
+        if self.min_height_m >= self.max_height_m {
+            return Err(format!(
+                "`min_height_m` ({}) must be below `max_height_m` ({}): no point would be an obstacle",
+                self.min_height_m, self.max_height_m
+            ));
+        }
+        Ok(())
+    }
+
     fn cells(&self) -> usize {
         (self.size_m / self.resolution_m)
             .ceil()

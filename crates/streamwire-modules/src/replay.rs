@@ -30,7 +30,10 @@ use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
 /// `#` comments; file names relative to the file's folder.
 pub const TIMESTAMPS_FILE: &str = "timestamps.txt";
 
-/// Why a replay cannot start.
+/// The largest frame file read by default: 64 MiB.
+pub const DEFAULT_MAX_FRAME_BYTES: u64 = 64 << 20;
+
+/// Why a replay cannot start, or ended.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReplayError {
@@ -77,6 +80,21 @@ pub enum ReplayError {
     /// A setting out of range.
     #[error("replay: {0}")]
     Config(String),
+    /// Too many frames in a row could not be read or decoded.
+    #[error(
+        "replay of {dir}: {failures} frames in a row were unreadable (`max_consecutive_failures`), \
+         the last {last}: {reason}"
+    )]
+    Unreadable {
+        /// The folder.
+        dir: PathBuf,
+        /// How many in a row.
+        failures: u32,
+        /// The last one.
+        last: PathBuf,
+        /// Why the last one could not be read.
+        reason: String,
+    },
 }
 
 /// Plays a folder of numbered JPEG or PNG frames at their recorded rate.
@@ -111,29 +129,38 @@ pub struct ReplaySource {
     #[config]
     pub dir: PathBuf,
     /// Frames per second when the folder has no timestamps file (ignored when it has).
-    #[config]
+    #[config(finite, range = 0.01..=1000.0)]
     pub fps: Option<f64>,
     /// Start again after the last frame (default false: the source finishes).
     #[config]
     pub looping: bool,
     /// Playback speed: 2 plays twice as fast (default 1).
-    #[config]
+    #[config(finite, range = 0.01..=1000.0)]
     pub rate: f64,
     /// Skip the frames recorded in the first this-many seconds (default 0).
-    #[config]
+    #[config(finite, range = 0.0..=1e9)]
     pub start_offset_s: f64,
     /// Play at most this many frames, loops included (default: no limit).
-    #[config]
+    #[config(min = 1)]
     pub limit: Option<u64>,
     /// Bytes the decoded-ahead ring may hold (default 64 MiB, 23 frames of 720p rgb8).
-    #[config]
+    #[config(range = 1..=68_719_476_736)]
     pub memory_cap_bytes: u64,
     /// Publish the JPEG bytes as they are instead of decoding (default false).
     #[config]
     pub pass_through: bool,
     /// How often the step looks at the clock, run-clock milliseconds (default 1).
-    #[config]
+    #[config(finite, range = 0.01..=1000.0)]
     pub poll_ms: f64,
+    /// The largest frame file read, bytes (default 64 MiB: a 4K PNG is a fraction of it);
+    /// a larger one, or one that is not a regular file (a FIFO, a device), is unreadable
+    /// without being read.
+    #[config(range = 1..=4_294_967_296)]
+    pub max_frame_bytes: u64,
+    /// Unreadable frames in a row after which playback ends with an error (default 30);
+    /// a readable frame starts the count again.
+    #[config(range = 1..=100_000)]
+    pub max_consecutive_failures: u32,
     /// The running playback.
     #[state]
     pub playback: Option<Playback>,
@@ -152,6 +179,8 @@ impl Default for ReplaySource {
             memory_cap_bytes: 64 << 20,
             pass_through: false,
             poll_ms: 1.0,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            max_consecutive_failures: 30,
             playback: None,
         }
     }
@@ -358,6 +387,8 @@ struct RingState {
     peak: usize,
     done: bool,
     stop: bool,
+    /// Set when the decoder gave up (`max_consecutive_failures`): the step ends with it.
+    failed: Option<ReplayError>,
 }
 
 /// The decode-ahead ring: bounded by bytes, shared by the decoder thread and the step.
@@ -437,9 +468,26 @@ impl Drop for Playback {
     }
 }
 
-fn decode_thread(ring: Arc<Ring>, frames: Vec<PathBuf>, total: Option<u64>, pass_through: bool) {
+/// What the decoder thread needs of the config.
+struct DecodeSettings {
+    dir: PathBuf,
+    total: Option<u64>,
+    pass_through: bool,
+    max_frame_bytes: u64,
+    max_consecutive_failures: u32,
+}
+
+fn decode_thread(ring: Arc<Ring>, frames: Vec<PathBuf>, settings: DecodeSettings) {
+    let DecodeSettings {
+        dir,
+        total,
+        pass_through,
+        max_frame_bytes,
+        max_consecutive_failures,
+    } = settings;
     let decoder = JpegDecoder::default().with_threads(Threads::Unsplit);
     let mut logged: HashSet<usize> = HashSet::new();
+    let mut failures = 0u32;
     let n = frames.len() as u64;
     let mut k = 0u64;
     loop {
@@ -449,9 +497,26 @@ fn decode_thread(ring: Arc<Ring>, frames: Vec<PathBuf>, total: Option<u64>, pass
         }
         let index = (k % n) as usize;
         let path = &frames[index];
-        let (payload, bytes) = match load(path, pass_through, &decoder) {
-            Ok((payload, bytes)) => (payload, bytes),
+        let (payload, bytes) = match load(path, pass_through, max_frame_bytes, &decoder) {
+            Ok((payload, bytes)) => {
+                failures = 0;
+                (payload, bytes)
+            }
             Err(reason) => {
+                failures = failures.saturating_add(1);
+                if failures >= max_consecutive_failures {
+                    let mut state = ring.lock();
+                    state.failed = Some(ReplayError::Unreadable {
+                        dir,
+                        failures,
+                        last: path.clone(),
+                        reason,
+                    });
+                    state.done = true;
+                    drop(state);
+                    ring.changed.notify_all();
+                    return;
+                }
                 if logged.insert(index) {
                     tracing::warn!(
                         "replay: skipping unreadable frame {}: {reason}",
@@ -483,9 +548,11 @@ fn decode_thread(ring: Arc<Ring>, frames: Vec<PathBuf>, total: Option<u64>, pass
 fn load(
     path: &Path,
     pass_through: bool,
+    max_frame_bytes: u64,
     decoder: &JpegDecoder,
 ) -> Result<(Payload, usize), String> {
-    let data = std::fs::read(path).map_err(|e| e.to_string())?;
+    let data = streamwire_core::input::read_bounded(path, max_frame_bytes, "max_frame_bytes")
+        .map_err(|e| streamwire_core::log::chain(&e).to_string())?;
     if is_jpeg(path) {
         if pass_through {
             let header = decoder.read_header(&data).map_err(|e| e.to_string())?;
@@ -590,10 +657,16 @@ impl Node for ReplaySource {
         });
         let files: Vec<PathBuf> = schedule.frames.iter().map(|(p, _)| p.clone()).collect();
         let thread_ring = ring.clone();
-        let pass_through = self.pass_through;
+        let settings = DecodeSettings {
+            dir: self.dir.clone(),
+            total,
+            pass_through: self.pass_through,
+            max_frame_bytes: self.max_frame_bytes,
+            max_consecutive_failures: self.max_consecutive_failures,
+        };
         let decoder = std::thread::Builder::new()
             .name("replay-decode".into())
-            .spawn(move || decode_thread(thread_ring, files, total, pass_through))?;
+            .spawn(move || decode_thread(thread_ring, files, settings))?;
         self.playback = Some(Playback {
             schedule,
             origin: None,
@@ -655,7 +728,11 @@ impl Node for ReplaySource {
                     state.items.pop_front()
                 }
                 _ if state.done => {
+                    let failed = state.failed.take();
                     drop(state);
+                    if let Some(error) = failed {
+                        return Err(error.into());
+                    }
                     cx.finish();
                     return Ok(());
                 }
@@ -721,7 +798,13 @@ mod tests {
             .data;
         let path = dir.path().join("0.jpg");
         std::fs::write(&path, &file).unwrap();
-        let (payload, bytes) = load(&path, true, &JpegDecoder::default()).unwrap();
+        let (payload, bytes) = load(
+            &path,
+            true,
+            DEFAULT_MAX_FRAME_BYTES,
+            &JpegDecoder::default(),
+        )
+        .unwrap();
         let Payload::Encoded(frame) = payload else {
             panic!("pass-through must not decode");
         };
@@ -729,5 +812,38 @@ mod tests {
         assert_eq!(bytes, file.len());
         assert_eq!((frame.original_width(), frame.original_height()), (24, 10));
         assert_eq!(frame.format(), "rgb8; jpeg compressed bgr8");
+    }
+
+    /// Frames are read only when regular files under `max_frame_bytes`: `/dev/zero` is
+    /// refused without a byte of it read (this thread's read count says so), a frame over
+    /// the limit before it is opened.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn frames_are_read_bounded() {
+        let decoder = JpegDecoder::default();
+        let before = streamwire_core::input::thread_bytes_read().unwrap();
+        let refused = load(
+            Path::new("/dev/zero"),
+            false,
+            DEFAULT_MAX_FRAME_BYTES,
+            &decoder,
+        )
+        .err()
+        .unwrap();
+        let read = streamwire_core::input::thread_bytes_read().unwrap() - before;
+        assert!(
+            refused.contains("is a character device, not a regular file"),
+            "{refused}"
+        );
+        assert!(read < 4096, "{read} bytes read");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.jpg");
+        std::fs::write(&path, vec![0u8; 2048]).unwrap();
+        let refused = load(&path, false, 1024, &decoder).err().unwrap();
+        assert!(
+            refused.contains("holds 2048 bytes, over the limit of 1024 bytes (`max_frame_bytes`)"),
+            "{refused}"
+        );
     }
 }

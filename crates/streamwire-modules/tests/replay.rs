@@ -338,3 +338,93 @@ fn the_real_frames_replay_at_their_recorded_rate() {
         assert_eq!((f.message.width(), f.message.height()), (1280, 720));
     }
 }
+
+/// Steps the harness every 50 ms of its clock, for at most `until_ms`, until a step fails:
+/// that failure.
+#[expect(clippy::unwrap_used, reason = "test helper")]
+fn play_until_error(harness: &mut Harness<ReplaySource>, until_ms: u64) -> Option<String> {
+    harness.start().unwrap();
+    let mut t = 0;
+    while t <= until_ms && !harness.is_finished() {
+        if let Err(error) = harness.run_until_idle() {
+            return Some(streamwire::log::chain(&error).to_string());
+        }
+        harness.clock().advance(Duration::from_millis(50));
+        t += 50;
+    }
+    None
+}
+
+/// A looping replay of a folder whose every frame is unreadable ends with its error after
+/// `max_consecutive_failures` of them in a row, instead of counting forever (and growing
+/// its ring by an entry per failure).
+#[test]
+fn an_all_unreadable_replay_ends_with_its_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..5 {
+        std::fs::write(
+            dir.path().join(format!("{i:06}.jpg")),
+            b"\xFF\xD8 not a jpeg",
+        )
+        .unwrap();
+    }
+    let mut harness = Harness::new(ReplaySource {
+        fps: Some(10.0),
+        looping: true,
+        max_consecutive_failures: 12,
+        ..source(dir.path())
+    });
+    // 60 s of the run clock: 600 frame slots, far more than the 12 allowed.
+    let error = play_until_error(&mut harness, 60_000).expect("the replay ended with an error");
+    assert!(
+        error.contains("12 frames in a row were unreadable (`max_consecutive_failures`)"),
+        "{error}"
+    );
+    // The failures before the last were counted as usual, one per slot.
+    assert_eq!(harness.counter("unreadable"), 11);
+    assert_eq!(harness.counter("published"), 0);
+}
+
+/// A FIFO among the frames is refused without being opened: its writer's bytes are all
+/// still in it afterwards (a read would have taken them, an open would have waited for
+/// this writer), and the replay ends with the reason.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_fifo_frame_is_refused_without_reading_it() {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("000000.jpg");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // The writer: read-write, so opening does not wait for a reader; non-blocking
+    // (Linux's O_NONBLOCK), so reading an emptied FIFO back fails instead of hanging.
+    let mut writer = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(0o4000)
+        .open(&fifo)
+        .unwrap();
+    writer.write_all(b"frame bytes").unwrap();
+
+    let mut harness = Harness::new(ReplaySource {
+        fps: Some(10.0),
+        max_consecutive_failures: 1,
+        ..source(dir.path())
+    });
+    let error = play_until_error(&mut harness, 10_000).expect("the replay ended with an error");
+    assert!(
+        error.contains("is a FIFO, not a regular file: refused without reading it"),
+        "{error}"
+    );
+    let mut left = Vec::new();
+    let mut buffer = [0u8; 64];
+    while let Ok(n @ 1..) = writer.read(&mut buffer) {
+        left.extend_from_slice(&buffer[..n]);
+    }
+    assert_eq!(left, b"frame bytes", "the replay read from the FIFO");
+}

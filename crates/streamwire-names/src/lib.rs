@@ -33,6 +33,35 @@ pub fn instance_name_problem(name: &str) -> Option<String> {
     segments_problem(name, "instance")
 }
 
+/// Why `name` cannot be one chunk of a zenoh key expression, if it cannot: a placement's
+/// host or process name is one (`<run>/<host>/<process>/...`). A chunk is not empty and
+/// holds no `/`; zenoh reserves `*` (wildcards), `$` (`$*` sub-chunk wildcards), `#` and
+/// `?` (reserved for selectors and future use) and a leading `@` (verbatim chunks, the
+/// admin space `@/...`), so a name with one of them would match other keys or none.
+pub fn key_chunk_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("a name cannot be empty".to_owned());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| matches!(c, '/' | '*' | '$' | '#' | '?') || c.is_whitespace() || c.is_control())
+    {
+        return Some(format!(
+            "`{}` is reserved in zenoh key expressions (`/` separates, `*` and `$` are \
+             wildcards, `#` and `?` are reserved): use letters, digits, `_`, `-` and `.`",
+            c.escape_debug()
+        ));
+    }
+    if name.starts_with('@') {
+        return Some(
+            "a leading `@` makes a verbatim chunk in zenoh key expressions (the admin space \
+             `@/...`): start with a letter or digit"
+                .to_owned(),
+        );
+    }
+    None
+}
+
 fn segments_problem(name: &str, what: &str) -> Option<String> {
     if let Some(c) = name
         .chars()
@@ -84,6 +113,18 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_chunks_refuse_what_zenoh_reserves() {
+        for ok in ["robot", "sensors", "base-station.local", "laptop_2", "a@b"] {
+            assert_eq!(key_chunk_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "", "**", "robot*", "$*", "a#b", "what?", "@cluster", "a/b", "a b", "\t",
+        ] {
+            assert!(key_chunk_problem(bad).is_some(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn stream_names() {

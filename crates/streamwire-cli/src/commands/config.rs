@@ -23,25 +23,36 @@ pub(crate) fn run(cli: &Cli, args: &Args, cx: &mut Context<'_>) -> anyhow::Resul
     write!(
         cx.out,
         "{}",
-        render_settings(&args.blueprint, &built.settings)
+        render_settings(&args.blueprint, &built.settings, &built.accepts)
     )?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// One line per key, its value and where it came from.
-pub(crate) fn render_settings(target: &str, settings: &[Setting]) -> String {
-    let mut rows: BTreeMap<&str, &Setting> = BTreeMap::new();
+/// One line per key: its value, where it came from, and what it accepts when that is
+/// declared (a module's `#[config(range = ..)]`, a global key's values).
+pub(crate) fn render_settings(
+    target: &str,
+    settings: &[Setting],
+    accepts: &BTreeMap<String, &'static str>,
+) -> String {
+    let mut rows: BTreeMap<&str, (&Setting, String)> = BTreeMap::new();
     for s in settings {
-        rows.insert(&s.key, s);
+        rows.insert(&s.key, (s, format!("({})", s.source)));
     }
     let key_width = rows.keys().map(|k| k.len()).max().unwrap_or(0);
-    let value_width = rows.values().map(|s| s.value.len()).max().unwrap_or(0);
+    let value_width = rows.values().map(|(s, _)| s.value.len()).max().unwrap_or(0);
+    let source_width = rows.values().map(|(_, f)| f.len()).max().unwrap_or(0);
     let mut out = format!("configuration of `{target}` (lowest to highest: file, env, -o):\n");
-    for (key, s) in rows {
-        out.push_str(&format!(
-            "  {key:key_width$} = {:value_width$}  ({})\n",
-            s.value, s.source
-        ));
+    for (key, (s, from)) in rows {
+        let line = match accepts.get(key) {
+            Some(range) => format!(
+                "  {key:key_width$} = {:value_width$}  {from:source_width$}  accepts {range}",
+                s.value
+            ),
+            None => format!("  {key:key_width$} = {:value_width$}  {from}", s.value),
+        };
+        out.push_str(&line);
+        out.push('\n');
     }
     out
 }

@@ -573,11 +573,43 @@ fn read_instance(problems: &mut Problems<'_>, entry: &Entry) -> Option<Box<dyn M
         .iter()
         .filter(|f| f.key() != "type" && registration.config_fields.contains(&f.key()))
         .collect();
-    let module = read_module(problems, entry, &known, registration.tag);
+    // (NaN and infinities never get here: the YAML reader refuses them on their line.)
+    let module = read_module(problems, entry, &known, registration.tag)?;
+    // Then the declared ranges and the module's own check, each on its setting's line.
+    for problem in module.check_config() {
+        let place = problem
+            .field()
+            .and_then(|f| known.iter().find(|e| e.key() == f))
+            .map_or_else(|| entry.key_place(), |e| e.key_place());
+        let message = match (&problem, problem.field()) {
+            (streamwire_core::ConfigProblem::OutOfRange { value, accepts, .. }, Some(field)) => {
+                let given = if known.iter().any(|e| e.key() == field) {
+                    ""
+                } else {
+                    " (its default)"
+                };
+                format!(
+                    "setting `{field}` of instance `{name}`: {value}{given} is out of range: it \
+                     accepts {accepts}"
+                )
+            }
+            _ => format!("instance `{name}` (`{}`): {problem}", registration.tag),
+        };
+        problems.at(place, message);
+    }
     if problems.found.len() > before {
         return None;
     }
-    module
+    Some(module)
+}
+
+/// `; it accepts <range>` when `field` declares one.
+fn accepts_note(registration: &ModuleRegistration, field: &str) -> String {
+    registration
+        .accepts(field)
+        .map(|a| format!("; it accepts {a}"))
+        // infallible: a setting without a declared range has nothing more to say
+        .unwrap_or_default()
 }
 
 /// Every key of an instance is a setting of its module, and every setting the module
@@ -702,9 +734,16 @@ fn read_module(
                     .iter()
                     .find(|f| f.key() == field)
                     .map_or_else(|| entry.key_place(), |f| f.key_place());
+                let note = registration(tag)
+                    .map(|r| accepts_note(r, &field))
+                    // infallible: an unregistered module has no declared ranges to show
+                    .unwrap_or_default();
                 problems.at(
                     place,
-                    format!("setting `{field}` of instance `{}`: {message}", entry.key()),
+                    format!(
+                        "setting `{field}` of instance `{}`: {message}{note}",
+                        entry.key()
+                    ),
                 );
                 if bad.contains(&field) {
                     return None;

@@ -30,7 +30,7 @@ pub struct BusySink {
     #[port(name = "color_image")]
     pub frames: In<Image>,
     /// CPU milliseconds of filtering per frame (default 20; 0 records only).
-    #[config]
+    #[config(finite, range = 0.0..=60000.0)]
     pub work_ms: f64,
     /// Where to write the JSON lines (default: nowhere).
     #[config]

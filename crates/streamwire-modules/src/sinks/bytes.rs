@@ -23,7 +23,7 @@ pub struct ByteConsumer {
     #[port(name = "color_image/compressed")]
     pub jpeg: In<Compressed<Image>>,
     /// Frames kept (default 30).
-    #[config]
+    #[config(range = 0..=100000)]
     pub keep: usize,
     /// Decode every this-many frames to check them (default 1; 0 never).
     #[config]

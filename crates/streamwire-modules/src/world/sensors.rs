@@ -11,6 +11,68 @@ use streamwire_msgs::{
 
 use super::{World, grid_stamp, world_time};
 
+/// The most bytes one simulated frame or scan may take: 128 MiB (an 8K colour frame is
+/// 95 MiB), so a mistyped size is refused before a run instead of aborting a worker on
+/// its first allocation.
+pub(crate) const FRAME_BUDGET_BYTES: u64 = 128 << 20;
+
+/// `count` items of `each` bytes within [`FRAME_BUDGET_BYTES`], or what to change.
+fn within_budget(what: String, count: u64, each: u64, change: &str) -> Result<(), String> {
+    let bytes = count.saturating_mul(each);
+    if bytes > FRAME_BUDGET_BYTES {
+        return Err(format!(
+            "{what} is {bytes} bytes, over the {FRAME_BUDGET_BYTES} bytes (128 MiB) one frame \
+             may take: lower {change}"
+        ));
+    }
+    Ok(())
+}
+
+impl SimCamera {
+    /// `width` x `height` x 3 bytes within the frame budget (`#[module(validate)]`).
+    fn check_frame(&self) -> Result<(), String> {
+        within_budget(
+            format!(
+                "a frame of {} x {} pixels x 3 bytes",
+                self.width, self.height
+            ),
+            u64::from(self.width) * u64::from(self.height),
+            3,
+            "`width` or `height`",
+        )
+    }
+}
+
+impl SimDepth {
+    /// `width` x `height` x 2 bytes within the frame budget (`#[module(validate)]`).
+    fn check_frame(&self) -> Result<(), String> {
+        within_budget(
+            format!(
+                "a frame of {} x {} pixels x 2 bytes",
+                self.width, self.height
+            ),
+            u64::from(self.width) * u64::from(self.height),
+            2,
+            "`width` or `height`",
+        )
+    }
+}
+
+impl SimLidar {
+    /// `beams` x `azimuths` points of 12 bytes within the frame budget (`#[module(validate)]`).
+    fn check_scan(&self) -> Result<(), String> {
+        within_budget(
+            format!(
+                "a scan of {} x {} points x 12 bytes",
+                self.beams, self.azimuths
+            ),
+            u64::from(self.beams) * u64::from(self.azimuths),
+            12,
+            "`beams` or `azimuths`",
+        )
+    }
+}
+
 fn period_ns(hz: f64) -> u64 {
     if hz.is_finite() && hz > 0.0 {
         (1e9 / hz) as u64
@@ -43,24 +105,24 @@ fn next_stamp(now: Timestamp, hz: f64, last: &mut Option<Timestamp>) -> Option<T
 /// Ports: `color_image` (`Out<Compressed<Image>>`: the wire may JPEG it).
 /// Config: `width`, `height` (pixels, any size), `fps`, `seed`, `hfov_deg`.
 #[derive(Module)]
-#[module(crate = streamwire_core)]
+#[module(crate = streamwire_core, validate = SimCamera::check_frame)]
 pub struct SimCamera {
     /// Colour frames.
     pub color_image: Out<Compressed<Image>>,
     /// Width in pixels (default 1280).
-    #[config]
+    #[config(range = 1..=16384)]
     pub width: u32,
     /// Height in pixels (default 720).
-    #[config]
+    #[config(range = 1..=16384)]
     pub height: u32,
     /// Frames per second (default 20).
-    #[config]
+    #[config(finite, range = 0.01..=1000.0)]
     pub fps: f64,
     /// The world's seed (default 1).
     #[config]
     pub seed: u64,
     /// Horizontal field of view, degrees (default 90).
-    #[config]
+    #[config(finite, range = 1.0..=179.0)]
     pub hfov_deg: f64,
     /// The world, built at start.
     #[state]
@@ -159,27 +221,27 @@ impl Node for SimCamera {
 /// Ports: `depth` (`Out<Compressed<DepthImage>>`: lossless zstd on the wire).
 /// Config: `width`, `height`, `fps`, `seed`, `hfov_deg`, `max_range_m`.
 #[derive(Module)]
-#[module(crate = streamwire_core)]
+#[module(crate = streamwire_core, validate = SimDepth::check_frame)]
 pub struct SimDepth {
     /// Depth frames.
     pub depth: Out<Compressed<DepthImage>>,
     /// Width in pixels (default 640).
-    #[config]
+    #[config(range = 1..=16384)]
     pub width: u32,
     /// Height in pixels (default 360).
-    #[config]
+    #[config(range = 1..=16384)]
     pub height: u32,
     /// Frames per second (default 10).
-    #[config]
+    #[config(finite, range = 0.01..=1000.0)]
     pub fps: f64,
     /// The world's seed (default 1).
     #[config]
     pub seed: u64,
     /// Horizontal field of view, degrees (default 90).
-    #[config]
+    #[config(finite, range = 1.0..=179.0)]
     pub hfov_deg: f64,
     /// Farthest return, metres (default 20: the whole room).
-    #[config]
+    #[config(finite, range = 0.01..=1000.0)]
     pub max_range_m: f64,
     /// The world, built at start.
     #[state]
@@ -282,24 +344,24 @@ impl Node for SimDepth {
 ///
 /// Ports: `cloud` (`Out<PointCloud>`).
 #[derive(Module)]
-#[module(crate = streamwire_core)]
+#[module(crate = streamwire_core, validate = SimLidar::check_scan)]
 pub struct SimLidar {
     /// Point clouds.
     pub cloud: Out<PointCloud>,
     /// Scans per second (default 10).
-    #[config]
+    #[config(finite, range = 0.01..=1000.0)]
     pub hz: f64,
     /// Elevation beams, -15° to +15° (default 30).
-    #[config]
+    #[config(range = 1..=1024)]
     pub beams: u32,
     /// Steps per turn (default 1024).
-    #[config]
+    #[config(range = 1..=65536)]
     pub azimuths: u32,
     /// The world's seed (default 1).
     #[config]
     pub seed: u64,
     /// Range noise, metres (default 0.01).
-    #[config]
+    #[config(finite, range = 0.0..=10.0)]
     pub noise_m: f64,
     /// The world, built at start.
     #[state]
@@ -383,16 +445,16 @@ pub struct SimOdometry {
     /// Pose and velocity estimates.
     pub odometry: Out<Odometry>,
     /// Samples per second (default 50).
-    #[config]
+    #[config(finite, range = 0.01..=1000.0)]
     pub hz: f64,
     /// The world's seed (default 1).
     #[config]
     pub seed: u64,
     /// Position noise, metres (uniform, default 0.01).
-    #[config]
+    #[config(finite, range = 0.0..=10.0)]
     pub position_noise_m: f64,
     /// Heading noise, radians (uniform, default 0.005).
-    #[config]
+    #[config(finite, range = 0.0..=3.15)]
     pub yaw_noise_rad: f64,
     /// The world, built at start.
     #[state]
