@@ -644,6 +644,23 @@ fn report_published(report: &serde_json::Value, stream: &str) -> u64 {
         .sum()
 }
 
+/// Messages of `stream` its sender in another process never sent: in its queue at the
+/// stop, dropped by its queue, or published while nobody listened (wire rows, sending).
+fn report_sender_tail(report: &serde_json::Value, stream: &str) -> u64 {
+    report["stats"]["wire"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|w| w["key"] == stream && w["direction"] == "Out")
+        .map(|w| {
+            ["unprocessed_at_stop", "sender_dropped", "unmatched"]
+                .iter()
+                .filter_map(|field| w[*field].as_u64())
+                .sum::<u64>()
+        })
+        .sum()
+}
+
 fn read_report(path: &std::path::Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"))
@@ -733,10 +750,17 @@ fn record_inspect_and_replay_an_mcap_file() {
             .unwrap_or_else(|| panic!("no recorded:{stream} in the report"));
         let dropped = report_counter(&report, "mcap_recorder", &format!("dropped:{stream}"))
             .unwrap_or_else(|| panic!("no dropped:{stream} in the report"));
-        assert_eq!(
-            recorded + dropped,
-            report_published(&report, stream),
-            "{stream}"
+        // What the recorder never saw at all is still on a counter: a message of a stream
+        // produced in another process that was in its sender's queue when the run
+        // stopped (or dropped there, or sent while no one listened) never reached the
+        // recorder's process, and is on the sender's wire row instead.
+        let published = report_published(&report, stream);
+        let unseen = published.checked_sub(recorded + dropped);
+        let tail = report_sender_tail(&report, stream);
+        assert!(
+            unseen.is_some_and(|unseen| unseen <= tail),
+            "{stream}: published {published}, recorded {recorded}, dropped {dropped}, \
+             left at the sender {tail}"
         );
         assert!(recorded > 0, "{stream}: nothing recorded");
         recorded_total += recorded;
