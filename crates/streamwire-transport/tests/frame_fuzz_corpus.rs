@@ -8,6 +8,11 @@
 //! streamwire-transport --test frame_fuzz_corpus -- --ignored` writes them again (names
 //! `seed-*`; inputs the fuzzer found are kept by their hash names).
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "seed writers: a failure is the test failing"
+)]
+
 #[path = "../fuzz/check.rs"]
 mod check;
 

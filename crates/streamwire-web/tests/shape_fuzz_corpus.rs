@@ -7,6 +7,11 @@
 //! type's index in `streamwire_web::fuzzing::ROS_TYPES`). `cargo test -p streamwire-web
 //! --test shape_fuzz_corpus -- --ignored` writes them again (names `seed-*`).
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "seed writers: a failure is the test failing"
+)]
+
 #[path = "../fuzz/check.rs"]
 mod check;
 
