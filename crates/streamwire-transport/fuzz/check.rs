@@ -18,10 +18,12 @@ use streamwire_transport::{FrameBytes, WireFrame};
 /// Heap any read may take, whatever the frame (the parse's and CBOR reader's own).
 pub(crate) const HEAP_BASE: usize = 64 * 1024;
 
-/// Heap per byte of frame a read may take on top of [`HEAP_BASE`]: a message holds at
-/// most a few times its encoded size (CBOR packs an `f32` into as few as 3 bytes, a
-/// `String` into 1).
-pub(crate) const HEAP_PER_BYTE: usize = 32;
+/// Heap per byte of frame a read may take on top of [`HEAP_BASE`]: serde sizes a
+/// sequence's buffer from its declared length, which the payload reader checks against
+/// the bytes left (one at least per element), so a declared sequence may take up to the
+/// frame's length times its element's size in memory (the largest: a `TransformStamped`,
+/// checked by the replay test).
+pub(crate) const HEAP_PER_BYTE: usize = 128;
 
 /// The most heap reading a frame of `len` bytes may take.
 pub(crate) fn heap_limit(len: usize) -> usize {

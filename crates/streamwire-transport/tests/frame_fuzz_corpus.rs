@@ -43,6 +43,17 @@ fn frame_fuzz_corpus_replays_cleanly() {
         let input = std::fs::read(&path).expect("corpus file");
         outcomes.push(check::check(&input));
     }
+    // The limit's reasoning (see `check::HEAP_PER_BYTE`): the largest element of a
+    // message's sequence fits in it.
+    let largest = [
+        size_of::<TransformStamped>(),
+        size_of::<DetectionBox>(),
+        size_of::<PointField>(),
+    ];
+    assert!(
+        largest.iter().all(|&size| size <= check::HEAP_PER_BYTE),
+        "{largest:?}"
+    );
     let read = outcomes
         .iter()
         .filter(|o| **o == check::Outcome::Read)
