@@ -157,6 +157,12 @@ pub trait OutputBinding: Send + Sync {
     /// True while anyone consumes this output (a module input, a tap, or a codec node
     /// that has consumers of its own). A source may skip expensive work when false.
     fn has_consumers(&self) -> bool;
+    /// A buffer of `len` bytes for a message of this output to be filled in place: shared
+    /// memory where the stream leaves the process through it, else a pooled heap buffer
+    /// (see [`crate::buffer`]). Never blocks. The default is a fresh heap buffer.
+    fn loan(&self, len: usize) -> crate::buffer::Loan {
+        crate::buffer::Loan::heap(len)
+    }
 }
 
 /// A port seen without its type: how a runtime binds `In<T>` and `Out<T>` fields it
@@ -396,6 +402,25 @@ where
         self.binding()?.publish(Arc::new(message))
     }
 
+    /// A buffer of `len` bytes to fill with a large field of the next message (its pixels)
+    /// and [`freeze`](crate::buffer::Loan::freeze) into its `Bytes`: where the stream
+    /// leaves the process through zenoh's shared memory it is shared memory, sent by
+    /// reference without a copy; elsewhere a buffer recycled from a pool. Never blocks: a
+    /// loan the shared memory cannot serve is a heap buffer, counted in the run's report
+    /// as `loan_fallback`.
+    ///
+    /// The buffer's contents are unspecified (a recycled buffer keeps its old bytes):
+    /// write every byte.
+    pub fn loan(&self, len: usize) -> Result<crate::buffer::Loan, PortError> {
+        Ok(self.binding()?.loan(len))
+    }
+
+    /// A handle that lends buffers of this output from another thread (a source's
+    /// loader that decodes ahead of publishing).
+    pub fn lender(&self) -> Result<Lender, PortError> {
+        Ok(Lender(self.binding()?.clone()))
+    }
+
     /// True while anyone consumes this output; a source may skip work when nobody does.
     pub fn has_consumers(&self) -> Result<bool, PortError> {
         Ok(self.binding()?.has_consumers())
@@ -413,6 +438,23 @@ impl<M: Message, C: Codec<M>> Out<Compressed<M, C>> {
     /// nothing is re-encoded.
     pub fn publish_encoded(&self, encoded: C::Encoded) -> Result<Header, PortError> {
         self.binding()?.publish(Arc::new(encoded))
+    }
+}
+
+/// Lends buffers of one output ([`Out::lender`]) from any thread.
+#[derive(Clone)]
+pub struct Lender(Arc<dyn OutputBinding>);
+
+impl Lender {
+    /// As [`Out::loan`].
+    pub fn loan(&self, len: usize) -> crate::buffer::Loan {
+        self.0.loan(len)
+    }
+}
+
+impl std::fmt::Debug for Lender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Lender")
     }
 }
 

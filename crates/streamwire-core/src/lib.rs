@@ -27,6 +27,7 @@
 
 mod bind;
 pub mod blob;
+pub mod buffer;
 pub mod codec;
 mod header;
 pub mod log;
@@ -38,8 +39,8 @@ pub mod registry;
 pub mod text;
 
 pub use bind::{
-    AnyPort, DropReason, Envelope, InputBinding, OutputBinding, Pair, PortError, Slop, Stamped,
-    pair_by_stamp,
+    AnyPort, DropReason, Envelope, InputBinding, Lender, OutputBinding, Pair, PortError, Slop,
+    Stamped, pair_by_stamp,
 };
 pub use codec::{
     Codec, CodecError, CodecInfo, CodecParams, CodecRegistration, CodecSummary, DefaultCodec,

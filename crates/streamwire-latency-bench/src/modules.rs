@@ -60,11 +60,18 @@ pub(crate) struct Job {
 
 /// `len` bytes carrying `seq` in the first 8 (when they fit).
 pub(crate) fn payload_bytes(len: usize, seq: u64) -> Vec<u8> {
-    let mut data = vec![0x5a_u8; len];
-    if len >= 8 {
-        data[..8].copy_from_slice(&seq.to_le_bytes());
-    }
+    let mut data = vec![0; len];
+    fill_payload(&mut data, seq);
     data
+}
+
+/// Writes payload `seq` into `data`: its sequence number in the first 8 bytes (if it has
+/// 8), 0x5a in every other byte.
+pub(crate) fn fill_payload(data: &mut [u8], seq: u64) {
+    data.fill(0x5a);
+    if let Some(head) = data.get_mut(..8) {
+        head.copy_from_slice(&seq.to_le_bytes());
+    }
 }
 
 /// The sequence number in `data`'s first 8 bytes, if it has 8.
@@ -117,7 +124,11 @@ impl Pinger {
         let seq = self.state.seq;
         self.state.seq += 1;
         // Built before the clock starts: the payload's allocation is not the transport's.
-        let data = Bytes::from(payload_bytes(len, seq));
+        // Written into a buffer lent by the output (shared memory where the ping leaves
+        // the process through it, sent by reference), as a camera writes its frames.
+        let mut loan = self.ping.loan(len)?;
+        fill_payload(&mut loan, seq);
+        let data = loan.freeze();
         let message = Payload { seq, burst, data };
         let sent = Instant::now();
         self.ping.publish(message)?;

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use crate::prelude::*;
 use streamwire_codec::jpeg::{JpegDecoder, PixelFormat, Threads};
+use streamwire_core::buffer::pools;
 use streamwire_msgs::{CompressedImage, Image, ImageEncoding};
 
 /// The file that gives each frame's recorded time: `index filename seconds` per line,
@@ -498,15 +499,24 @@ fn load(
             .map_err(|e| e.to_string())?;
             return Ok((Payload::Encoded(frame), len));
         }
-        let decoded = decoder
-            .decode(&data, PixelFormat::Rgb8)
+        // Into a buffer of the process's pool of decoded images, recycled when the last
+        // consumer drops the frame. Not a loan of the output's shared memory: frames wait
+        // in the ring (up to `memory_cap_bytes`) and would pin the pool's chunks; they are
+        // copied once into shared memory by zenoh where they leave the process.
+        let header = decoder.read_header(&data).map_err(|e| e.to_string())?;
+        let len = (header.width as usize)
+            .saturating_mul(header.height as usize)
+            .saturating_mul(3);
+        let mut pixels = pools::decoded().take(len.min(MAX_POOLED_TAKE));
+        let header = decoder
+            .decode_into(&data, PixelFormat::Rgb8, pixels.vec_mut())
             .map_err(|e| e.to_string())?;
-        let len = decoded.data.len();
+        let len = pixels.len();
         let image = Image::from_packed(
-            decoded.width,
-            decoded.height,
+            header.width,
+            header.height,
             ImageEncoding::Rgb8,
-            decoded.data,
+            pixels.freeze(),
         )
         .map_err(|e| e.to_string())?;
         return Ok((Payload::Pixels(image), len));
@@ -515,6 +525,10 @@ fn load(
     let len = image.data().len();
     Ok((Payload::Pixels(image), len))
 }
+
+/// The most a decode takes from the pool before the decoder's own limits are checked (a
+/// header may claim any size): a larger frame grows the buffer inside the decoder.
+const MAX_POOLED_TAKE: usize = 64 << 20;
 
 /// The largest PNG the replay decodes (a hostile header cannot make it allocate more).
 const PNG_MAX_BYTES: usize = 256 << 20;

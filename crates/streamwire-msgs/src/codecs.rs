@@ -17,6 +17,7 @@
 
 use streamwire_codec::jpeg::{self as engine, EncodeOptions, JpegDecoder, PixelFormat, PixelsRef};
 use streamwire_codec::lossless;
+use streamwire_core::buffer::pools;
 use streamwire_core::{Codec, CodecError, CodecParams, DefaultCodec, Fidelity, Message};
 
 use crate::compressed::{CompressedFormat, Compression, RawEncoding};
@@ -314,6 +315,10 @@ pub enum DataError {
     },
 }
 
+/// The most a decode takes from the pool before its own limits are checked (a header may
+/// claim any size): a larger image grows the buffer inside the decoder, after its checks.
+const MAX_POOLED_TAKE: usize = 64 << 20;
+
 fn decode_error(error: impl std::error::Error + Send + Sync + 'static) -> CodecError {
     CodecError::Decode(Box::new(error))
 }
@@ -363,11 +368,15 @@ impl JpegPixels for Image {
             self.data(),
         )
         .map_err(encode_error)?;
-        let encoded = engine::encode(&pixels, &jpeg.encode_options()).map_err(encode_error)?;
+        // Into a buffer of the process's pool of encoded images, recycled when the
+        // message drops.
+        let mut file = pools::encoded().take_empty(self.data().len() / 8 + 1024);
+        engine::encode_into(&pixels, &jpeg.encode_options(), file.vec_mut())
+            .map_err(encode_error)?;
         let format = CompressedFormat::new(RawEncoding::Image(encoding), Compression::Jpeg);
         let compressed = CompressedImage::new(
             format.to_string(),
-            encoded.data,
+            file.freeze(),
             self.width(),
             self.height(),
         )
@@ -397,10 +406,20 @@ impl JpegPixels for Image {
             }
             _ => return Err(wrong_format("jpeg", "Image", compressed)),
         };
-        let decoded = decoder
-            .decode(compressed.data(), pixel_format(encoding))
+        // Into a buffer of the process's pool of decoded images: a decoder's output never
+        // leaves its process, and is recycled when the last consumer drops it. Taken at
+        // its final length (from the header) so a recycled buffer is not zeroed again.
+        let size = decoder
+            .read_header(compressed.data())
             .map_err(decode_error)?;
-        let image = Image::from_packed(decoded.width, decoded.height, encoding, decoded.data)
+        let len = (size.width as usize)
+            .saturating_mul(size.height as usize)
+            .saturating_mul(pixel_format(encoding).bytes_per_pixel());
+        let mut pixels = pools::decoded().take(len.min(MAX_POOLED_TAKE));
+        let header = decoder
+            .decode_into(compressed.data(), pixel_format(encoding), pixels.vec_mut())
+            .map_err(decode_error)?;
+        let image = Image::from_packed(header.width, header.height, encoding, pixels.freeze())
             .map_err(decode_error)?;
         Ok(image
             .with_stamp(compressed.stamp())

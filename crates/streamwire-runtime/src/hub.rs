@@ -5,6 +5,7 @@ use parking_lot::RwLock;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use streamwire_core::buffer::{BufferPool, Loan, LoanCounters, LoanSource};
 use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{
     AnyMessage, DropReason, Envelope, Header, OutputBinding, PortError, codec::DynCodec,
@@ -80,7 +81,17 @@ pub(crate) struct Hub {
     pub(crate) passthrough: Option<Passthrough>,
     /// Failures: each counted, logged once per burst.
     failures: BurstLog,
+    /// Shared memory for loans, when the stream leaves the process through a transport
+    /// that has it (set when its sender is made).
+    loan_source: RwLock<Option<Arc<dyn LoanSource>>>,
+    /// Heap buffers for loans elsewhere, and for loans the shared memory cannot serve.
+    pub(crate) pool: BufferPool,
+    pub(crate) loans: LoanCounters,
 }
+
+/// Idle heap buffers an output's pool keeps: the frames its consumers' queues may hold
+/// are lent, not idle, so a few suffice.
+const IDLE_BUFFERS_PER_OUTPUT: usize = 4;
 
 impl Hub {
     pub(crate) fn new(
@@ -91,6 +102,9 @@ impl Hub {
         passthrough: Option<Passthrough>,
     ) -> Arc<Hub> {
         Arc::new(Hub {
+            pool: BufferPool::new(stream.clone(), IDLE_BUFFERS_PER_OUTPUT),
+            loans: LoanCounters::default(),
+            loan_source: RwLock::new(None),
             stream,
             message,
             subscribers: RwLock::new(Vec::new()),
@@ -307,6 +321,11 @@ impl Hub {
         }
     }
 
+    /// Loans of this stream come from `source` (its sender's transport shares memory).
+    pub(crate) fn loan_from(&self, source: Arc<dyn LoanSource>) {
+        *self.loan_source.write() = Some(source);
+    }
+
     pub(crate) fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
     }
@@ -322,6 +341,11 @@ impl OutputBinding for Hub {
 
     fn has_consumers(&self) -> bool {
         self.has_demand()
+    }
+
+    fn loan(&self, len: usize) -> Loan {
+        self.loans
+            .loan(self.loan_source.read().as_deref(), &self.pool, len)
     }
 }
 

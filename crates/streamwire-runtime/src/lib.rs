@@ -176,7 +176,7 @@ pub use harness::{Harness, HarnessError};
 pub use options::{RunError, RunOptions, StartError};
 pub use partition::{Partitions, StartGate};
 pub use stats::{
-    BalanceError, Balanced, CodecRole, CodecStats, DropCounts, EndReason, InputStats,
+    BalanceError, Balanced, BufferStats, CodecRole, CodecStats, DropCounts, EndReason, InputStats,
     InstanceStats, LatencySummary, LinkStats, OutputStats, RateStats, RunReport, RunStats,
     TapStats, Unbalanced, WireDirection, WireStats, balance_checks, check_balance,
 };

@@ -38,6 +38,34 @@ pub struct RunStats {
     /// Per transport publisher and subscription, when the run's processes run as
     /// partitions: what crossed between them, as frames on the wire.
     pub wire: Vec<WireStats>,
+    /// Buffers for large messages: each output's loans, and the process's pools (rows
+    /// with nothing served are left out).
+    #[serde(default)]
+    pub buffers: Vec<BufferStats>,
+}
+
+/// Buffers served for large messages (`streamwire::buffer`): an output's loans and its
+/// pool, or one of the process's pools (`decoded images`, `received blobs`, `encoded
+/// images`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct BufferStats {
+    /// `instance.port` for an output's loans, or the pool's name.
+    pub name: String,
+    /// Loans of shared memory (sent by reference, no copy). 0 for a process pool.
+    pub shared: u64,
+    /// Loans of pooled heap buffers (the stream does not leave through shared memory). 0
+    /// for a process pool.
+    pub pooled: u64,
+    /// Loans that wanted shared memory and got a heap buffer (its pool was full). 0 for
+    /// a process pool.
+    pub loan_fallback: u64,
+    /// Heap buffers served by the pool from idle ones.
+    pub hits: u64,
+    /// Heap buffers the pool had to allocate.
+    pub misses: u64,
+    /// Bytes of the pool's buffers alive at the snapshot, idle or lent.
+    pub bytes: u64,
 }
 
 /// Which way a [`WireStats`] row's frames go.
@@ -458,6 +486,7 @@ impl RunStats {
             codecs,
             taps,
             wire,
+            buffers,
         } = other;
         self.elapsed = self.elapsed.max(elapsed);
         self.instances.extend(instances);
@@ -467,6 +496,7 @@ impl RunStats {
         self.codecs.extend(codecs);
         self.taps.extend(taps);
         self.wire.extend(wire);
+        self.buffers.extend(buffers);
     }
 }
 
@@ -823,6 +853,38 @@ impl RunStats {
     }
 
     /// The wire table (between partitions).
+    fn write_buffers(&self, out: &mut String) {
+        let rows: Vec<Vec<String>> = self
+            .buffers
+            .iter()
+            .map(|b| {
+                vec![
+                    b.name.clone(),
+                    b.shared.to_string(),
+                    b.pooled.to_string(),
+                    b.loan_fallback.to_string(),
+                    b.hits.to_string(),
+                    b.misses.to_string(),
+                    b.bytes.to_string(),
+                ]
+            })
+            .collect();
+        table(
+            out,
+            "buffers (loans of large messages, pools)",
+            &[
+                "output or pool",
+                "shared",
+                "pooled",
+                "loan fallback",
+                "pool hits",
+                "pool misses",
+                "pool bytes",
+            ],
+            &rows,
+        );
+    }
+
     fn write_wire(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
             .wire
@@ -904,6 +966,7 @@ impl fmt::Display for RunStats {
         self.write_codecs(&mut out);
         self.write_taps(&mut out);
         self.write_wire(&mut out);
+        self.write_buffers(&mut out);
         f.write_str(&out)
     }
 }
@@ -1013,6 +1076,15 @@ mod tests {
                 rejected: vec![("garbage".to_owned(), n)],
                 receive_copies: n + 8,
             }],
+            buffers: vec![BufferStats {
+                name: format!("camera{n}.image"),
+                shared: n,
+                pooled: n + 1,
+                loan_fallback: n + 2,
+                hits: n + 3,
+                misses: n + 4,
+                bytes: n + 5,
+            }],
         }
     }
 
@@ -1059,6 +1131,7 @@ mod tests {
             codecs,
             taps,
             wire,
+            buffers,
         } = stats;
         // The longer of the two (process b's).
         assert_eq!(elapsed, Duration::from_millis(20));
@@ -1069,6 +1142,7 @@ mod tests {
         assert_eq!(codecs, [a.codecs, b.codecs].concat());
         assert_eq!(taps, [a.taps, b.taps].concat());
         assert_eq!(wire, [a.wire, b.wire].concat());
+        assert_eq!(buffers, [a.buffers, b.buffers].concat());
     }
 
     #[test]

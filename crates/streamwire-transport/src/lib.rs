@@ -138,6 +138,13 @@ pub trait Transport: Send + Sync + 'static {
     fn announce_publisher(&self, key: &str, partition: &str) {
         let _ = (key, partition);
     }
+
+    /// Buffers for large messages that this transport sends without copying them (zenoh's
+    /// shared memory), if it has them: an output whose stream it sends lends them to its
+    /// producer ([`streamwire_core::buffer`]). The default: none.
+    fn loans(&self) -> Option<Arc<dyn streamwire_core::buffer::LoanSource>> {
+        None
+    }
 }
 
 /// The sending end of one key. Numbers its frames (the *link sequence*, separate from the

@@ -65,7 +65,18 @@ impl FrameBytes {
         if len > self.len() {
             return None;
         }
-        let mut joined = Vec::with_capacity(len);
+        // A blob's bytes come from the process's pool of received blobs (recycled when
+        // the message drops); a few bytes of a head are not worth a pooled buffer.
+        let mut pooled = (len >= streamwire_core::blob::MIN_LEN)
+            .then(|| streamwire_core::buffer::pools::received().take_empty(len));
+        let mut plain = Vec::new();
+        let joined = match pooled.as_mut() {
+            Some(buf) => buf.vec_mut(),
+            None => {
+                plain.reserve(len);
+                &mut plain
+            }
+        };
         for part in &self.parts {
             let take = (len - joined.len()).min(part.len());
             joined.extend_from_slice(&part[..take]);
@@ -73,7 +84,10 @@ impl FrameBytes {
                 break;
             }
         }
-        Some(Bytes::from(joined))
+        Some(match pooled {
+            Some(buf) => buf.freeze(),
+            None => Bytes::from(plain),
+        })
     }
 
     /// The bytes from `start` to the end, as parts (slices of these, no copy).

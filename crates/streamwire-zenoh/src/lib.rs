@@ -44,8 +44,10 @@
 //! connects only on the endpoints it is given, by default `tcp/127.0.0.1:0` (loopback, an
 //! ephemeral port).
 
+mod loans;
 mod segments;
 
+pub use loans::is_known as is_zenoh_buffer;
 pub use segments::in_shared_memory;
 
 use parking_lot::{Mutex, RwLock};
@@ -55,7 +57,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
 use streamwire_core::{Durability, History, Qos, Reliability};
 use streamwire_transport::{
     FrameBytes, FrameError, FrameSink, MatchingListener, Publisher, PublisherCounters,
@@ -89,54 +90,26 @@ fn link_seq(frame: &FrameBytes) -> Option<u64> {
         .map(|f| f.head.link_seq)
 }
 
-/// A frame as zenoh sends it: its parts appended, none copied.
+/// A frame as zenoh sends it: its parts appended, none copied; a part that is a buffer
+/// of zenoh's (a shared-memory loan, a received slice) is appended as that buffer, so
+/// shared memory travels by reference.
 fn to_zbytes(frame: &FrameBytes) -> ZBytes {
     match frame.parts() {
-        [one] => ZBytes::from(one.clone()),
+        [one] => loans::to_zbytes_part(one),
         parts => {
             let mut writer = ZBytes::writer();
             for part in parts {
-                writer.append(ZBytes::from(part.clone()));
+                writer.append(loans::to_zbytes_part(part));
             }
             writer.finish()
         }
     }
 }
 
-/// A received payload as a frame: one part per zenoh slice, each a `Bytes` that owns a
-/// handle on the payload (zenoh's buffer, or its shared-memory segment), not a copy.
+/// A received payload as a frame: one part per zenoh slice, each a `Bytes` that owns its
+/// slice (zenoh's buffer, or its shared-memory chunk), not a copy.
 fn from_zbytes(payload: &ZBytes) -> FrameBytes {
-    let count = payload.slices().count();
-    // One handle shared by every slice's owner: cloning a `ZBytes` clones its list of
-    // slices, which for a frame reassembled from ~40 TCP fragments is ~40 per slice.
-    let payload = Arc::new(payload.clone());
-    FrameBytes::from_parts(
-        (0..count)
-            .map(|index| {
-                Bytes::from_owner(ReceivedSlice {
-                    payload: payload.clone(),
-                    index,
-                })
-            })
-            .collect(),
-    )
-}
-
-/// One slice of a received payload, owned: what a `Bytes` of it keeps alive.
-struct ReceivedSlice {
-    payload: Arc<ZBytes>,
-    index: usize,
-}
-
-impl AsRef<[u8]> for ReceivedSlice {
-    fn as_ref(&self) -> &[u8] {
-        // `Bytes::from_owner` asks once and keeps the slice; the payload does not change.
-        self.payload
-            .slices()
-            .nth(self.index)
-            // infallible: `index` was counted from this payload's slices
-            .unwrap_or_default()
-    }
+    FrameBytes::from_parts(loans::received_parts(payload))
 }
 
 /// Payloads from this size up go through shared memory (zenoh's default threshold).
@@ -337,6 +310,8 @@ struct Inner {
     /// Whether this session offers shared memory.
     shared_memory: bool,
     shm: Arc<ShmCounters>,
+    /// Loans of the session's shared memory (when it has it on).
+    loans: Option<Arc<loans::ShmLoans>>,
 }
 
 #[derive(Default)]
@@ -479,12 +454,13 @@ impl ZenohTransport {
         let session = zenoh::open(config).wait().map_err(ZenohError::Open)?;
         Ok(ZenohTransport {
             inner: Arc::new(Inner {
-                session,
                 listening,
                 closed: AtomicBool::new(false),
                 announced: Mutex::new(Vec::new()),
                 shared_memory,
                 shm: Arc::new(ShmCounters::default()),
+                loans: shared_memory.then(|| Arc::new(loans::ShmLoans::new(session.clone()))),
+                session,
             }),
             prefix: Arc::from(format!("streamwire/{run_id}")),
         })
@@ -691,6 +667,13 @@ fn engine(what: impl Into<String>) -> impl FnOnce(zenoh::Error) -> TransportErro
 impl Transport for ZenohTransport {
     fn name(&self) -> &'static str {
         "zenoh"
+    }
+
+    fn loans(&self) -> Option<Arc<dyn streamwire_core::buffer::LoanSource>> {
+        self.inner
+            .loans
+            .clone()
+            .map(|loans| loans as Arc<dyn streamwire_core::buffer::LoanSource>)
     }
 
     fn publisher(&self, key: &str, qos: Qos) -> Result<Arc<dyn Publisher>, TransportError> {

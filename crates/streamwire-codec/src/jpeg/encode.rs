@@ -51,6 +51,28 @@ pub struct EncodedJpeg {
 /// [`JpegError::BackendUnavailable`], [`JpegError::BackendUnsupported`],
 /// [`JpegError::Encoder`], [`JpegError::EncoderPanicked`].
 pub fn encode(pixels: &PixelsRef<'_>, options: &EncodeOptions) -> Result<EncodedJpeg, JpegError> {
+    let mut data = Vec::with_capacity(estimated_size(pixels));
+    let (width, height) = encode_into(pixels, options, &mut data)?;
+    Ok(EncodedJpeg {
+        data,
+        width,
+        height,
+        greyscale: pixels.format() == PixelFormat::Mono8,
+    })
+}
+
+/// Encodes `pixels` as [`encode`] does, appending the file to `out` (a buffer recycled
+/// from a pool: jpeg-encoder, the default backend, and the strip encoders write into it;
+/// turbojpeg's and libjpeg-turbo-rs' single-piece output is copied into it once).
+/// Returns the coded width and height.
+///
+/// # Errors
+/// As [`encode`]; on error `out` may hold part of a file.
+pub fn encode_into(
+    pixels: &PixelsRef<'_>,
+    options: &EncodeOptions,
+    out: &mut Vec<u8>,
+) -> Result<(u32, u32), JpegError> {
     if !(1..=100).contains(&options.quality) {
         return Err(JpegError::InvalidQuality {
             quality: options.quality,
@@ -79,20 +101,15 @@ pub fn encode(pixels: &PixelsRef<'_>, options: &EncodeOptions) -> Result<Encoded
     }
     let (width16, height16) = (to_u16(width)?, to_u16(height)?);
 
-    let data = if (width, height) == (pixels.width(), pixels.height()) {
-        encode_at_size(pixels, width16, height16, options)?
+    if (width, height) == (pixels.width(), pixels.height()) {
+        encode_at_size(pixels, width16, height16, options, out)?;
     } else {
         let resized = downscale(pixels, width, height)?;
         let row_len = resized.len() / height as usize;
         let packed = PixelsRef::new(width, height, row_len, format, &resized)?;
-        encode_at_size(&packed, width16, height16, options)?
-    };
-    Ok(EncodedJpeg {
-        data,
-        width,
-        height,
-        greyscale: format == PixelFormat::Mono8,
-    })
+        encode_at_size(&packed, width16, height16, options, out)?;
+    }
+    Ok((width, height))
 }
 
 fn to_u16(side: u32) -> Result<u16, JpegError> {
@@ -142,22 +159,23 @@ fn encode_at_size(
     width: u16,
     height: u16,
     options: &EncodeOptions,
-) -> Result<Vec<u8>, JpegError> {
+    out: &mut Vec<u8>,
+) -> Result<(), JpegError> {
     // Defence in depth: no backend should ever panic on the inputs we pass (everything is
     // validated above and the fuzz target `encode` treats a caught panic as a finding), but a
     // panic must not take the node down with it. A panic on a pool thread comes back to this
     // thread through rayon and is caught here as well.
     let result = catch_unwind(AssertUnwindSafe(|| {
         if options.backend == Backend::Turbo {
-            return encode_with_turbo(pixels, width, height, options);
+            return encode_with_turbo(pixels, width, height, options, out);
         }
         let piece = piece_encoder(options.backend).ok_or(JpegError::BackendUnavailable {
             backend: options.backend,
         })?;
         if options.threads == Threads::Unsplit {
-            piece(pixels, width, height, options, None)
+            piece(pixels, width, height, options, None, out)
         } else {
-            strips::encode(pixels, width, height, options, piece)
+            strips::encode(pixels, width, height, options, piece, out)
         }
     }));
     result.unwrap_or(Err(JpegError::EncoderPanicked))
@@ -169,8 +187,9 @@ fn encode_with_turbo(
     width: u16,
     height: u16,
     options: &EncodeOptions,
-) -> Result<Vec<u8>, JpegError> {
-    super::turbo::encode(pixels, width, height, options)
+    out: &mut Vec<u8>,
+) -> Result<(), JpegError> {
+    super::turbo::encode(pixels, width, height, options, out)
 }
 
 #[cfg(not(feature = "turbo"))]
@@ -179,7 +198,8 @@ fn encode_with_turbo(
     _width: u16,
     _height: u16,
     _options: &EncodeOptions,
-) -> Result<Vec<u8>, JpegError> {
+    _out: &mut Vec<u8>,
+) -> Result<(), JpegError> {
     Err(JpegError::BackendUnavailable {
         backend: Backend::Turbo,
     })
@@ -241,9 +261,10 @@ pub(super) fn encode_piece(
     height: u16,
     options: &EncodeOptions,
     restart_interval: Option<u16>,
-) -> Result<Vec<u8>, JpegError> {
-    let mut out = Vec::with_capacity(estimated_size(pixels));
-    let mut encoder = Encoder::new(&mut out, options.quality);
+    out: &mut Vec<u8>,
+) -> Result<(), JpegError> {
+    out.reserve(estimated_size(pixels));
+    let mut encoder = Encoder::new(&mut *out, options.quality);
     configure(&mut encoder, options);
     if let Some(interval) = restart_interval {
         encoder.set_restart_interval(interval);
@@ -259,7 +280,7 @@ pub(super) fn encode_piece(
         })
     };
     result.map_err(|error| JpegError::Encoder(error.to_string()))?;
-    Ok(out)
+    Ok(())
 }
 
 /// A starting capacity for the output: about 2 bits per pixel, a q75 camera frame's size,

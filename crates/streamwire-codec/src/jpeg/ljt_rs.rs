@@ -19,7 +19,8 @@ pub(super) fn encode_piece(
     height: u16,
     options: &EncodeOptions,
     restart_interval: Option<u16>,
-) -> Result<Vec<u8>, JpegError> {
+    out: &mut Vec<u8>,
+) -> Result<(), JpegError> {
     let format = match pixels.format() {
         PixelFormat::Rgb8 => LjtFormat::Rgb,
         PixelFormat::Bgr8 => LjtFormat::Bgr,
@@ -42,7 +43,10 @@ pub(super) fn encode_piece(
     if let Some(interval) = restart_interval {
         encoder = encoder.restart_blocks(interval);
     }
-    encoder
+    let file = encoder
         .encode()
-        .map_err(|error| JpegError::Encoder(format!("libjpeg-turbo-rs: {error}")))
+        .map_err(|error| JpegError::Encoder(format!("libjpeg-turbo-rs: {error}")))?;
+    // It allocates its own output: appended to `out` (one copy, this backend's).
+    out.extend_from_slice(&file);
+    Ok(())
 }

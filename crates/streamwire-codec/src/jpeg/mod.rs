@@ -41,7 +41,7 @@ use std::num::NonZeroUsize;
 use std::str::FromStr;
 
 pub use decode::{DecodeLimits, DecodedJpeg, JpegDecoder, JpegHeader};
-pub use encode::{EncodedJpeg, encode, max_encoded_len};
+pub use encode::{EncodedJpeg, encode, encode_into, max_encoded_len};
 pub use pixels::{LayoutError, PixelFormat, PixelsRef};
 
 /// Chroma subsampling of a colour JPEG (greyscale JPEGs have no chroma).

@@ -20,7 +20,8 @@ pub(super) fn encode_piece(
     height: u16,
     options: &EncodeOptions,
     restart_interval: Option<u16>,
-) -> Result<Vec<u8>, JpegError> {
+    out: &mut Vec<u8>,
+) -> Result<(), JpegError> {
     let color = match pixels.format() {
         PixelFormat::Rgb8 => ColorType::Rgb,
         PixelFormat::Bgr8 => ColorType::Bgr,
@@ -30,8 +31,8 @@ pub(super) fn encode_piece(
         PixelFormat::Mono8 => ColorType::Luma,
     };
     let data = packed(pixels);
-    let mut out = Vec::with_capacity(data.len() / 8 + 1024);
-    let mut encoder = Encoder::new(&mut out, options.quality);
+    out.reserve(data.len() / 8 + 1024);
+    let mut encoder = Encoder::new(&mut *out, options.quality);
     encoder.set_sampling_factor(match options.subsampling {
         Subsampling::S444 => SamplingFactor::R_4_4_4,
         Subsampling::S422 => SamplingFactor::R_4_2_2,
@@ -43,5 +44,5 @@ pub(super) fn encode_piece(
     encoder
         .encode(&data, width, height, color)
         .map_err(|error| JpegError::Encoder(format!("rusty_jpeg: {error}")))?;
-    Ok(out)
+    Ok(())
 }

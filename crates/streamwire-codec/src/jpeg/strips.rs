@@ -22,7 +22,8 @@ pub(crate) type PieceEncoder = fn(
     height: u16,
     options: &EncodeOptions,
     restart_interval: Option<u16>,
-) -> Result<Vec<u8>, JpegError>;
+    out: &mut Vec<u8>,
+) -> Result<(), JpegError>;
 
 /// The MCU of a frame in pixels: (width, height).
 pub(crate) fn mcu_size(format: PixelFormat, subsampling: Subsampling) -> (u32, u32) {
@@ -44,7 +45,8 @@ pub(super) fn encode(
     height: u16,
     options: &EncodeOptions,
     encode_piece: PieceEncoder,
-) -> Result<Vec<u8>, JpegError> {
+    out: &mut Vec<u8>,
+) -> Result<(), JpegError> {
     let (mcu_width, mcu_height) = mcu_size(pixels.format(), options.subsampling);
     let mcu_columns = u32::from(width).div_ceil(mcu_width);
     // At most 65535 / 8 columns, so one MCU row always fits the 16-bit restart interval.
@@ -57,7 +59,7 @@ pub(super) fn encode(
     let first_strip =
         |piece: usize| u32::try_from(piece * strips as usize / pieces).unwrap_or(strips);
     if pieces == 1 {
-        return encode_piece(pixels, width, height, options, Some(interval));
+        return encode_piece(pixels, width, height, options, Some(interval), out);
     }
     let encoded: Vec<Result<Vec<u8>, JpegError>> = (0..pieces)
         .into_par_iter()
@@ -67,7 +69,16 @@ pub(super) fn encode(
             let rows = rows_of(pixels, top, bottom)?;
             let rows_height = u16::try_from(bottom - top)
                 .map_err(|_| JpegError::Encoder("strip taller than the image".into()))?;
-            encode_piece(&rows, width, rows_height, options, Some(interval))
+            let mut piece = Vec::new();
+            encode_piece(
+                &rows,
+                width,
+                rows_height,
+                options,
+                Some(interval),
+                &mut piece,
+            )?;
+            Ok(piece)
         })
         .collect();
     let encoded = encoded.into_iter().collect::<Result<Vec<_>, _>>()?;
@@ -76,25 +87,26 @@ pub(super) fn encode(
         .enumerate()
         .map(|(piece, file)| (first_strip(piece), file.as_slice()))
         .collect();
-    stitch(&parts, height, interval)
+    stitch(&parts, height, interval, out)
 }
 
 /// Stitches files that each code consecutive strips of one image (same tables, the first
 /// starting at strip 0), given with the index of their first strip, into one file of
 /// `height` rows with a restart marker every `interval` MCUs: the first file's headers (DRI
 /// replaced, frame height set), then every file's entropy-coded data with the restart
-/// markers it holds renumbered and one inserted between files.
+/// markers it holds renumbered and one inserted between files. Appended to `out`.
 pub(super) fn stitch(
     parts: &[(u32, &[u8])],
     height: u16,
     interval: u16,
-) -> Result<Vec<u8>, JpegError> {
+    out: &mut Vec<u8>,
+) -> Result<(), JpegError> {
     let &(_, first) = parts
         .first()
         .ok_or_else(|| JpegError::Encoder("no strips".into()))?;
     let layout = Layout::of(first)?;
     let total: usize = parts.iter().map(|(_, file)| file.len() + 2).sum();
-    let mut out = Vec::with_capacity(total + 8);
+    out.reserve(total + 8);
     out.extend_from_slice(&[0xFF, 0xD8]);
     for segment in &layout.header {
         let start = out.len();
@@ -132,7 +144,7 @@ pub(super) fn stitch(
         renumber_restarts(out.get_mut(start..).unwrap_or_default(), strip);
     }
     out.extend_from_slice(&[0xFF, 0xD9]);
-    Ok(out)
+    Ok(())
 }
 
 /// The pixels of `pixels` with rows packed (`step` = `width` * bytes per pixel): borrowed

@@ -71,10 +71,13 @@ pub(super) fn encode(
     width: u16,
     height: u16,
     options: &EncodeOptions,
-) -> Result<Vec<u8>, JpegError> {
+    out: &mut Vec<u8>,
+) -> Result<(), JpegError> {
     let format = pixels.format();
     if options.threads == Threads::Unsplit {
-        return compress(&mut compressor(options, format)?, pixels);
+        // turbojpeg allocates its own output: appended to `out` (one copy, this backend's).
+        out.extend_from_slice(&compress(&mut compressor(options, format)?, pixels)?);
+        return Ok(());
     }
     let (mcu_width, mcu_height) = mcu_size(format, options.subsampling);
     let mcu_columns = u32::from(width).div_ceil(mcu_width);
@@ -118,5 +121,5 @@ pub(super) fn encode(
         .iter()
         .map(|(strip, file)| (*strip, file.as_slice()))
         .collect();
-    stitch(&parts, height, interval)
+    stitch(&parts, height, interval, out)
 }

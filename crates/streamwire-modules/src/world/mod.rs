@@ -331,16 +331,40 @@ impl World {
     /// heading, horizontal field of view `hfov_deg`) sees at `t`: colour (if `color`),
     /// depth and labels, `width x height` pixels.
     pub fn render(&self, t: f64, width: u32, height: u32, hfov_deg: f64, color: bool) -> Frame {
-        let (w, h) = (width.max(1) as usize, height.max(1) as usize);
-        let pose = self.robot_pose(t);
-        let fx = (w as f64 / 2.0) / (hfov_deg.clamp(10.0, 170.0).to_radians() / 2.0).tan();
-        let (cx, cy) = (w as f64 / 2.0, h as f64 / 2.0);
-        let frame_key = (t * 1000.0).round() as u64;
+        let (w, h) = World::frame_size(width, height);
         let mut rgb = if color {
             vec![0u8; w * h * 3]
         } else {
             Vec::new()
         };
+        let mut frame = self.render_into(t, width, height, hfov_deg, color.then_some(&mut rgb));
+        frame.rgb = rgb;
+        frame
+    }
+
+    /// The size in pixels of a frame rendered at `width x height` (at least 1 x 1).
+    pub fn frame_size(width: u32, height: u32) -> (usize, usize) {
+        (width.max(1) as usize, height.max(1) as usize)
+    }
+
+    /// As [`render`](Self::render), with the colour written into `rgb` (a loaned buffer
+    /// of [`frame_size`](Self::frame_size) x 3 bytes: every byte is written) instead of
+    /// the frame's own `rgb`, which stays empty. A buffer of another length gets no
+    /// colour.
+    pub fn render_into(
+        &self,
+        t: f64,
+        width: u32,
+        height: u32,
+        hfov_deg: f64,
+        rgb: Option<&mut [u8]>,
+    ) -> Frame {
+        let (w, h) = World::frame_size(width, height);
+        let pose = self.robot_pose(t);
+        let fx = (w as f64 / 2.0) / (hfov_deg.clamp(10.0, 170.0).to_radians() / 2.0).tan();
+        let (cx, cy) = (w as f64 / 2.0, h as f64 / 2.0);
+        let frame_key = (t * 1000.0).round() as u64;
+        let mut rgb = rgb.filter(|rgb| rgb.len() == w * h * 3);
         let mut depth_m = vec![0f32; w * h];
         let mut labels = vec![0u8; w * h];
         let mut hits = Vec::new();
@@ -364,7 +388,7 @@ impl World {
                 };
                 depth_m[i] = (distance * cos) as f32;
                 labels[i] = label;
-                if color {
+                if let Some(rgb) = rgb.as_deref_mut() {
                     let c = self.shade(&hits, surface, &pose, heading, slope * cos);
                     let n = PIXEL_NOISE * self.noise(frame_key, col as u64, row as u64);
                     for (ch, value) in c.iter().enumerate() {
@@ -376,7 +400,7 @@ impl World {
         Frame {
             width: w as u32,
             height: h as u32,
-            rgb,
+            rgb: Vec::new(),
             depth_m,
             labels,
         }

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use crate::prelude::*;
+use streamwire_core::buffer::Loan;
 use streamwire_msgs::{
-    DepthImage, Image, ImageEncoding, Odometry, PointCloud, PointDatatype, PointField, Pose,
-    Quaternion, Twist, Vector3,
+    DepthEncoding, DepthImage, Image, ImageEncoding, Odometry, PointCloud, PointDatatype,
+    PointField, Pose, Quaternion, Twist, Vector3,
 };
 
 use super::{World, grid_stamp, world_time};
@@ -87,19 +88,44 @@ impl Default for SimCamera {
 impl SimCamera {
     /// The frame this camera publishes for sensor stamp `stamp`.
     pub fn frame_at(&self, stamp: Timestamp) -> Result<Image, streamwire_msgs::LayoutError> {
-        let world = self.world.clone().unwrap_or_else(|| World::new(self.seed));
-        let frame = world.render(
+        self.frame_into(stamp, Loan::heap(self.frame_len()))
+    }
+
+    /// The bytes of one frame.
+    fn frame_len(&self) -> usize {
+        let (w, h) = World::frame_size(self.width, self.height);
+        w * h * 3
+    }
+
+    /// The frame for `stamp`, rendered into `pixels` (a loan of [`Self::frame_len`] bytes).
+    fn frame_into(
+        &self,
+        stamp: Timestamp,
+        mut pixels: Loan,
+    ) -> Result<Image, streamwire_msgs::LayoutError> {
+        let fresh;
+        let world = match &self.world {
+            Some(world) => world,
+            None => {
+                fresh = World::new(self.seed);
+                &fresh
+            }
+        };
+        let frame = world.render_into(
             world_time(stamp),
             self.width,
             self.height,
             self.hfov_deg,
-            true,
+            Some(&mut pixels),
         );
-        Ok(
-            Image::from_packed(frame.width, frame.height, ImageEncoding::Rgb8, frame.rgb)?
-                .with_stamp(stamp)
-                .with_frame_id("camera"),
-        )
+        Ok(Image::from_packed(
+            frame.width,
+            frame.height,
+            ImageEncoding::Rgb8,
+            pixels.freeze(),
+        )?
+        .with_stamp(stamp)
+        .with_frame_id("camera"))
     }
 }
 
@@ -117,7 +143,10 @@ impl Node for SimCamera {
         let Some(stamp) = next_stamp(cx.now(), self.fps, &mut self.last_stamp) else {
             return Ok(());
         };
-        self.color_image.publish(self.frame_at(stamp)?)?;
+        // Rendered straight into a buffer lent by the output: shared memory when the
+        // frame leaves the process through it (no copy on the way), else a pooled one.
+        let pixels = self.color_image.loan(self.frame_len())?;
+        self.color_image.publish(self.frame_into(stamp, pixels)?)?;
         cx.counter("frames").increment();
         Ok(())
     }
@@ -179,28 +208,49 @@ impl Default for SimDepth {
 impl SimDepth {
     /// The depth frame this sensor publishes for sensor stamp `stamp`.
     pub fn frame_at(&self, stamp: Timestamp) -> Result<DepthImage, streamwire_msgs::LayoutError> {
-        let world = self.world.clone().unwrap_or_else(|| World::new(self.seed));
+        let (w, h) = World::frame_size(self.width, self.height);
+        self.frame_into(stamp, Loan::heap(w * h * 2))
+    }
+
+    /// The frame for `stamp`, written into `bytes` (a loan of width x height x 2 bytes:
+    /// 16UC1 little-endian).
+    fn frame_into(
+        &self,
+        stamp: Timestamp,
+        mut bytes: Loan,
+    ) -> Result<DepthImage, streamwire_msgs::LayoutError> {
+        let fresh;
+        let world = match &self.world {
+            Some(world) => world,
+            None => {
+                fresh = World::new(self.seed);
+                &fresh
+            }
+        };
         let t = world_time(stamp);
         let frame = world.render(t, self.width, self.height, self.hfov_deg, false);
         let key = (t * 1000.0).round() as u64;
         let w = frame.width as usize;
-        let mm: Vec<u16> = frame
-            .depth_m
-            .iter()
-            .enumerate()
-            .map(|(i, &m)| {
-                let m = f64::from(m);
-                if m > self.max_range_m || m <= 0.0 {
-                    return 0;
-                }
-                let noise = f64::from(world.noise(key, (i % w) as u64, (i / w) as u64 + 7_000_000))
-                    * (1.0 + 1.5 * m);
-                (m * 1000.0 + noise).round().clamp(1.0, 65534.0) as u16
-            })
-            .collect();
-        Ok(DepthImage::from_mm(frame.width, frame.height, &mm)?
-            .with_stamp(stamp)
-            .with_frame_id("camera"))
+        let mm = frame.depth_m.iter().enumerate().map(|(i, &m)| {
+            let m = f64::from(m);
+            if m > self.max_range_m || m <= 0.0 {
+                return 0;
+            }
+            let noise = f64::from(world.noise(key, (i % w) as u64, (i / w) as u64 + 7_000_000))
+                * (1.0 + 1.5 * m);
+            (m * 1000.0 + noise).round().clamp(1.0, 65534.0) as u16
+        });
+        for (out, mm) in bytes.chunks_exact_mut(2).zip(mm) {
+            out.copy_from_slice(&mm.to_le_bytes());
+        }
+        Ok(DepthImage::from_packed(
+            frame.width,
+            frame.height,
+            DepthEncoding::Mm16,
+            bytes.freeze(),
+        )?
+        .with_stamp(stamp)
+        .with_frame_id("camera"))
     }
 }
 
@@ -218,7 +268,9 @@ impl Node for SimDepth {
         let Some(stamp) = next_stamp(cx.now(), self.fps, &mut self.last_stamp) else {
             return Ok(());
         };
-        self.depth.publish(self.frame_at(stamp)?)?;
+        let (w, h) = World::frame_size(self.width, self.height);
+        let bytes = self.depth.loan(w * h * 2)?;
+        self.depth.publish(self.frame_into(stamp, bytes)?)?;
         cx.counter("frames").increment();
         Ok(())
     }

@@ -214,6 +214,9 @@ impl RunBuilder {
                 error,
             })?;
         transport.announce_publisher(&stream.name, self.layout.name(stream.partition));
+        if let Some(source) = transport.loans() {
+            stream.hub.loan_from(source);
+        }
         let signal = self.make.signal();
         // The sender keeps what the strictest consumer in another partition keeps, so
         // that a keep-all consumer loses nothing before the wire.

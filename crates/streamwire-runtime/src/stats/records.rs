@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use streamwire_core::DropReason;
+use streamwire_core::buffer::{BufferPool, PoolStats, pools};
 
 use crate::hub::{Hub, LinkCounters};
 use crate::partition::{Ingress, SenderRecord};
@@ -15,8 +16,8 @@ use crate::queue::InputQueue;
 use crate::worker::{CodecCounters, InstanceCounters, Shared};
 
 use super::{
-    CodecRole, CodecStats, DropCounts, InputStats, InstanceStats, LinkStats, OutputStats,
-    RateStats, RunStats, TapStats,
+    BufferStats, CodecRole, CodecStats, DropCounts, InputStats, InstanceStats, LinkStats,
+    OutputStats, RateStats, RunStats, TapStats,
 };
 
 /// Everything `stats()` reads, built once by the run builder.
@@ -41,6 +42,9 @@ pub(crate) struct Records {
     /// Streams entering a partition of this process (the planned ones; a tap's own
     /// ingress is not listed).
     pub(crate) ingresses: Vec<Ingress>,
+    /// The process's pools as they were when the run was built: a run reports what it
+    /// was served, not what earlier runs of the same process were.
+    pub(crate) pools_at_start: Vec<PoolStats>,
 }
 
 /// One instance of the plan.
@@ -136,7 +140,41 @@ impl Records {
             stall_after,
             senders: Vec::new(),
             ingresses: Vec::new(),
+            pools_at_start: pools::all().map(BufferPool::stats).to_vec(),
         }
+    }
+
+    /// Each output's loans and pool, then the process's pools, where anything was served.
+    fn buffer_stats(&self) -> Vec<BufferStats> {
+        let outputs = self.outputs.iter().map(|o| {
+            let loans = o.hub.loans.stats();
+            let pool = o.hub.pool.stats();
+            BufferStats {
+                name: o.port.clone(),
+                shared: loans.shared,
+                pooled: loans.pooled,
+                loan_fallback: loans.fallback,
+                hits: pool.hits,
+                misses: pool.misses,
+                bytes: pool.bytes,
+            }
+        });
+        let processes = pools::all().into_iter().map(|pool| {
+            let now = pool.stats();
+            let start = self.pools_at_start.iter().find(|p| p.name == now.name);
+            let before = |f: fn(&PoolStats) -> u64| start.map_or(0, f);
+            BufferStats {
+                name: now.name.clone(),
+                hits: now.hits.saturating_sub(before(|p| p.hits)),
+                misses: now.misses.saturating_sub(before(|p| p.misses)),
+                bytes: now.bytes,
+                ..BufferStats::default()
+            }
+        });
+        outputs
+            .chain(processes)
+            .filter(|b| b.shared + b.pooled + b.loan_fallback + b.hits + b.misses > 0)
+            .collect()
     }
 
     /// A snapshot of every counter, as the run's `shared` state sees it now.
@@ -195,6 +233,7 @@ impl Records {
                 .map(SenderRecord::stats)
                 .chain(self.ingresses.iter().map(Ingress::stats))
                 .collect(),
+            buffers: self.buffer_stats(),
         }
     }
 
