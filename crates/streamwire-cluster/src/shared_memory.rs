@@ -3,28 +3,63 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use streamwire_graph::{Locality, Placement, Plan};
+use streamwire_core::History;
+use streamwire_graph::{Endpoint, Locality, Placement, Plan};
 use streamwire_zenoh::SharedMemory;
 
-/// Frames a worker may have in its shared-memory pool per stream it sends raw to a
-/// process of its own host: one being written, one in flight, one being read.
-const SLOTS_PER_LINK: usize = 3;
+/// Frames a worker may have in its shared-memory pool per stream it sends raw to processes
+/// of its own host, besides those its consumers' queues hold: one being written (a loan),
+/// one in the sender's queue or on the wire.
+const SLOTS_PER_STREAM: usize = 2;
+
+/// The queue depth counted for a keep-all consumer: the runtime's default keep-all depth.
+const KEEP_ALL_DEPTH: usize = 10;
 
 /// The room for one frame in a worker's pool: a 1080p RGBA image (8.3 MB) fits; a 720p
 /// RGB one is 2.76 MB. Messages are not sized in the plan, so this is a bound, not a
-/// measurement; a frame that finds the pool full travels as bytes instead.
+/// measurement; a loan the pool cannot serve is a heap buffer (counted `loan_fallback`)
+/// and travels copied.
 const SLOT_BYTES: usize = 8 << 20;
 
-/// The shared-memory pool of the worker of `process`: room for three frames of 8 MiB
-/// (one being written, one in flight, one being read; a 1080p RGBA image fits) per raw
-/// link to another process of its host, at least zenoh's 16 MiB, at most 1 GiB.
+/// The shared-memory pool of the worker of `process`: per stream it sends raw to other
+/// processes of its host, room for what its deepest consumer's queue may hold (received
+/// frames pin the producer's chunks until they are dropped; every consumer of a frame
+/// shares its one chunk) plus one being written and one in flight, at 8 MiB each (a 1080p
+/// RGBA image fits); at least zenoh's 16 MiB, at most 1 GiB. zenoh's allocator walks the
+/// whole pool before it reuses freed chunks, so the pool's size is also the memory it
+/// comes to hold.
 pub fn shared_memory_pool(plan: &Plan, process: &Placement) -> usize {
-    let links = plan.process(process).map_or(0, |view| {
-        view.outgoing_links()
+    let mut depth_by_stream: BTreeMap<&str, usize> = BTreeMap::new();
+    if let Some(view) = plan.process(process) {
+        for link in view
+            .outgoing_links()
             .filter(|l| l.locality == Locality::SameHost && !l.payload.is_encoded())
-            .count()
-    });
-    (links * SLOTS_PER_LINK * SLOT_BYTES).clamp(SharedMemory::DEFAULT_POOL_BYTES, 1 << 30)
+        {
+            let depth = depth_by_stream.entry(link.stream.as_str()).or_default();
+            *depth = (*depth).max(consumer_depth(plan, link.to));
+        }
+    }
+    let slots: usize = depth_by_stream
+        .values()
+        .map(|depth| SLOTS_PER_STREAM + depth)
+        .sum();
+    slots
+        .saturating_mul(SLOT_BYTES)
+        .clamp(SharedMemory::DEFAULT_POOL_BYTES, 1 << 30)
+}
+
+/// How many messages the queue at `to` may hold.
+fn consumer_depth(plan: &Plan, to: Endpoint) -> usize {
+    let history = match to {
+        Endpoint::Port { instance, port } => plan.port(instance, port).map(|p| p.qos.history),
+        Endpoint::Codec(id) => plan.codec_node(id).map(|c| c.qos.history),
+        _ => None,
+    };
+    match history {
+        Some(History::KeepLast(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+        Some(History::KeepAll) => KEEP_ALL_DEPTH,
+        None => 1,
+    }
 }
 
 /// The warnings for the workers of one host that cannot share memory: a worker without

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use streamwire_cluster::{
     ClusterError, ClusterReport, Coordinator, CoordinatorOptions, Credential, Launch, StartHint,
-    WorkerOptions, run_worker,
+    WorkerOptions, run_worker, shared_memory_pool,
 };
 use streamwire_core::DropReason;
 use streamwire_core::{
@@ -68,8 +68,10 @@ impl Node for BigCamera {
     }
 
     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
-        let data = vec![(self.sent % 251) as u8; 640 * 480 * 3];
-        let image = Image::from_packed(640, 480, ImageEncoding::Rgb8, data)?
+        // Written into a loan of the output: the worker's shared memory.
+        let mut data = self.color_image.loan(640 * 480 * 3)?;
+        data.fill((self.sent % 251) as u8);
+        let image = Image::from_packed(640, 480, ImageEncoding::Rgb8, data.freeze())?
             .with_stamp(Timestamp::from_nanos(u64::from(self.sent) + 1));
         self.color_image.publish(image)?;
         self.sent += 1;
@@ -607,6 +609,17 @@ fn shm_pair_main() -> ! {
     a.close();
     b.close();
     std::process::exit(0)
+}
+
+/// A worker's pool holds, per stream it sends raw to its host, what its deepest consumer's
+/// queue may keep (a keep-all viewer: the runtime's keep-all depth, 10) plus a frame being
+/// written and one in flight, at 8 MiB each; a worker that sends nothing raw gets zenoh's
+/// 16 MiB.
+fn a_workers_pool_holds_what_its_consumers_queue_may_keep() {
+    let runnable = scenario("shm", "").into_runnable().unwrap();
+    let pool = |process: &str| shared_memory_pool(runnable.plan(), &Placement::process(process));
+    assert_eq!(pool("cam"), (10 + 2) * (8 << 20));
+    assert_eq!(pool("ui"), 16 << 20);
 }
 
 /// Two sessions of one host (in a child process): with shared memory on both ends large
@@ -1508,7 +1521,7 @@ fn main() {
     if std::env::var("SW_TEST_SHM_PAIR").is_ok() {
         shm_pair_main();
     }
-    let tests: [(&str, fn()); 10] = [
+    let tests: [(&str, fn()); 11] = [
         (
             "the_access_control_is_generated_from_the_plan",
             the_access_control_is_generated_from_the_plan,
@@ -1532,6 +1545,10 @@ fn main() {
         (
             "a_different_plan_is_refused_and_a_missing_host_is_named",
             a_different_plan_is_refused_and_a_missing_host_is_named,
+        ),
+        (
+            "a_workers_pool_holds_what_its_consumers_queue_may_keep",
+            a_workers_pool_holds_what_its_consumers_queue_may_keep,
         ),
         (
             "sessions_share_memory_and_a_session_without_it_is_named",

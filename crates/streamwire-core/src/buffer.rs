@@ -112,6 +112,7 @@ impl BufferPool {
             }
         };
         PooledBuf {
+            counted: vec.capacity(),
             vec,
             pool: Arc::downgrade(&self.inner),
         }
@@ -149,8 +150,17 @@ impl std::fmt::Debug for BufferPool {
 
 impl PoolInner {
     /// Takes back a buffer whose last user is done: kept if there is room, else freed.
-    fn give_back(&self, vec: Vec<u8>) {
+    /// `counted` is the capacity it was counted with when lent (a writer may have grown
+    /// it since).
+    fn give_back(&self, vec: Vec<u8>, counted: usize) {
         let capacity = vec.capacity() as u64;
+        if capacity >= counted as u64 {
+            self.bytes
+                .fetch_add(capacity - counted as u64, Ordering::Relaxed);
+        } else {
+            self.bytes
+                .fetch_sub(counted as u64 - capacity, Ordering::Relaxed);
+        }
         let mut free = self.free.lock();
         if free.len() < self.max_free && capacity > 0 {
             // Its length is kept: those bytes are initialized, so `take` of a frame of the
@@ -167,6 +177,8 @@ impl PoolInner {
 pub struct PooledBuf {
     vec: Vec<u8>,
     pool: Weak<PoolInner>,
+    /// The capacity the pool counted in its bytes for it.
+    counted: usize,
 }
 
 impl PooledBuf {
@@ -180,7 +192,11 @@ impl PooledBuf {
     pub fn freeze(mut self) -> Bytes {
         let vec = std::mem::take(&mut self.vec);
         let pool = std::mem::take(&mut self.pool);
-        Bytes::from_owner(Recycled { vec, pool })
+        Bytes::from_owner(Recycled {
+            vec,
+            pool,
+            counted: self.counted,
+        })
     }
 }
 
@@ -200,7 +216,7 @@ impl DerefMut for PooledBuf {
 impl Drop for PooledBuf {
     fn drop(&mut self) {
         if let Some(pool) = self.pool.upgrade() {
-            pool.give_back(std::mem::take(&mut self.vec));
+            pool.give_back(std::mem::take(&mut self.vec), self.counted);
         }
     }
 }
@@ -209,6 +225,7 @@ impl Drop for PooledBuf {
 struct Recycled {
     vec: Vec<u8>,
     pool: Weak<PoolInner>,
+    counted: usize,
 }
 
 impl AsRef<[u8]> for Recycled {
@@ -220,7 +237,7 @@ impl AsRef<[u8]> for Recycled {
 impl Drop for Recycled {
     fn drop(&mut self) {
         if let Some(pool) = self.pool.upgrade() {
-            pool.give_back(std::mem::take(&mut self.vec));
+            pool.give_back(std::mem::take(&mut self.vec), self.counted);
         }
     }
 }
@@ -270,6 +287,7 @@ impl Loan {
         Loan::pooled(PooledBuf {
             vec: vec![0u8; len],
             pool: Weak::new(),
+            counted: 0,
         })
     }
 
@@ -369,8 +387,9 @@ pub mod pools {
 
     use super::BufferPool;
 
-    /// Idle buffers each process-wide pool keeps: a few frames in flight per stream.
-    const MAX_FREE: usize = 8;
+    /// Idle buffers each process-wide pool keeps (11 MB of 720p frames): a buffer is idle
+    /// only between a frame's last consumer and the next frame, so a few suffice.
+    const MAX_FREE: usize = 4;
 
     static DECODED: LazyLock<BufferPool> =
         LazyLock::new(|| BufferPool::new("decoded images", MAX_FREE));
@@ -419,6 +438,23 @@ mod tests {
         assert_eq!(pool.stats().hits, 1);
         assert_eq!(third.len(), 500);
         assert_eq!(pool.stats().bytes, 2000);
+    }
+
+    #[test]
+    fn a_buffer_a_writer_grew_is_counted_at_its_new_size() {
+        let pool = BufferPool::new("test", 1);
+        let mut buf = pool.take_empty(10);
+        buf.vec_mut().extend_from_slice(&[1; 5000]);
+        let grown = buf.vec_mut().capacity() as u64;
+        drop(buf.freeze());
+        assert_eq!(pool.stats().bytes, grown);
+        let (a, b) = (pool.take(10), pool.take(10));
+        drop((a, b));
+        assert_eq!(
+            pool.stats().bytes,
+            grown,
+            "the second, freed, is no longer counted"
+        );
     }
 
     #[test]

@@ -865,7 +865,7 @@ impl RunStats {
                     b.loan_fallback.to_string(),
                     b.hits.to_string(),
                     b.misses.to_string(),
-                    b.bytes.to_string(),
+                    bytes(b.bytes),
                 ]
             })
             .collect();

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use streamwire_runtime::{
-    CodecRole, CodecStats, DropCounts, EndReason, InputStats, InstanceStats, LatencySummary,
-    LinkStats, OutputStats, RateStats, RunReport, RunStats, TapStats, WireDirection, WireStats,
-    check_balance,
+    BufferStats, CodecRole, CodecStats, DropCounts, EndReason, InputStats, InstanceStats,
+    LatencySummary, LinkStats, OutputStats, RateStats, RunReport, RunStats, TapStats,
+    WireDirection, WireStats, check_balance,
 };
 
 fn ms(n: u64) -> Duration {
@@ -119,6 +119,21 @@ fn the_final_report_reads_as_tables() {
     received.in_flight_at_stop = 2;
     received.receive_copies = 3;
     stats.wire = vec![sent, received];
+    // The camera's loans: shared memory until its pool was full, then heap buffers of
+    // its own pool; the process's pool of encoded images.
+    let mut loans = BufferStats::default();
+    loans.name = "camera.color_image".into();
+    loans.shared = 36;
+    loans.loan_fallback = 4;
+    loans.hits = 3;
+    loans.misses = 1;
+    loans.bytes = 2_764_800;
+    let mut encoded = BufferStats::default();
+    encoded.name = "encoded images".into();
+    encoded.hits = 37;
+    encoded.misses = 2;
+    encoded.bytes = 2 * 345_624;
+    stats.buffers = vec![loans, encoded];
     let report = RunReport::new(EndReason::Stopped, None, vec!["detector".into()], stats);
     insta::assert_snapshot!(report.to_string());
 }

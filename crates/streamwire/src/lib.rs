@@ -329,6 +329,14 @@
 //! the encoded bytes). [`Harness`](runtime::Harness) tests one module without a
 //! blueprint, on the same queues, with a manual clock.
 //!
+//! A source of large frames writes them into a buffer its output lends:
+//! `let mut pixels = self.color_image.loan(width * height * 3)?;`, fill it, then
+//! `Image::from_packed(width, height, ImageEncoding::Rgb8, pixels.freeze())`. Where the
+//! stream leaves the process through zenoh's shared memory the buffer is shared memory,
+//! sent by reference without a copy; elsewhere it is recycled from a pool. A loan never
+//! blocks: one the shared memory cannot serve is a heap buffer, counted as
+//! `loan fallback` in the run's report (see [`buffer`]).
+//!
 //! # 8. Pairing streams by stamp
 //!
 //! A module that fuses two sensors steps when both inputs have a message
