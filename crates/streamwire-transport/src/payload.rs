@@ -66,6 +66,8 @@ fn write(message: &dyn AnyMessage, out: Vec<u8>) -> Result<Vec<u8>, PayloadError
 /// malformed CBOR and values the type's own validation refuses (an image whose buffer does
 /// not match its dimensions) are errors; nothing is allocated beyond what `payload` holds.
 pub fn decode(wire_name: &str, payload: &[u8]) -> Result<Box<dyn AnyMessage>, PayloadError> {
+    check_lengths(payload)
+        .map_err(|why| PayloadError(format!("cannot read a {wire_name}: {why}")))?;
     let reader = cbor4ii::core::utils::SliceReader::new(payload);
     let mut deserializer = cbor4ii::serde::Deserializer::new(reader);
     let message: Box<dyn AnyMessage> = serde::Deserialize::deserialize(Tagged {
@@ -78,6 +80,66 @@ pub fn decode(wire_name: &str, payload: &[u8]) -> Result<Box<dyn AnyMessage>, Pa
         },
     )?;
     Ok(message)
+}
+
+/// Checks every length the CBOR in `payload` declares against the bytes after it, before
+/// serde reads anything: serde sizes a sequence's buffer from the declared length (up to
+/// 1 MiB of elements), so a payload of a few bytes declaring an array of four billion
+/// elements would otherwise allocate a megabyte. An array of `n` items needs at least `n`
+/// more bytes, a map of `n` entries `2n`, a byte or text string its `n` bytes. One pass over
+/// the item heads, in order (CBOR writes a container's head before its items), no
+/// allocation, no recursion; everything else about the CBOR is for the reader to judge.
+fn check_lengths(payload: &[u8]) -> Result<(), String> {
+    let mut at = 0usize;
+    while let Some(&initial) = payload.get(at) {
+        let major = initial >> 5;
+        let info = initial & 0x1f;
+        let argument_len = match info {
+            0..=23 => 0,
+            24 => 1,
+            25 => 2,
+            26 => 4,
+            27 => 8,
+            // Indefinite lengths (and the break): their items follow, each checked.
+            31 => {
+                at += 1;
+                continue;
+            }
+            _ => return Err(format!("reserved CBOR head {initial:#04x} at byte {at}")),
+        };
+        let Some(bytes) = payload.get(at + 1..at + 1 + argument_len) else {
+            return Err(format!("CBOR head at byte {at} cut short"));
+        };
+        let argument = if argument_len == 0 {
+            u64::from(info)
+        } else {
+            bytes.iter().fold(0u64, |n, &b| n << 8 | u64::from(b))
+        };
+        at += 1 + argument_len;
+        let left = (payload.len() - at) as u64;
+        let (needed, skip) = match major {
+            2 | 3 => (argument, true),
+            4 => (argument, false),
+            5 => (argument.saturating_mul(2), false),
+            _ => (0, false),
+        };
+        if needed > left {
+            return Err(format!(
+                "CBOR item at byte {} declares {argument} {}, {left} bytes are left",
+                at - 1 - argument_len,
+                match major {
+                    2 | 3 => "bytes",
+                    4 => "items",
+                    _ => "entries",
+                }
+            ));
+        }
+        if skip {
+            // Fits in usize: at most the bytes left.
+            at += needed as usize;
+        }
+    }
+    Ok(())
 }
 
 /// A CBOR writer that only counts what would be written.
@@ -170,5 +232,34 @@ struct Unexpected;
 impl fmt::Display for Unexpected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a message payload was read twice")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_lengths;
+
+    #[test]
+    fn declared_lengths_past_the_payload_are_refused_before_reading() {
+        // An array of 2^32 - 1 items in 6 bytes (serde would size a buffer from it).
+        let error = check_lengths(&[0x9a, 0xff, 0xff, 0xff, 0xff, 0x00]).unwrap_err();
+        assert_eq!(
+            error,
+            "CBOR item at byte 0 declares 4294967295 items, 1 bytes are left"
+        );
+        // A map of 2 entries needs 4 bytes; a byte string of 3, its 3.
+        assert!(check_lengths(&[0xa2, 1, 2, 3]).is_err());
+        assert!(check_lengths(&[0xa2, 1, 2, 3, 4]).is_ok());
+        assert!(check_lengths(&[0x43, 1, 2, 3]).is_ok());
+        assert!(check_lengths(&[0x44, 1, 2, 3]).is_err());
+        // Nested: the inner array's length counts from where it is (that the outer one
+        // then lacks an item is for the reader to find).
+        assert!(check_lengths(&[0x82, 0x84, 1, 2, 3, 4]).is_ok());
+        assert!(check_lengths(&[0x82, 0x85, 1, 2, 3, 4]).is_err());
+        // Indefinite lengths, a float, a cut head, a reserved head.
+        assert!(check_lengths(&[0x9f, 1, 2, 0xff]).is_ok());
+        assert!(check_lengths(&[0xfa, 0, 0, 0x80, 0x3f]).is_ok());
+        assert!(check_lengths(&[0x19, 1]).is_err());
+        assert!(check_lengths(&[0x1c]).is_err());
     }
 }

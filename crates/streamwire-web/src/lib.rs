@@ -84,6 +84,8 @@
 
 mod access;
 mod foxglove;
+#[doc(hidden)]
+pub mod fuzzing;
 mod listener;
 mod protocol;
 mod rosbridge;
