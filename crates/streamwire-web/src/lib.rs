@@ -352,7 +352,7 @@ impl RelayAddress {
 
 /// The web relay module: serves the run's streams to browsers (see the crate docs).
 #[derive(Module)]
-#[module(crate = streamwire_core)]
+#[module(crate = streamwire_core, validate = WebRelay::check_settings)]
 pub struct WebRelay {
     /// Velocity commands published by browsers (`advertise`/`publish` on `cmd_vel`).
     pub cmd_vel: Out<Twist>,
@@ -371,6 +371,49 @@ impl WebRelay {
             config,
             running: None,
         }
+    }
+
+    /// The relay's settings against their ranges, before the run starts (its settings are
+    /// one struct, so they are checked here rather than by field ranges): a size, a count
+    /// or a timeout of 0 would refuse every client or close every connection at once.
+    fn check_settings(&self) -> Result<(), String> {
+        let c = &self.config;
+        let counts = [
+            ("max_message_bytes", c.max_message_bytes, 1024, 64 << 20),
+            ("max_clients", c.max_clients, 1, 65_536),
+            ("max_connections", c.max_connections, 1, 65_536),
+        ];
+        for (key, value, min, max) in counts {
+            if !(min..=max).contains(&value) {
+                return Err(format!(
+                    "`config.{key}` = {value} is out of range: it accepts {min}..={max}"
+                ));
+            }
+        }
+        let timeouts = [
+            ("stall_timeout", c.stall_timeout),
+            ("header_timeout", c.header_timeout),
+            ("handshake_timeout", c.handshake_timeout),
+            ("idle_timeout", c.idle_timeout),
+        ];
+        let (shortest, longest) = (Duration::from_millis(10), Duration::from_secs(3600));
+        for (key, value) in timeouts {
+            if !(shortest..=longest).contains(&value) {
+                return Err(format!(
+                    "`config.{key}` = {value:?} is out of range: it accepts 10ms..=1h"
+                ));
+            }
+        }
+        let topic = &c.cmd_vel_topic;
+        if topic.is_empty()
+            || topic.contains(['*', '$', '#', '?'])
+            || topic.contains(char::is_whitespace)
+        {
+            return Err(format!(
+                "`config.cmd_vel_topic` = {topic:?} is not a topic: give a name without `*`, `$`, `#`, `?` or spaces"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -416,5 +459,58 @@ impl Node for WebRelay {
             running.report_drops(cx);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use streamwire_core::{ConfigProblem, Module as _};
+
+    fn problems(config: RelayConfig) -> Vec<String> {
+        WebRelay::new(config)
+            .check_config()
+            .iter()
+            .map(|problem| match problem {
+                ConfigProblem::Invalid { message } => message.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_relays_settings_are_checked_against_their_ranges() {
+        assert!(problems(RelayConfig::default()).is_empty());
+        assert_eq!(
+            problems(RelayConfig {
+                max_clients: 0,
+                ..RelayConfig::default()
+            }),
+            ["`config.max_clients` = 0 is out of range: it accepts 1..=65536"]
+        );
+        assert_eq!(
+            problems(RelayConfig {
+                idle_timeout: Duration::ZERO,
+                ..RelayConfig::default()
+            }),
+            ["`config.idle_timeout` = 0ns is out of range: it accepts 10ms..=1h"]
+        );
+        assert_eq!(
+            problems(RelayConfig {
+                max_message_bytes: usize::MAX,
+                ..RelayConfig::default()
+            })
+            .len(),
+            1
+        );
+        assert_eq!(
+            problems(RelayConfig {
+                cmd_vel_topic: "robot/**".to_owned(),
+                ..RelayConfig::default()
+            }),
+            [
+                "`config.cmd_vel_topic` = \"robot/**\" is not a topic: give a name without `*`, `$`, `#`, `?` or spaces"
+            ]
+        );
     }
 }
