@@ -60,8 +60,8 @@ struct PoolInner {
 /// What a pool has served, as a run's report shows it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolStats {
-    /// The pool's name (`decoded images`, `received blobs`, `encoded jpeg`, or an output's
-    /// stream).
+    /// The pool's name (`decoded images`, `received blobs`, `encoded images`, or an
+    /// output's stream).
     pub name: String,
     /// Buffers served from the pool's idle ones.
     pub hits: u64,

@@ -19,6 +19,7 @@ use std::sync::{Arc, LazyLock, OnceLock};
 
 use bytes::Bytes;
 use parking_lot::RwLock;
+use streamwire_core::blob;
 use streamwire_core::buffer::{LoanSource, SharedLoan};
 use zenoh::Wait;
 use zenoh::bytes::ZBytes;
@@ -32,20 +33,32 @@ type PosixProvider = ShmProvider<zenoh::shm::PosixShmProviderBackend>;
 static KNOWN: LazyLock<RwLock<BTreeMap<usize, (usize, ZSlice)>>> =
     LazyLock::new(|| RwLock::new(BTreeMap::new()));
 
-/// A `Bytes` of one zenoh slice, with its entry in the table for as long as it lives.
+/// Slices from this size up are entered in the table: zenoh's threshold for shared memory
+/// (smaller ones are copied by zenoh whatever their origin, and a frame's small head would
+/// only cost two writes of the table each).
+const KNOWN_FROM: usize = blob::MIN_LEN;
+
+/// A `Bytes` of one zenoh slice, with its entry in the table for as long as it lives (when
+/// it is large enough to be worth one).
 pub(crate) fn known_bytes(slice: ZSlice) -> Bytes {
     let start = slice.as_ref().as_ptr() as usize;
     let len = slice.len();
-    if len > 0 {
+    let entered = len >= KNOWN_FROM;
+    if entered {
         KNOWN.write().insert(start, (len, slice.clone()));
     }
-    Bytes::from_owner(KnownSlice { slice, start })
+    Bytes::from_owner(KnownSlice {
+        slice,
+        start,
+        entered,
+    })
 }
 
 /// The owner of a `Bytes` made by [`known_bytes`]: removes its entry when dropped.
 struct KnownSlice {
     slice: ZSlice,
     start: usize,
+    entered: bool,
 }
 
 impl AsRef<[u8]> for KnownSlice {
@@ -56,7 +69,7 @@ impl AsRef<[u8]> for KnownSlice {
 
 impl Drop for KnownSlice {
     fn drop(&mut self) {
-        if !self.slice.is_empty() {
+        if self.entered {
             KNOWN.write().remove(&self.start);
         }
     }
@@ -74,7 +87,7 @@ pub(crate) fn to_zbytes_part(part: &Bytes) -> ZBytes {
 /// shared memory as a reference to its whole chunk (zenoh-codec writes the chunk's info,
 /// not the slice's range), so a part of one must travel as bytes.
 fn known_slice_of(part: &[u8]) -> Option<ZSlice> {
-    if part.is_empty() {
+    if part.len() < KNOWN_FROM {
         return None;
     }
     let known = KNOWN.read();
