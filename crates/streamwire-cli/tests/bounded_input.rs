@@ -40,34 +40,13 @@ fn check_dev_zero_reads_none_of_it() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_fifo_blueprint_is_refused_unread() {
-    use std::io::{Read, Write};
-    use std::os::unix::fs::OpenOptionsExt;
-
     let dir = std::env::temp_dir().join(format!("streamwire-cli-fifo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let fifo = dir.join("blueprint.yaml");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
-    // Read-write, so opening does not wait for a reader; non-blocking (Linux's
-    // O_NONBLOCK), so reading an emptied FIFO back fails instead of hanging.
-    let mut writer = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(0o4000)
-        .open(&fifo)
-        .unwrap();
-    writer.write_all(b"instances: {}\n").unwrap();
+    let mut held = streamwire_testdata::fifo::Fifo::holding(&fifo, b"instances: {}\n").unwrap();
     let (code, _) = check(&fifo.to_string_lossy(), &[]);
     assert_eq!(code, format!("{:?}", std::process::ExitCode::FAILURE));
-    let mut left = Vec::new();
-    let mut buffer = [0u8; 64];
-    while let Ok(n @ 1..) = writer.read(&mut buffer) {
-        left.extend_from_slice(&buffer[..n]);
-    }
-    assert_eq!(left, b"instances: {}\n", "check read from the FIFO");
+    assert_eq!(held.left(), b"instances: {}\n", "check read from the FIFO");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -391,25 +391,9 @@ fn an_all_unreadable_replay_ends_with_its_error() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_fifo_frame_is_refused_without_reading_it() {
-    use std::io::{Read, Write};
-    use std::os::unix::fs::OpenOptionsExt;
-
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("000000.jpg");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
-    // The writer: read-write, so opening does not wait for a reader; non-blocking
-    // (Linux's O_NONBLOCK), so reading an emptied FIFO back fails instead of hanging.
-    let mut writer = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(0o4000)
-        .open(&fifo)
-        .unwrap();
-    writer.write_all(b"frame bytes").unwrap();
+    let mut held = streamwire_testdata::fifo::Fifo::holding(&fifo, b"frame bytes").unwrap();
 
     let mut harness = Harness::new(ReplaySource {
         fps: Some(10.0),
@@ -421,10 +405,5 @@ fn a_fifo_frame_is_refused_without_reading_it() {
         error.contains("is a FIFO, not a regular file: refused without reading it"),
         "{error}"
     );
-    let mut left = Vec::new();
-    let mut buffer = [0u8; 64];
-    while let Ok(n @ 1..) = writer.read(&mut buffer) {
-        left.extend_from_slice(&buffer[..n]);
-    }
-    assert_eq!(left, b"frame bytes", "the replay read from the FIFO");
+    assert_eq!(held.left(), b"frame bytes", "the replay read from the FIFO");
 }

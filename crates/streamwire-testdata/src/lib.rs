@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 pub mod alloc;
 pub mod djpeg;
+#[cfg(target_os = "linux")]
+pub mod fifo;
 pub mod process;
 pub mod require;
 pub mod shm;
