@@ -392,26 +392,19 @@ impl JpegPixels for Image {
     fn decode_jpeg(jpeg: &Jpeg, compressed: &CompressedImage) -> Result<Image, CodecError> {
         let format = compressed.format_info().map_err(decode_error)?;
         let decoder = JpegDecoder::default().with_threads(jpeg.threads);
+        // Read once: the pixel format of a legacy plain "jpeg", and the size of the buffer.
+        let size = decoder
+            .read_header(compressed.data())
+            .map_err(decode_error)?;
         let encoding = match (format.compression, format.encoding) {
             (Compression::Jpeg, Some(RawEncoding::Image(encoding))) => encoding,
-            (Compression::Jpeg, None) => {
-                let header = decoder
-                    .read_header(compressed.data())
-                    .map_err(decode_error)?;
-                if header.components == 1 {
-                    ImageEncoding::Mono8
-                } else {
-                    ImageEncoding::Rgb8
-                }
-            }
+            (Compression::Jpeg, None) if size.components == 1 => ImageEncoding::Mono8,
+            (Compression::Jpeg, None) => ImageEncoding::Rgb8,
             _ => return Err(wrong_format("jpeg", "Image", compressed)),
         };
         // Into a buffer of the process's pool of decoded images: a decoder's output never
         // leaves its process, and is recycled when the last consumer drops it. Taken at
         // its final length (from the header) so a recycled buffer is not zeroed again.
-        let size = decoder
-            .read_header(compressed.data())
-            .map_err(decode_error)?;
         let len = (size.width as usize)
             .saturating_mul(size.height as usize)
             .saturating_mul(pixel_format(encoding).bytes_per_pixel());

@@ -14,7 +14,6 @@
 
 use std::collections::BTreeMap;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 
 use bytes::Bytes;
@@ -111,8 +110,6 @@ pub(crate) struct ShmLoans {
     /// The provider, once zenoh has made it (on a thread of its own, after the session
     /// opened).
     provider: OnceLock<Arc<PosixProvider>>,
-    /// Loans refused because the pool was full or not made yet.
-    pub(crate) refused: AtomicU64,
 }
 
 impl ShmLoans {
@@ -121,7 +118,6 @@ impl ShmLoans {
         let loans = ShmLoans {
             session,
             provider: OnceLock::new(),
-            refused: AtomicU64::new(0),
         };
         let _ = loans.provider();
         loans
@@ -139,21 +135,16 @@ impl ShmLoans {
 impl LoanSource for ShmLoans {
     fn loan(&self, len: usize) -> Option<Box<dyn SharedLoan>> {
         // Garbage-collect the chunks whose every reference is gone (frames consumers
-        // dropped), never wait: a full pool is a fallback to the heap, counted.
+        // dropped), never wait: a full pool is a fallback to the heap, counted by the
+        // output that asked (`LoanCounters`, the report's `loan fallback`).
         let buf = self.provider().and_then(|provider| {
             provider
                 .alloc(len)
                 .with_policy::<GarbageCollect<JustAlloc>>()
                 .wait()
                 .ok()
-        });
-        match buf {
-            Some(buf) => Some(Box::new(ShmLoan(buf))),
-            None => {
-                self.refused.fetch_add(1, Ordering::Relaxed);
-                None
-            }
-        }
+        })?;
+        Some(Box::new(ShmLoan(buf)))
     }
 }
 

@@ -436,6 +436,22 @@ fn each_process_in_its_own_runtime_delivers_every_frame() {
         [],
         "the byte consumer's process decodes nothing: {web}"
     );
+    // The encoder wrote into the process's pool of encoded images and the decoder into
+    // its pool of decoded images, and the reports say so. (The pools are the process's:
+    // these three runtimes, and any test running beside them, share them, so at least.)
+    let served = |r: &streamwire_runtime::RunReport, pool: &str| -> u64 {
+        r.stats
+            .buffers
+            .iter()
+            .filter(|b| b.name == pool)
+            .map(|b| b.hits + b.misses)
+            .sum()
+    };
+    assert!(
+        served(main, "encoded images") >= u64::from(frames),
+        "{main}"
+    );
+    assert!(served(ui, "decoded images") >= u64::from(frames), "{ui}");
     for s in &sessions {
         s.close();
     }
