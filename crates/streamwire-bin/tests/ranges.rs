@@ -4,31 +4,16 @@
 //! through `-o`, with the range.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_streamwire");
 
 /// Runs the binary in `dir` (so that messages name files relative to it), bounded.
-#[expect(clippy::unwrap_used, reason = "test helper")]
 fn streamwire(dir: &Path, args: &[&str]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("streamwire {args:?} did not end within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    let mut command = Command::new(BIN);
+    command.args(args).current_dir(dir).env_remove("RUST_LOG");
+    streamwire_testdata::process::output_bounded(command, &[], Duration::from_secs(60))
 }
 
 /// One value the issue found accepted: the instance as a blueprint file writes it, what

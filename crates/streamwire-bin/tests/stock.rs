@@ -7,24 +7,10 @@ use streamwire::Module;
 
 const BIN: &str = env!("CARGO_BIN_EXE_streamwire");
 
-#[expect(clippy::unwrap_used, reason = "test helper")]
 fn streamwire(args: &[&str]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("streamwire {args:?} did not end within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    let mut command = Command::new(BIN);
+    command.args(args).env_remove("RUST_LOG");
+    streamwire_testdata::process::output_bounded(command, &[], Duration::from_secs(60))
 }
 
 /// Reads the JSON report a run wrote to `path`, checks its accounting equation (RFC.md

@@ -2,18 +2,34 @@
 //! answer from standard output, its run bounded in time (a hung tool fails the test).
 
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Runs `command` with `input` on its standard input and returns its standard output,
-/// killing it past `limit`.
-pub fn run_bounded(mut command: Command, input: &[u8], limit: Duration) -> Vec<u8> {
+/// killing it past `limit`; a failed run fails the test, with its standard error.
+pub fn run_bounded(command: Command, input: &[u8], limit: Duration) -> Vec<u8> {
+    let shown = format!("{command:?}");
+    let output = output_bounded(command, input, limit);
+    assert!(
+        output.status.success(),
+        "{shown} failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+/// Runs `command` with `input` on its standard input and returns what it wrote and how it
+/// ended, whatever that was; past `limit` it is killed and the test fails. Its outputs are
+/// read while it runs (on threads of their own), so a program that writes more than a pipe
+/// holds never blocks on a full pipe.
+pub fn output_bounded(mut command: Command, input: &[u8], limit: Duration) -> Output {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("starts the tool");
+        .unwrap_or_else(|e| panic!("{command:?} does not start: {e}"));
     let mut stdin = child.stdin.take().expect("stdin");
     let input = input.to_vec();
     let writer = std::thread::spawn(move || stdin.write_all(&input));
@@ -24,8 +40,8 @@ pub fn run_bounded(mut command: Command, input: &[u8], limit: Duration) -> Vec<u
     });
     let mut stderr = child.stderr.take().expect("stderr");
     let errors = std::thread::spawn(move || {
-        let mut out = String::new();
-        stderr.read_to_string(&mut out).map(|_| out)
+        let mut out = Vec::new();
+        stderr.read_to_end(&mut out).map(|_| out)
     });
     let deadline = Instant::now() + limit;
     let status = loop {
@@ -39,12 +55,19 @@ pub fn run_bounded(mut command: Command, input: &[u8], limit: Duration) -> Vec<u
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    writer.join().expect("writer").expect("wrote the request");
-    let out = reader.join().expect("reader").expect("read the answer");
-    let err = errors
+    // A program that ends without reading its input is not a failure of the writer.
+    let _ = writer.join().expect("writer");
+    let stdout = reader
+        .join()
+        .expect("reader")
+        .expect("read its standard output");
+    let stderr = errors
         .join()
         .expect("stderr reader")
-        .unwrap_or_else(|e| format!("(its standard error was unreadable: {e})"));
-    assert!(status.success(), "{command:?} failed ({status}): {err}");
-    out
+        .unwrap_or_else(|e| format!("(its standard error was unreadable: {e})").into_bytes());
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
 }
