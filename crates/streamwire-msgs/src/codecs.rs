@@ -392,15 +392,19 @@ impl JpegPixels for Image {
     fn decode_jpeg(jpeg: &Jpeg, compressed: &CompressedImage) -> Result<Image, CodecError> {
         let format = compressed.format_info().map_err(decode_error)?;
         let decoder = JpegDecoder::default().with_threads(jpeg.threads);
+        let named = match (format.compression, format.encoding) {
+            (Compression::Jpeg, Some(RawEncoding::Image(encoding))) => Some(encoding),
+            (Compression::Jpeg, None) => None,
+            _ => return Err(wrong_format("jpeg", "Image", compressed)),
+        };
         // Read once: the pixel format of a legacy plain "jpeg", and the size of the buffer.
         let size = decoder
             .read_header(compressed.data())
             .map_err(decode_error)?;
-        let encoding = match (format.compression, format.encoding) {
-            (Compression::Jpeg, Some(RawEncoding::Image(encoding))) => encoding,
-            (Compression::Jpeg, None) if size.components == 1 => ImageEncoding::Mono8,
-            (Compression::Jpeg, None) => ImageEncoding::Rgb8,
-            _ => return Err(wrong_format("jpeg", "Image", compressed)),
+        let encoding = match named {
+            Some(encoding) => encoding,
+            None if size.components == 1 => ImageEncoding::Mono8,
+            None => ImageEncoding::Rgb8,
         };
         // Into a buffer of the process's pool of decoded images: a decoder's output never
         // leaves its process, and is recycled when the last consumer drops it. Taken at
