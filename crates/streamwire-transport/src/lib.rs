@@ -165,6 +165,14 @@ pub trait Publisher: Send + Sync {
     /// True while at least one subscriber is declared on the key.
     fn is_matched(&self) -> bool;
 
+    /// True when a put while nobody subscribes still does something: the frame is kept
+    /// for late joiners (a transient-local history). A runtime then hands it every
+    /// message, matched or not; otherwise it does not build what nobody would receive.
+    /// The default: false.
+    fn remembers(&self) -> bool {
+        false
+    }
+
     /// True when every partition of `partitions` subscribes to the key, as far as this
     /// publisher can tell (a start barrier waits for it). The default is
     /// [`is_matched`](Publisher::is_matched): enough for a transport whose subscriptions are

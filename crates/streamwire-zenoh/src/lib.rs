@@ -1031,6 +1031,10 @@ impl Publisher for ZenohPublisher {
         self.shared.matched.load(Ordering::SeqCst)
     }
 
+    fn remembers(&self) -> bool {
+        self.history.is_some()
+    }
+
     fn reaches(&self, partitions: &[String]) -> bool {
         if !self.is_matched() {
             return false;
