@@ -13,7 +13,7 @@ use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{DropReason, Envelope, Qos};
 use streamwire_transport::{
     FrameBytes, FrameError, Rejection, SequenceTracker, Step, Subscription, Transport,
-    TransportError, WireFrame,
+    TransportError, WireFrame, batch,
 };
 
 use crate::hub::Hub;
@@ -134,6 +134,73 @@ impl IngressCounters {
     }
 }
 
+/// What an ingress does with each frame it receives.
+struct Receiver {
+    counters: Arc<IngressCounters>,
+    hub: Arc<Hub>,
+    key: String,
+    /// The message types the link carries, with their schema versions.
+    accepted: Vec<(&'static str, u32)>,
+}
+
+impl Receiver {
+    /// Reads one frame: loss from its link sequence, then the link's end, or its message
+    /// into the hub; a frame that cannot be read is counted and refused.
+    fn frame(&self, bytes: FrameBytes) {
+        let (counters, hub, accepted) = (&self.counters, &self.hub, &self.accepted);
+        let frame = match WireFrame::parse(bytes) {
+            Ok(frame) => frame,
+            Err(error) => return counters.reject(&self.key, &error),
+        };
+        // Loss on the wire is read from the link sequence of every frame that is
+        // a frame at all, before its payload is judged.
+        if let Step::Gap { lost } = counters.tracker.lock().observe(frame.head.link_seq) {
+            counters.lost.fetch_add(lost, Ordering::Relaxed);
+            // Each consumer of the stream here lost them: its row says so.
+            hub.account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
+        }
+        if frame.end_of_stream {
+            // The producer finished: consumers here see their input close.
+            counters.ended.store(true, Ordering::SeqCst);
+            hub.close();
+            return;
+        }
+        if frame.stop {
+            // The sender stopped: every frame it sent has arrived or was lost.
+            counters.ended.store(true, Ordering::SeqCst);
+            return;
+        }
+        if frame.unsent {
+            // On its sender's not-sent count, yet here after all (from the
+            // stream's history): whatever becomes of it now is counted below.
+            hub.account_on_subscribers(Fate::Recovered);
+        }
+        if hub.is_stopping() {
+            // On the wire when the run stopped: counted, not delivered.
+            counters.in_flight_at_stop.fetch_add(1, Ordering::Relaxed);
+            hub.account_on_subscribers(Fate::InFlightAtStop);
+            return;
+        }
+        match frame.decode_message(accepted) {
+            Ok(message) => {
+                let copies = frame.copies();
+                if copies > 0 {
+                    counters.receive_copies.fetch_add(copies, Ordering::Relaxed);
+                }
+                hub.forward(Envelope {
+                    header: frame.head.header(),
+                    message: Arc::from(message),
+                });
+            }
+            Err(error) => {
+                counters.reject(&self.key, &error);
+                // Each consumer of the stream lost this message: its input says so.
+                hub.count_on_subscribers(DropReason::DeserializeFailed);
+            }
+        }
+    }
+}
+
 /// A stream entering a partition.
 pub(crate) struct Ingress {
     pub(crate) partition: String,
@@ -160,63 +227,26 @@ impl Ingress {
         if joined == Joined::BeforeFirstFrame {
             *counters.tracker.lock() = SequenceTracker::from_first_frame();
         }
-        let sink = {
-            let counters = counters.clone();
-            let hub = hub.clone();
-            let key = key.to_owned();
-            Arc::new(move |bytes: FrameBytes| {
-                let frame = match WireFrame::parse(bytes) {
-                    Ok(frame) => frame,
-                    Err(error) => return counters.reject(&key, &error),
-                };
-                // Loss on the wire is read from the link sequence of every frame that is
-                // a frame at all, before its payload is judged.
-                if let Step::Gap { lost } = counters.tracker.lock().observe(frame.head.link_seq) {
-                    counters.lost.fetch_add(lost, Ordering::Relaxed);
-                    // Each consumer of the stream here lost them: its row says so.
-                    hub.account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
-                }
-                if frame.end_of_stream {
-                    // The producer finished: consumers here see their input close.
-                    counters.ended.store(true, Ordering::SeqCst);
-                    hub.close();
-                    return;
-                }
-                if frame.stop {
-                    // The sender stopped: every frame it sent has arrived or was lost.
-                    counters.ended.store(true, Ordering::SeqCst);
-                    return;
-                }
-                if frame.unsent {
-                    // On its sender's not-sent count, yet here after all (from the
-                    // stream's history): whatever becomes of it now is counted below.
-                    hub.account_on_subscribers(Fate::Recovered);
-                }
-                if hub.is_stopping() {
-                    // On the wire when the run stopped: counted, not delivered.
-                    counters.in_flight_at_stop.fetch_add(1, Ordering::Relaxed);
-                    hub.account_on_subscribers(Fate::InFlightAtStop);
-                    return;
-                }
-                match frame.decode_message(&accepted) {
-                    Ok(message) => {
-                        let copies = frame.copies();
-                        if copies > 0 {
-                            counters.receive_copies.fetch_add(copies, Ordering::Relaxed);
-                        }
-                        hub.forward(Envelope {
-                            header: frame.head.header(),
-                            message: Arc::from(message),
-                        });
-                    }
-                    Err(error) => {
-                        counters.reject(&key, &error);
-                        // Each consumer of the stream lost this message: its input says so.
-                        hub.count_on_subscribers(DropReason::DeserializeFailed);
-                    }
-                }
-            })
-        };
+        let receiver = Arc::new(Receiver {
+            counters: counters.clone(),
+            hub: hub.clone(),
+            key: key.to_owned(),
+            accepted,
+        });
+        let sink = Arc::new(move |bytes: FrameBytes| {
+            if batch::frame_count(&bytes).is_none() {
+                return receiver.frame(bytes);
+            }
+            match batch::split(bytes) {
+                // Each frame of a batch is read as if it came alone.
+                Ok(frames) => frames
+                    .into_iter()
+                    .flatten()
+                    .for_each(|frame| receiver.frame(frame)),
+                // Its frames are lost: the next frame's link sequence says how many.
+                Err(error) => receiver.counters.reject(&receiver.key, &error),
+            }
+        });
         let subscription = transport.subscribe(key, qos, sink)?;
         transport.announce(key, partition);
         Ok(Ingress {
@@ -256,6 +286,8 @@ impl Ingress {
                 .collect(),
             receive_copies: c.receive_copies.load(Ordering::Relaxed),
             sent_by_producer: false,
+            batches: 0,
+            batched: 0,
         }
     }
 }

@@ -15,6 +15,7 @@ use std::sync::mpsc::Sender;
 
 use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{DropReason, Envelope, InputBinding};
+use streamwire_transport::batch::{self, MAX_BATCH_BYTES, MAX_BATCH_FRAMES};
 use streamwire_transport::{
     FrameBytes, FrameError, Publisher, Rejection, TransportError, WireFrame,
 };
@@ -86,6 +87,8 @@ impl SenderRecord {
                 .collect(),
             receive_copies: 0,
             sent_by_producer: self.inline.is_some(),
+            batches: self.link.batches.load(Ordering::Relaxed),
+            batched: self.link.batched.load(Ordering::Relaxed),
         }
     }
 }
@@ -102,6 +105,9 @@ pub(crate) struct SendingLink {
     control_unmatched: AtomicU64,
     /// Failed puts: each counted, logged once per burst.
     failures: BurstLog,
+    /// Batches put, and the frames they held.
+    batches: AtomicU64,
+    batched: AtomicU64,
 }
 
 /// The transport closed under a put: the run is ending.
@@ -115,6 +121,8 @@ impl SendingLink {
             failed: AtomicU64::new(0),
             control_unmatched: AtomicU64::new(0),
             failures: BurstLog::default(),
+            batches: AtomicU64::new(0),
+            batched: AtomicU64::new(0),
         })
     }
 
@@ -133,17 +141,76 @@ impl SendingLink {
             Ok(()) => Ok(()),
             Err(TransportError::Closed) => Err(Closed),
             Err(error) => {
-                self.failed.fetch_add(1, Ordering::Relaxed);
-                if let Some(unsaid) = self.failures.note() {
-                    tracing::warn!(
-                        key = %self.publisher.key(),
-                        "not sent: {}{}",
-                        chain(&error),
-                        more_since(unsaid)
-                    );
+                self.count_failure(&error);
+                Ok(())
+            }
+        }
+    }
+
+    /// Puts `envelopes` (small messages that were waiting together) in one batch if the
+    /// publisher batches, one frame each otherwise. A message whose frame cannot be
+    /// built is counted and left out; only a closed transport is returned.
+    fn put_batch(&self, envelopes: &[Envelope]) -> Result<(), Closed> {
+        if let [one] = envelopes {
+            return self.put(one);
+        }
+        let mut unbuildable: Vec<FrameError> = Vec::new();
+        let mut built = 0;
+        let result = self
+            .publisher
+            .put_batch(envelopes.len() as u64, &mut |first| {
+                let mut frames = Vec::with_capacity(envelopes.len());
+                for envelope in envelopes {
+                    let link_seq = first + frames.len() as u64;
+                    match WireFrame::encode(
+                        envelope.message.as_ref(),
+                        envelope.header,
+                        link_seq,
+                        self.codec,
+                    ) {
+                        Ok(frame) => frames.push(frame),
+                        Err(error) => unbuildable.push(error),
+                    }
+                }
+                if frames.is_empty() {
+                    return Ok((FrameBytes::default(), 0));
+                }
+                let batch = batch::encode(&frames)?;
+                built = frames.len() as u64;
+                Ok((batch, built))
+            });
+        for error in &unbuildable {
+            self.count_failure(&TransportError::Frame(error.clone()));
+        }
+        match result {
+            Ok(true) => {
+                if built > 0 {
+                    self.batches.fetch_add(1, Ordering::Relaxed);
+                    self.batched.fetch_add(built, Ordering::Relaxed);
                 }
                 Ok(())
             }
+            Ok(false) => envelopes.iter().try_for_each(|envelope| self.put(envelope)),
+            Err(TransportError::Closed) => Err(Closed),
+            Err(error) => {
+                for _ in unbuildable.len()..envelopes.len() {
+                    self.count_failure(&error);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Counts a message not sent for `error`, logged once per burst.
+    fn count_failure(&self, error: &TransportError) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        if let Some(unsaid) = self.failures.note() {
+            tracing::warn!(
+                key = %self.publisher.key(),
+                "not sent: {}{}",
+                chain(error),
+                more_since(unsaid)
+            );
         }
     }
 
@@ -256,9 +323,16 @@ impl SenderWorker {
             }
             match self.queue.pop() {
                 Some(envelope) => {
-                    if self.link.put(&envelope).is_err() {
+                    let (small, large) = self.take_waiting(envelope);
+                    let sent = self.link.put_batch(&small).and_then(|()| match &large {
+                        Some(envelope) => self.link.put(envelope),
+                        None => Ok(()),
+                    });
+                    if sent.is_err() {
                         // Taken from the queue as the run ended: still unsent.
-                        self.queue.account(Fate::UnprocessedAtStop);
+                        let taken = small.len() + usize::from(large.is_some());
+                        self.queue
+                            .account_n(Fate::UnprocessedAtStop, taken as u64);
                         break;
                     }
                 }
@@ -282,4 +356,33 @@ impl SenderWorker {
             outcome: Outcome::Finished,
         });
     }
+
+    /// `first` and, if it is small, the small messages waiting behind it (never waiting
+    /// for more: a batch is only what the queue already holds), up to a batch's limits;
+    /// and the large message that ended the run of small ones, if any.
+    fn take_waiting(&self, first: Envelope) -> (Vec<Envelope>, Option<Envelope>) {
+        let mut bytes = batched_size(&first);
+        let mut small = vec![first];
+        if bytes > SMALL_MESSAGE {
+            return (small, None);
+        }
+        while small.len() < MAX_BATCH_FRAMES && bytes < MAX_BATCH_BYTES - SMALL_MESSAGE {
+            let Some(next) = self.queue.pop() else { break };
+            let size = batched_size(&next);
+            if size > SMALL_MESSAGE {
+                return (small, Some(next));
+            }
+            bytes += size;
+            small.push(next);
+        }
+        (small, None)
+    }
+}
+
+/// Messages whose frame is at most about this large are batched when several wait.
+const SMALL_MESSAGE: usize = 4096;
+
+/// What a message adds to a batch, about: its content and a frame's head.
+fn batched_size(envelope: &Envelope) -> usize {
+    envelope.message.content_len().saturating_add(128)
 }

@@ -170,6 +170,13 @@ pub struct WireStats {
     /// codec node's) puts on the wire: a keep-last stream, with no sender thread.
     #[serde(default)]
     pub sent_by_producer: bool,
+    /// Batches put on an out row (several small messages that were waiting together, in
+    /// one transport message), and the frames they held (of `frames`).
+    #[serde(default)]
+    pub batches: u64,
+    /// See `batches`.
+    #[serde(default)]
+    pub batched: u64,
 }
 
 impl WireStats {
@@ -1006,6 +1013,24 @@ impl RunStats {
                 copies.join(", ")
             );
         }
+        let batched: Vec<String> = self
+            .wire
+            .iter()
+            .filter(|w| w.batches > 0)
+            .map(|w| {
+                format!(
+                    "{} {} {} frames in {} batches",
+                    w.partition, w.key, w.batched, w.batches
+                )
+            })
+            .collect();
+        if !batched.is_empty() {
+            let _ = writeln!(
+                out,
+                "sent in batches (small messages waiting together): {}",
+                batched.join(", ")
+            );
+        }
         let by_producer: Vec<String> = self
             .wire
             .iter()
@@ -1164,6 +1189,8 @@ mod tests {
                 rejected: vec![("garbage".to_owned(), n)],
                 receive_copies: n + 8,
                 sent_by_producer: true,
+                batches: n + 9,
+                batched: n + 10,
             }],
             buffers: vec![BufferStats {
                 name: format!("camera{n}.image"),

@@ -17,10 +17,12 @@ use bytes::Bytes;
 use common::{
     ByteSink, Camera, GUARD, MjpegCamera, Viewer, balanced, input, jpeg_frames, wait_until,
 };
-use streamwire_core::{Compressed, Context, Header, Node, NodeResult, Out, Timestamp, Trigger};
+use streamwire_core::{
+    Compressed, Context, Header, In, Node, NodeResult, Out, Timestamp, Trigger,
+};
 use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, Report, WireFormat};
 use streamwire_macros::Module;
-use streamwire_msgs::{CompressedImage, Image};
+use streamwire_msgs::{CompressedImage, Image, Odometry};
 use streamwire_runtime::{
     CodecRole, CodecStats, EndReason, Partitions, RunHandle, RunOptions, RunReport, RunStats,
     Runtime, StartError, StartGate, ThreadKind, ThreadStats, WireDirection, WireStats,
@@ -346,6 +348,92 @@ fn streams_nobody_wants_wake_no_encoder_or_sender_thread() {
     let camera_out = wire(stats, WireDirection::Out, "robot", "color_image");
     assert!(camera_out.sent_by_producer, "{report}");
     assert_eq!(camera_out.unmatched, u64::from(FRAMES), "{report}");
+}
+
+/// Publishes `count` small messages in one step, as fast as its keep-all queue takes them.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct OdometryBurst {
+    #[port(keep_all)]
+    odom: Out<Odometry>,
+    #[config]
+    count: u64,
+}
+
+impl Node for OdometryBurst {
+    fn trigger(&self) -> Trigger {
+        Trigger::FreeRunning
+    }
+
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        for _ in 0..self.count {
+            let odom = Odometry::new("odom", "base", Default::default(), Default::default())?;
+            self.odom.publish(odom)?;
+        }
+        cx.finish();
+        Ok(())
+    }
+}
+
+/// Keeps the header sequence numbers of what it receives, in order.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct SeqLog {
+    #[port(keep_all)]
+    odom: In<Odometry>,
+    #[state]
+    seqs: Arc<Mutex<Vec<u64>>>,
+}
+
+impl Node for SeqLog {
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        while let Some(odom) = self.odom.recv()? {
+            self.seqs.lock().push(odom.header.seq);
+        }
+        Ok(())
+    }
+}
+
+/// A keep-all burst of small messages to another process: the sender puts the messages
+/// that wait together in one batch; each arrives, in order, and is counted one by one.
+#[test]
+fn batches_of_small_messages_keep_order_and_per_message_accounting() {
+    const COUNT: u64 = 2000;
+    let seqs = Arc::new(Mutex::new(Vec::new()));
+    let mut bp = Blueprint::new();
+    let burst = bp.add(
+        "burst",
+        OdometryBurst {
+            odom: Out::new(),
+            count: COUNT,
+        },
+    );
+    let log = bp.add(
+        "log",
+        SeqLog {
+            odom: In::new(),
+            seqs: seqs.clone(),
+        },
+    );
+    bp.place(&burst, Placement::process("robot"))
+        .place(&log, Placement::process("laptop"));
+    bp.autoconnect();
+    let report = balanced(start_with(bp, RunOptions::default()).wait_timeout(GUARD));
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    assert_eq!(*seqs.lock(), (0..COUNT).collect::<Vec<_>>(), "{report}");
+    let out = wire(&report.stats, WireDirection::Out, "robot", "odom");
+    // Each message a frame, and the end-of-stream frame.
+    assert_eq!(out.frames, COUNT + 1, "{report}");
+    assert!(
+        out.batches > 0 && out.batched > out.batches,
+        "no batch was sent: {report}"
+    );
+    let inbound = wire(&report.stats, WireDirection::In, "laptop", "odom");
+    assert_eq!(inbound.frames, COUNT + 1, "{report}");
+    assert_eq!(inbound.lost, 0, "{report}");
+    let received = input(&report.stats, "log.odom");
+    assert_eq!(received.delivered, COUNT, "{report}");
+    assert!(report.to_string().contains("sent in batches"), "{report}");
 }
 
 /// A plan whose only cross-partition stream is the camera's, with the camera idle, so that

@@ -2,6 +2,11 @@
 //! stream and port (the failure policy in ARCHITECTURE.md): read here through a real
 //! subscriber, as a user's log output would show them.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers: a failure is the test failing"
+)]
+
 mod common;
 
 use std::collections::BTreeMap;
