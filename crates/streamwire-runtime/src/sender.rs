@@ -22,7 +22,7 @@ use streamwire_transport::{
 
 use crate::clock::Signal;
 use crate::hub::Hub;
-use crate::queue::{Fate, InputQueue};
+use crate::queue::{Fate, InputQueue, SMALL_MESSAGE};
 use crate::stats::{WireDirection, WireStats};
 use crate::worker::{Exit, IDLE_RECHECK, Outcome, Shared};
 
@@ -331,8 +331,7 @@ impl SenderWorker {
                     if sent.is_err() {
                         // Taken from the queue as the run ended: still unsent.
                         let taken = small.len() + usize::from(large.is_some());
-                        self.queue
-                            .account_n(Fate::UnprocessedAtStop, taken as u64);
+                        self.queue.account_n(Fate::UnprocessedAtStop, taken as u64);
                         break;
                     }
                 }
@@ -378,9 +377,6 @@ impl SenderWorker {
         (small, None)
     }
 }
-
-/// Messages whose frame is at most about this large are batched when several wait.
-const SMALL_MESSAGE: usize = 4096;
 
 /// What a message adds to a batch, about: its content and a frame's head.
 fn batched_size(envelope: &Envelope) -> usize {

@@ -17,9 +17,7 @@ use bytes::Bytes;
 use common::{
     ByteSink, Camera, GUARD, MjpegCamera, Viewer, balanced, input, jpeg_frames, wait_until,
 };
-use streamwire_core::{
-    Compressed, Context, Header, In, Node, NodeResult, Out, Timestamp, Trigger,
-};
+use streamwire_core::{Compressed, Context, Header, In, Node, NodeResult, Out, Timestamp, Trigger};
 use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, Report, WireFormat};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image, Odometry};

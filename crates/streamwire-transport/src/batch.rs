@@ -62,8 +62,7 @@ pub fn encode(frames: &[FrameBytes]) -> Result<FrameBytes, FrameError> {
     buffer.put_u16_le(BATCH_VERSION);
     buffer.put_u16_le(u16::try_from(frames.len()).unwrap_or(u16::MAX));
     for frame in frames {
-        let len = u32::try_from(frame.len())
-            .map_err(|_| FrameError::TooLarge(frame.len()))?;
+        let len = u32::try_from(frame.len()).map_err(|_| FrameError::TooLarge(frame.len()))?;
         buffer.put_u32_le(len);
         for part in frame.parts() {
             buffer.put_slice(part);

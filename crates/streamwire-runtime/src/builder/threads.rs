@@ -13,7 +13,7 @@ use crate::clock::Signal;
 use crate::handle::{RunHandle, ThreadRecord};
 use crate::hub::{Demand, Hub, Wants};
 use crate::options::StartError;
-use crate::queue::Bound;
+use crate::queue::{Bound, WIRE_BUFFER_SMALL_DEPTH};
 use crate::sender::{InlineSender, SenderRecord, SenderWorker, SendingLink};
 use crate::stats::{CodecRecord, CodecRole, Records, ThreadKind, ThreadListing};
 use crate::taps::{PartitionTaps, StreamHub, TapPoint};
@@ -236,7 +236,18 @@ impl RunBuilder {
             .map_or(stream.qos.history, |(_, remote)| {
                 stream.qos.history.strictest(*remote)
             });
-        let queue = self.make.queue(history, &signal);
+        let queue = match self.make.bound(history) {
+            // The wire's buffer: small messages wait in numbers, to leave in batches.
+            Bound::KeepAll {
+                depth, deadline, ..
+            } => Bound::KeepAll {
+                depth,
+                deadline,
+                small_depth: WIRE_BUFFER_SMALL_DEPTH,
+            },
+            keep_last => keep_last,
+        };
+        let queue = self.make.queue_bounded(queue, &signal);
         let link = SendingLink::new(publisher.clone(), stream.codec);
         let demand = Demand::Remote(publisher);
         let inline = match history {
