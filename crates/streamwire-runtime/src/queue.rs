@@ -474,4 +474,43 @@ mod tests {
         assert_eq!(seqs, [1, 2]);
         assert_eq!(queue.dropped(streamwire_core::DropReason::QueueFull), 0);
     }
+
+    #[test]
+    fn a_wire_buffer_takes_small_messages_beyond_its_depth_and_not_large_ones() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_nanos(1)));
+        let queue = InputQueue::new(
+            Bound::KeepAll {
+                depth: 2,
+                deadline: Duration::ZERO,
+                small_depth: 5,
+            },
+            Signal::new(),
+            clock.clone(),
+            Arc::new(AtomicBool::new(false)),
+        );
+        // Odometry carries no content bytes: small. Five fit, the sixth is refused at once
+        // (a zero deadline), counted.
+        for seq in 0..5 {
+            assert!(queue.push(envelope(seq)), "message {seq}");
+        }
+        assert!(!queue.push(envelope(5)));
+        assert_eq!(queue.dropped(streamwire_core::DropReason::QueueFull), 1);
+        // A large message finds the queue over its depth of 2: refused too.
+        let mut large = envelope(6);
+        large.message = Arc::new(
+            streamwire_msgs::Image::from_packed(
+                64,
+                64,
+                streamwire_msgs::ImageEncoding::Rgb8,
+                vec![0u8; 64 * 64 * 3],
+            )
+            .unwrap(),
+        );
+        while queue.len() > 2 {
+            queue.pop();
+        }
+        assert!(!queue.push(large.clone()), "over its depth");
+        queue.pop();
+        assert!(queue.push(large), "under its depth");
+    }
 }
