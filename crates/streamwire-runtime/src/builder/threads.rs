@@ -13,7 +13,7 @@ use crate::clock::Signal;
 use crate::handle::{RunHandle, ThreadRecord};
 use crate::hub::{Demand, Hub, Wants};
 use crate::options::StartError;
-use crate::queue::{Bound, WIRE_BUFFER_SMALL_DEPTH};
+use crate::queue::{Bound, InputQueue, WIRE_BUFFER_SMALL_DEPTH};
 use crate::sender::{InlineSender, SenderRecord, SenderWorker, SendingLink};
 use crate::stats::{CodecRecord, CodecRole, Records, ThreadKind, ThreadListing};
 use crate::taps::{PartitionTaps, StreamHub, TapPoint};
@@ -236,27 +236,13 @@ impl RunBuilder {
             .map_or(stream.qos.history, |(_, remote)| {
                 stream.qos.history.strictest(*remote)
             });
-        let queue = match self.make.bound(history) {
-            // The wire's buffer: small messages wait in numbers, to leave in batches.
-            Bound::KeepAll {
-                depth, deadline, ..
-            } => Bound::KeepAll {
-                depth,
-                deadline,
-                small_depth: WIRE_BUFFER_SMALL_DEPTH,
-            },
-            keep_last => keep_last,
-        };
-        let queue = self.make.queue_bounded(queue, &signal);
+        let queue = self.make.queue_bounded(self.wire_buffer(history), &signal);
         let link = SendingLink::new(publisher.clone(), stream.codec);
         let demand = Demand::Remote(publisher);
         let inline = match history {
             History::KeepLast(_) => {
-                let sender = InlineSender::new(
-                    link.clone(),
-                    queue.clone(),
-                    self.make.shared.stopping.clone(),
-                );
+                let stopping = self.make.shared.stopping.clone();
+                let sender = InlineSender::new(link.clone(), queue.clone(), stopping);
                 stream
                     .hub
                     .subscribe_inline(queue.clone(), demand, sender.clone());
@@ -264,25 +250,7 @@ impl RunBuilder {
             }
             History::KeepAll => {
                 let (id, _) = stream.hub.subscribe(queue.clone(), Wants::Any, demand);
-                self.sender_threads.push(PendingThread {
-                    name: format!("send {}", stream.name),
-                    kind: ThreadKind::Sender,
-                    process: self.layout.name(stream.partition).to_owned(),
-                    signal: signal.clone(),
-                    worker: Worker::Sender(SenderWorker {
-                        thread: 0,
-                        span: spans::sender(
-                            &self.plan,
-                            self.layout.name(stream.partition),
-                            &stream.name,
-                        ),
-                        link: link.clone(),
-                        queue: queue.clone(),
-                        signal,
-                        subscription: (stream.hub.clone(), id),
-                        shared: self.make.shared.clone(),
-                    }),
-                });
+                self.sender_thread(stream, (&link, &queue), signal, id);
                 None
             }
         };
@@ -299,6 +267,47 @@ impl RunBuilder {
             inline,
         });
         Ok(())
+    }
+
+    /// The bound of a sender's queue keeping `history`: a keep-all one is the wire's
+    /// buffer, where small messages wait in numbers, to leave in batches.
+    fn wire_buffer(&self, history: History) -> Bound {
+        match self.make.bound(history) {
+            Bound::KeepAll {
+                depth, deadline, ..
+            } => Bound::KeepAll {
+                depth,
+                deadline,
+                small_depth: WIRE_BUFFER_SMALL_DEPTH,
+            },
+            keep_last => keep_last,
+        }
+    }
+
+    /// The thread of a keep-all stream's sender, subscribed to its hub as `id`.
+    fn sender_thread(
+        &mut self,
+        stream: &StreamHub,
+        (link, queue): (&Arc<SendingLink>, &Arc<InputQueue>),
+        signal: Arc<Signal>,
+        id: u64,
+    ) {
+        let process = self.layout.name(stream.partition);
+        self.sender_threads.push(PendingThread {
+            name: format!("send {}", stream.name),
+            kind: ThreadKind::Sender,
+            process: process.to_owned(),
+            signal: signal.clone(),
+            worker: Worker::Sender(SenderWorker {
+                thread: 0,
+                span: spans::sender(&self.plan, process, &stream.name),
+                link: link.clone(),
+                queue: queue.clone(),
+                signal,
+                subscription: (stream.hub.clone(), id),
+                shared: self.make.shared.clone(),
+            }),
+        });
     }
 
     /// Phase `spawn`: the records and the tap point shared, a worker per instance that
