@@ -68,9 +68,10 @@ pub struct ThreadStats {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum ThreadKind {
-    /// A module instance.
+    /// A module instance's (not named `Module`: the trait's name stays unique, so that
+    /// compiler errors about it say `Module`, not its whole path).
     #[default]
-    Module,
+    Instance,
     /// A codec node of the plan.
     Codec,
     /// An encoder offering an `Out<Compressed<..>>`'s bytes to taps.
@@ -83,7 +84,7 @@ pub enum ThreadKind {
 impl fmt::Display for ThreadKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            ThreadKind::Module => "module",
+            ThreadKind::Instance => "module",
             ThreadKind::Codec => "codec",
             ThreadKind::TapEncoder => "tap encoder",
             ThreadKind::Sender => "sender",

@@ -466,7 +466,7 @@ fn instance_thread(
     };
     Some(PendingThread {
         name: node.name.clone(),
-        kind: ThreadKind::Module,
+        kind: ThreadKind::Instance,
         process: node.placement.to_string(),
         signal,
         worker: Worker::Instance(Box::new(worker)),
