@@ -12,8 +12,8 @@ use std::sync::mpsc::Sender;
 use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{DropReason, Envelope, InputBinding, Qos};
 use streamwire_transport::{
-    FrameBytes, FrameError, Publisher, Rejection, SequenceTracker, Step, Subscription, Transport,
-    TransportError, WireFrame,
+    FrameBytes, FrameError, Publisher, Rejection, ResetCause, SequenceTracker, Step, Subscription,
+    Transport, TransportError, WireFrame,
 };
 
 use crate::clock::Signal;
@@ -107,6 +107,16 @@ pub(crate) struct IngressCounters {
     /// Set once its sender's end-of-stream or stop frame arrived: nothing it sent is
     /// still on the wire.
     ended: AtomicBool,
+    /// Times the link sequence started over (a restarted producer, or a number no loss
+    /// explains).
+    resets: AtomicU64,
+    /// Resets: each counted, logged once per burst.
+    reset_log: BurstLog,
+    /// Frames of a type the plan does not send on this link: counted here, never as a
+    /// message of the stream (nobody in the run published them).
+    foreign: AtomicU64,
+    /// Foreign frames: each counted, logged once per burst.
+    foreign_log: BurstLog,
     rejected: [AtomicU64; Rejection::ALL.len()],
     /// Copies made to read frames that arrived spread over several slices.
     receive_copies: AtomicU64,
@@ -117,6 +127,32 @@ pub(crate) struct IngressCounters {
 }
 
 impl IngressCounters {
+    fn note_reset(&self, key: &str, seq: u64, cause: ResetCause, expected: u64) {
+        self.resets.fetch_add(1, Ordering::Relaxed);
+        if let Some(unsaid) = self.reset_log.note() {
+            tracing::warn!(
+                stream = %key,
+                "link sequence {seq} where {expected} was expected ({}): counted as a reset, \
+                 the count starts over{}",
+                cause.name(),
+                more_since(unsaid)
+            );
+        }
+    }
+
+    fn note_foreign(&self, key: &str, wire_name: &str, accepted: &[(&'static str, u32)]) {
+        self.foreign.fetch_add(1, Ordering::Relaxed);
+        if let Some(unsaid) = self.foreign_log.note() {
+            let planned: Vec<&str> = accepted.iter().map(|(name, _)| *name).collect();
+            tracing::warn!(
+                stream = %key,
+                "a frame of `{wire_name}` on a link the plan gives {}: counted foreign{}",
+                planned.join(" or "),
+                more_since(unsaid)
+            );
+        }
+    }
+
     fn reject(&self, key: &str, error: &FrameError) {
         let kind = error.rejection();
         if let Some(counter) = Rejection::ALL
@@ -171,12 +207,31 @@ impl Ingress {
                     Ok(frame) => frame,
                     Err(error) => return counters.reject(&key, &error),
                 };
-                // Loss on the wire is read from the link sequence of every frame that is
-                // a frame at all, before its payload is judged.
-                if let Step::Gap { lost } = counters.tracker.lock().observe(frame.head.link_seq) {
-                    counters.lost.fetch_add(lost, Ordering::Relaxed);
-                    // Each consumer of the stream here lost them: its row says so.
-                    hub.account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
+                // A message of a type the plan does not send here: nobody in the run
+                // published it (only a misbehaving member can send one), so it is no
+                // message of the stream, and its number is not the stream's either.
+                let control = frame.end_of_stream || frame.stop;
+                if !control
+                    && !accepted
+                        .iter()
+                        .any(|(name, _)| *name == frame.head.wire_name)
+                {
+                    return counters.note_foreign(&key, &frame.head.wire_name, &accepted);
+                }
+                // Loss on the wire is read from the link sequence of every frame of the
+                // stream, before its payload is judged.
+                let seq = frame.head.link_seq;
+                let step = counters.tracker.lock().observe(seq);
+                match step {
+                    Step::Gap { lost } => {
+                        counters.lost.fetch_add(lost, Ordering::Relaxed);
+                        // Each consumer of the stream here lost them: its row says so.
+                        hub.account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
+                    }
+                    Step::Reset { cause, expected } => {
+                        counters.note_reset(&key, seq, cause, expected);
+                    }
+                    Step::InOrder | Step::Behind => {}
                 }
                 if frame.end_of_stream {
                     // The producer finished: consumers here see their input close.
@@ -248,6 +303,8 @@ impl Ingress {
             unmatched: 0,
             sender_dropped: 0,
             lost: c.lost.load(Ordering::Relaxed),
+            resets: c.resets.load(Ordering::Relaxed),
+            foreign: c.foreign.load(Ordering::Relaxed),
             dropped_upstream: Default::default(),
             unprocessed_at_stop: 0,
             in_flight_at_stop: c.in_flight_at_stop.load(Ordering::Relaxed),
@@ -290,6 +347,8 @@ impl SenderRecord {
                 + self.queue.unmatched(),
             sender_dropped: self.queue.dropped(DropReason::QueueFull),
             lost: 0,
+            resets: 0,
+            foreign: 0,
             dropped_upstream: {
                 let mut upstream = crate::stats::DropCounts::default();
                 for reason in DropReason::ALL {
