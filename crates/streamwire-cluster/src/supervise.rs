@@ -152,6 +152,18 @@ impl<'a> Supervisor<'a> {
     }
 
     fn start_local(&mut self) -> Result<(), ClusterError> {
+        // A run killed outright (its coordinator by SIGKILL) left its workers' segments
+        // in /dev/shm: removed before this run's workers make their own, and named.
+        let orphans = streamwire_zenoh::sweep_orphaned_shared_memory();
+        if !orphans.is_empty() {
+            let names: Vec<String> = orphans.iter().map(|p| p.display().to_string()).collect();
+            (self.say)(&format!(
+                "removed {} shared-memory segment{} left by processes that are gone: {}",
+                orphans.len(),
+                if orphans.len() == 1 { "" } else { "s" },
+                names.join(", ")
+            ));
+        }
         for process in self.local.clone() {
             self.launch(&process)?;
         }
