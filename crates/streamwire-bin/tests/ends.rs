@@ -281,3 +281,89 @@ fn a_full_dev_shm_turns_shared_memory_off_with_one_message() {
     assert_eq!(said, 6, "once per worker:\n{stderr}");
     assert!(stderr.contains("/dev/shm has"), "{stderr}");
 }
+
+/// The rates of `stream` in the status lines of `stderr` after the first line holding
+/// `after` (`detections 6.9/s` → 6.9).
+fn rates_after(stderr: &str, after: &str, stream: &str) -> Vec<f64> {
+    stderr
+        .lines()
+        .skip_while(|line| !line.contains(after))
+        .filter_map(|line| {
+            let rest = line.split(&format!(" {stream} ")).nth(1)?;
+            rest.split("/s").next()?.trim().parse().ok()
+        })
+        .collect()
+}
+
+/// A worker stopped (SIGSTOP) for six of zenoh's leases (1 s here) and past the 5 s its
+/// coordinator may be silent, then resumed: zenoh closed and makes again its links, the
+/// worker says it did not run and receives again, and its report shows the frames lost
+/// meanwhile. (It used to stop itself at its first unanswered poll after the pause, the
+/// silence counted over the time it was stopped, and received nothing more.)
+#[test]
+fn a_worker_stopped_past_the_lease_receives_again_once_resumed() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = dir.path().join("lease.json5");
+    std::fs::write(
+        &config,
+        "{ transport: { link: { tx: { lease: 1000, keep_alive: 4 } } } }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let report = dir.path().join("report.json");
+    let mut command = Command::new(BIN);
+    command
+        .args(["run", "demo-split", "--insecure", "-o", "web.port=0"])
+        .args(["--duration", "10", "--zenoh-config"])
+        .arg(&config)
+        .arg("--report")
+        .arg(&report);
+    let mut run = Running::start(command);
+    run.wait_for("every worker is ready");
+    let perception = run
+        .stderr()
+        .lines()
+        .find(|l| l.contains("`robot/perception` started (pid"))
+        .and_then(|l| {
+            l.split("(pid ")
+                .nth(1)?
+                .strip_suffix(')')?
+                .parse::<u32>()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no pid for robot/perception: {}", run.stderr()));
+    std::thread::sleep(Duration::from_secs(1));
+    let signal = |name: &str| {
+        let status = Command::new("kill")
+            .args(["-s", name, &perception.to_string()])
+            .status();
+        assert!(status.is_ok_and(|s| s.success()), "kill -s {name}");
+    };
+    signal("STOP");
+    std::thread::sleep(Duration::from_secs(6));
+    signal("CONT");
+    let status = run.wait();
+    let (stdout, stderr) = (run.stdout(), run.stderr());
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let resumed = "`robot/perception` did not run for";
+    assert!(stderr.contains(resumed), "{stderr}");
+    assert!(!stderr.contains("`robot/perception` stops"), "{stderr}");
+    // Detections (made by the resumed worker from the frames it receives) flow again.
+    let rates = rates_after(&stderr, resumed, "detections");
+    assert!(rates.iter().any(|r| *r > 0.0), "{rates:?}\n{stderr}");
+    // The frames sent while it was stopped are lost on the wire, counted on its row.
+    let text = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{e}"));
+    let report: streamwire::runtime::RunReport =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let inbound = report
+        .stats
+        .wire
+        .iter()
+        .find(|w| {
+            w.partition == "robot/perception"
+                && w.key == "color_image/compressed"
+                && w.direction == streamwire::runtime::WireDirection::In
+        })
+        .unwrap_or_else(|| panic!("no ingress of robot/perception: {stdout}"));
+    assert!(inbound.lost > 0, "{stdout}");
+    assert_eq!(inbound.resets, 0, "{stdout}");
+}
