@@ -298,7 +298,7 @@ fn rates_after(stderr: &str, after: &str, stream: &str) -> Vec<f64> {
 /// A worker stopped (SIGSTOP) for six of zenoh's leases (1 s here) and past the 5 s its
 /// coordinator may be silent, then resumed: zenoh closed and makes again its links, the
 /// worker says it did not run and receives again, and its report shows the frames lost
-/// meanwhile. (It used to stop itself at its first unanswered poll after the pause, the
+/// meanwhile; its input was a silent link meanwhile (exit status 3). (It used to stop itself at its first unanswered poll after the pause, the
 /// silence counted over the time it was stopped, and received nothing more.)
 #[test]
 fn a_worker_stopped_past_the_lease_receives_again_once_resumed() {
@@ -343,7 +343,19 @@ fn a_worker_stopped_past_the_lease_receives_again_once_resumed() {
     signal("CONT");
     let status = run.wait();
     let (stdout, stderr) = (run.stdout(), run.stderr());
-    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    // Its input received nothing for more than `--silent-link` (5 s) while the camera
+    // sent: a silent link, warned about, in the report, exit status 3.
+    assert_eq!(status.code(), Some(3), "{status}\n{stdout}\n{stderr}");
+    let silent = "`color_image/compressed` into robot/perception: nothing received for";
+    assert!(
+        stderr.contains(&format!("warning: silent link: {silent}")),
+        "{stderr}"
+    );
+    assert!(stdout.contains(&format!("silent: {silent}")), "{stdout}");
+    assert!(
+        stderr.contains("(--allow-silent accepts them): exit status 3"),
+        "{stderr}"
+    );
     let resumed = "`robot/perception` did not run for";
     assert!(stderr.contains(resumed), "{stderr}");
     assert!(!stderr.contains("`robot/perception` stops"), "{stderr}");

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use streamwire_cluster::{
-    Access, Coordinator, CoordinatorOptions, Credential, Launch, StartHint, WorkerOptions,
-    run_worker,
+    Access, Coordinator, CoordinatorOptions, Credential, Launch, SilentLinks, StartHint,
+    WorkerOptions, run_worker,
 };
 use streamwire_graph::{Blueprint, RunnablePlan};
 use streamwire_runtime::RunReport;
@@ -35,7 +35,14 @@ pub(crate) struct Coordinate<'a> {
     pub(crate) insecure: bool,
     /// Whether the workers offer shared memory.
     pub(crate) shared_memory: bool,
+    /// `--silent-link`: a link that received nothing this long while its sender sent.
+    pub(crate) silent_link: Duration,
+    /// `--allow-silent`: a silent link does not change the exit status.
+    pub(crate) allow_silent: bool,
 }
+
+/// The exit status of a run with a silent link (without `--allow-silent`).
+pub(crate) const EXIT_SILENT: u8 = 3;
 
 /// `run` of a plan of several processes: start the workers, supervise, merge the reports;
 /// the run's access (`closed: ...`, `INSECURE: ...`) with them.
@@ -166,8 +173,10 @@ pub(crate) fn coordinate(
     };
     let ctrl_c = stop.clone();
     on_ctrl_c(move || ctrl_c.store(true, Ordering::SeqCst));
-    // A plain status line once a second, from the workers' counters.
+    // A plain status line once a second, from the workers' counters; the same counters
+    // tell the links that went silent.
     let mut previous: Option<streamwire_runtime::RunStats> = None;
+    let mut silent = SilentLinks::new(run.silent_link);
     let report = coordinator.run_observed(
         &command,
         stop,
@@ -176,16 +185,32 @@ pub(crate) fn coordinate(
             if let Some(previous) = &previous {
                 eprintln!("{}", crate::status_line(previous, stats));
             }
+            for link in silent.observe(stats, std::time::Instant::now()) {
+                eprintln!("warning: silent link: {link}");
+            }
             previous = Some(stats.clone());
         },
     )?;
     println!("{report}");
+    let silences = silent.episodes();
+    for link in &silences {
+        println!("silent: {link}");
+    }
     println!("{}", crate::commands::run::accounting(&report.report));
-    Ok((
-        exit_code(&report.report),
-        report.report,
-        Some(report.access),
-    ))
+    let mut code = exit_code(&report.report);
+    if !silences.is_empty() && code == ExitCode::SUCCESS {
+        if run.allow_silent {
+            eprintln!("warning: silent links allowed (--allow-silent): exit status 0");
+        } else {
+            eprintln!(
+                "error: {} silent link{} (--allow-silent accepts them): exit status {EXIT_SILENT}",
+                silences.len(),
+                if silences.len() == 1 { "" } else { "s" }
+            );
+            code = ExitCode::from(EXIT_SILENT);
+        }
+    }
+    Ok((code, report.report, Some(report.access)))
 }
 
 /// `worker`: run one process of the plan in the run of the coordinator at `--connect`.
