@@ -197,20 +197,25 @@ pub(crate) fn coordinate(
         println!("silent: {link}");
     }
     println!("{}", crate::commands::run::accounting(&report.report));
-    let mut code = exit_code(&report.report);
-    if !silences.is_empty() && code == ExitCode::SUCCESS {
-        if run.allow_silent {
-            eprintln!("warning: silent links allowed (--allow-silent): exit status 0");
-        } else {
-            eprintln!(
-                "error: {} silent link{} (--allow-silent accepts them): exit status {EXIT_SILENT}",
-                silences.len(),
-                if silences.len() == 1 { "" } else { "s" }
-            );
-            code = ExitCode::from(EXIT_SILENT);
-        }
-    }
+    let code = with_silences(exit_code(&report.report), silences.len(), run.allow_silent);
     Ok((code, report.report, Some(report.access)))
+}
+
+/// The exit status of a run that ended with `code` and had `silences` silent links: 3
+/// for a run that went well otherwise, unless they are allowed.
+fn with_silences(code: ExitCode, silences: usize, allowed: bool) -> ExitCode {
+    if silences == 0 || code != ExitCode::SUCCESS {
+        return code;
+    }
+    if allowed {
+        eprintln!("warning: silent links allowed (--allow-silent): exit status 0");
+        return code;
+    }
+    eprintln!(
+        "error: {silences} silent link{} (--allow-silent accepts them): exit status {EXIT_SILENT}",
+        if silences == 1 { "" } else { "s" }
+    );
+    ExitCode::from(EXIT_SILENT)
 }
 
 /// `worker`: run one process of the plan in the run of the coordinator at `--connect`.
