@@ -379,3 +379,49 @@ fn a_worker_stopped_past_the_lease_receives_again_once_resumed() {
     assert!(inbound.lost > 0, "{stdout}");
     assert_eq!(inbound.resets, 0, "{stdout}");
 }
+
+/// A worker stopped (SIGSTOP) past `--peer-timeout` (3 s here) is treated as dead: the
+/// coordinator says so, kills it, and the blueprint's supervision (`stop`, the default)
+/// fails the run naming it.
+#[test]
+fn a_worker_cut_off_past_the_peer_timeout_is_treated_as_dead() {
+    let mut command = Command::new(BIN);
+    command
+        .args(["run", "demo-split", "--insecure", "-o", "web.port=0"])
+        .args(["--duration", "12", "--peer-timeout", "3"]);
+    let mut run = Running::start(command);
+    run.wait_for("every worker is ready");
+    let perception = run
+        .stderr()
+        .lines()
+        .find(|l| l.contains("`robot/perception` started (pid"))
+        .and_then(|l| {
+            l.split("(pid ")
+                .nth(1)?
+                .strip_suffix(')')?
+                .parse::<u32>()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no pid for robot/perception: {}", run.stderr()));
+    std::thread::sleep(Duration::from_millis(500));
+    let status = Command::new("kill")
+        .args(["-s", "STOP", &perception.to_string()])
+        .status();
+    assert!(status.is_ok_and(|s| s.success()), "kill -s STOP");
+    let status = run.wait();
+    let (stdout, stderr) = (run.stdout(), run.stderr());
+    assert_eq!(status.code(), Some(1), "{status}\n{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "worker `robot/perception` (pid {perception}) cut off for"
+        )) && stderr.contains("treated as dead, killed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "worker `robot/perception` (pid {perception}) died"
+        )),
+        "{stderr}"
+    );
+    wait_gone(&[perception], Duration::from_secs(2));
+}

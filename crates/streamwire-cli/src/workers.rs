@@ -39,6 +39,8 @@ pub(crate) struct Coordinate<'a> {
     pub(crate) silent_link: Duration,
     /// `--allow-silent`: a silent link does not change the exit status.
     pub(crate) allow_silent: bool,
+    /// `--peer-timeout`: a worker not heard from this long is treated as dead.
+    pub(crate) peer_timeout: Duration,
 }
 
 /// The exit status of a run with a silent link (without `--allow-silent`).
@@ -61,6 +63,7 @@ pub(crate) fn coordinate(
         },
         host: run.host.clone(),
         join_timeout: run.join_timeout,
+        peer_timeout: run.peer_timeout,
         duration: run.duration,
         zenoh_config: run.zenoh_config.clone(),
         access: if run.insecure {

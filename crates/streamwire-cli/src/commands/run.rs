@@ -101,10 +101,15 @@ pub(crate) struct RunPlacement {
     /// A silent link is warned about and reported, but the exit status stays the run's.
     #[arg(long)]
     allow_silent: bool,
+    /// A worker not heard from for this long (stopped, cut off from the network) is
+    /// treated as dead: one started here is killed and the blueprint's `supervision`
+    /// applies; one started by hand is named and the run stops.
+    #[arg(long, value_name = "S", default_value_t = 30.0)]
+    peer_timeout: f64,
 }
 
 /// The placement flags' ids, hidden from `run`'s help in a binary without workers.
-pub(crate) const PLACEMENT_FLAGS: [&str; 10] = [
+pub(crate) const PLACEMENT_FLAGS: [&str; 11] = [
     "in_process",
     "host",
     "listen",
@@ -115,6 +120,7 @@ pub(crate) const PLACEMENT_FLAGS: [&str; 10] = [
     "no_shared_memory",
     "silent_link",
     "allow_silent",
+    "peer_timeout",
 ];
 
 /// Runs `args.blueprint` until its end, prints the report, and writes it to `--report`.
@@ -223,6 +229,14 @@ fn run_distributed(
                     )
                 })?,
                 allow_silent: placement.allow_silent,
+                peer_timeout: Duration::try_from_secs_f64(placement.peer_timeout).map_err(
+                    |_| {
+                        anyhow::anyhow!(
+                            "--peer-timeout {}: give a number of seconds, 0 or more",
+                            placement.peer_timeout
+                        )
+                    },
+                )?,
             },
             runnable,
             stop,
