@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use streamwire_cluster::{
-    Access, Coordinator, CoordinatorOptions, Credential, Launch, StartHint, WorkerOptions,
-    run_worker,
+    Access, Coordinator, CoordinatorOptions, Credential, Launch, SilentLinks, StartHint,
+    WorkerOptions, run_worker,
 };
 use streamwire_graph::{Blueprint, RunnablePlan};
 use streamwire_runtime::RunReport;
@@ -35,7 +35,16 @@ pub(crate) struct Coordinate<'a> {
     pub(crate) insecure: bool,
     /// Whether the workers offer shared memory.
     pub(crate) shared_memory: bool,
+    /// `--silent-link`: a link that received nothing this long while its sender sent.
+    pub(crate) silent_link: Duration,
+    /// `--allow-silent`: a silent link does not change the exit status.
+    pub(crate) allow_silent: bool,
+    /// `--peer-timeout`: a worker not heard from this long is treated as dead.
+    pub(crate) peer_timeout: Duration,
 }
+
+/// The exit status of a run with a silent link (without `--allow-silent`).
+pub(crate) const EXIT_SILENT: u8 = 3;
 
 /// `run` of a plan of several processes: start the workers, supervise, merge the reports;
 /// the run's access (`closed: ...`, `INSECURE: ...`) with them.
@@ -54,6 +63,7 @@ pub(crate) fn coordinate(
         },
         host: run.host.clone(),
         join_timeout: run.join_timeout,
+        peer_timeout: run.peer_timeout,
         duration: run.duration,
         zenoh_config: run.zenoh_config.clone(),
         access: if run.insecure {
@@ -166,8 +176,10 @@ pub(crate) fn coordinate(
     };
     let ctrl_c = stop.clone();
     on_ctrl_c(move || ctrl_c.store(true, Ordering::SeqCst));
-    // A plain status line once a second, from the workers' counters.
+    // A plain status line once a second, from the workers' counters; the same counters
+    // tell the links that went silent.
     let mut previous: Option<streamwire_runtime::RunStats> = None;
+    let mut silent = SilentLinks::new(run.silent_link);
     let report = coordinator.run_observed(
         &command,
         stop,
@@ -176,16 +188,37 @@ pub(crate) fn coordinate(
             if let Some(previous) = &previous {
                 eprintln!("{}", crate::status_line(previous, stats));
             }
+            for link in silent.observe(stats, std::time::Instant::now()) {
+                eprintln!("warning: silent link: {link}");
+            }
             previous = Some(stats.clone());
         },
     )?;
     println!("{report}");
+    let silences = silent.episodes();
+    for link in &silences {
+        println!("silent: {link}");
+    }
     println!("{}", crate::commands::run::accounting(&report.report));
-    Ok((
-        exit_code(&report.report),
-        report.report,
-        Some(report.access),
-    ))
+    let code = with_silences(exit_code(&report.report), silences.len(), run.allow_silent);
+    Ok((code, report.report, Some(report.access)))
+}
+
+/// The exit status of a run that ended with `code` and had `silences` silent links: 3
+/// for a run that went well otherwise, unless they are allowed.
+fn with_silences(code: ExitCode, silences: usize, allowed: bool) -> ExitCode {
+    if silences == 0 || code != ExitCode::SUCCESS {
+        return code;
+    }
+    if allowed {
+        eprintln!("warning: silent links allowed (--allow-silent): exit status 0");
+        return code;
+    }
+    eprintln!(
+        "error: {silences} silent link{} (--allow-silent accepts them): exit status {EXIT_SILENT}",
+        if silences == 1 { "" } else { "s" }
+    );
+    ExitCode::from(EXIT_SILENT)
 }
 
 /// `worker`: run one process of the plan in the run of the coordinator at `--connect`.

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, Sender};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_graph::{Plan, Supervision};
@@ -53,6 +53,12 @@ pub struct CoordinatorOptions {
     pub host: Option<String>,
     /// How long to wait for every worker to be ready (default 30 s).
     pub join_timeout: Duration,
+    /// A worker the coordinator has not heard from for this long while the run goes on
+    /// (it says its state every 100 ms) is treated as dead: a local one is killed and the
+    /// blueprint's supervision applies, a remote one is named and the run stops (default
+    /// 30 s, three of zenoh's default leases). A worker paused for less receives again
+    /// when it resumes.
+    pub peer_timeout: Duration,
     /// How long workers have to stop and report (default 2 s).
     pub stop_deadline: Duration,
     /// Stop after this long (default: until stopped, or every worker finished).
@@ -79,6 +85,7 @@ impl Default for CoordinatorOptions {
             listen: vec!["tcp/127.0.0.1:0".to_owned()],
             host: None,
             join_timeout: Duration::from_secs(30),
+            peer_timeout: Duration::from_secs(30),
             stop_deadline: Duration::from_secs(2),
             duration: None,
             zenoh_config: None,
@@ -150,6 +157,8 @@ pub(crate) struct Board {
     pub(crate) reports: BTreeMap<String, RunReport>,
     /// The latest counters of each worker, while it runs.
     pub(crate) live: BTreeMap<String, RunStats>,
+    /// When each joined worker was last heard from (its join, its state).
+    pub(crate) heard: BTreeMap<String, Instant>,
     /// Whether each joined worker offers shared memory.
     pub(crate) shared_memory: BTreeMap<String, bool>,
     /// Every process is ready: the sources may start.
@@ -447,6 +456,7 @@ fn join(b: &mut Board, request: JoinRequest) -> (JoinReply, Option<Event>) {
             b.shared_memory
                 .insert(request.process.clone(), request.shared_memory);
             b.joined.insert(request.process.clone(), request.pid);
+            b.heard.insert(request.process.clone(), Instant::now());
             b.ready.remove(&request.process);
             b.reports.remove(&request.process);
             Event::Joined(request.process)
@@ -510,6 +520,7 @@ fn versions(versions: &[u16]) -> String {
 fn state(b: &mut Board, request: StateRequest) -> (StateReply, Option<Event>) {
     let mut became_ready = false;
     if b.joined.contains_key(&request.process) {
+        b.heard.insert(request.process.clone(), Instant::now());
         if let Some(stats) = request.stats {
             b.live.insert(request.process.clone(), stats);
         }

@@ -42,10 +42,12 @@
 //! | `supervise` | the coordinator's event loop: start, barrier, deaths, restarts, the end |
 //! | `worker` | a worker: join, start behind the gate, report |
 //! | [`shared_memory`] | each worker's pool size, and the warning for workers without it |
+//! | [`liveness`] | silent links: planned links that receive nothing while their sender sends |
 //! | `report` | the end of a distributed run: its workers and the merged report |
 
 pub mod access;
 mod coordinator;
+pub mod liveness;
 pub mod protocol;
 mod report;
 pub mod shared_memory;
@@ -59,6 +61,7 @@ use streamwire_zenoh::ZenohError;
 
 pub use access::{AccessRules, Credential, RunAuthority};
 pub use coordinator::{Access, Coordinator, CoordinatorOptions, Launch, StartHint};
+pub use liveness::{DEFAULT_SILENT_LINK, SilentLink, SilentLinks};
 pub use report::{ClusterReport, WorkerSummary};
 pub use shared_memory::shared_memory_pool;
 pub use worker::{WorkerOptions, run_worker};

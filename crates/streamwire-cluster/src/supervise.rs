@@ -89,6 +89,9 @@ pub(crate) struct Supervisor<'a> {
     gone: BTreeSet<String>,
     /// Restarts done, against the blueprint's [`Supervision::Restart`] budget.
     restarts_used: u32,
+    /// Workers treated as dead for being cut off past the peer timeout (until they join
+    /// again).
+    cut_off: BTreeSet<String>,
     /// The last generation given to a started worker.
     generation: u64,
     /// When supervision began (the join timeout counts from here).
@@ -124,6 +127,7 @@ impl<'a> Supervisor<'a> {
             summaries,
             gone: BTreeSet::new(),
             restarts_used: 0,
+            cut_off: BTreeSet::new(),
             generation: 0,
             began: Instant::now(),
             run_started: None,
@@ -152,6 +156,18 @@ impl<'a> Supervisor<'a> {
     }
 
     fn start_local(&mut self) -> Result<(), ClusterError> {
+        // A run killed outright (its coordinator by SIGKILL) left its workers' segments
+        // in /dev/shm: removed before this run's workers make their own, and named.
+        let orphans = streamwire_zenoh::sweep_orphaned_shared_memory();
+        if !orphans.is_empty() {
+            let names: Vec<String> = orphans.iter().map(|p| p.display().to_string()).collect();
+            (self.say)(&format!(
+                "removed {} shared-memory segment{} left by processes that are gone: {}",
+                orphans.len(),
+                if orphans.len() == 1 { "" } else { "s" },
+                names.join(", ")
+            ));
+        }
         for process in self.local.clone() {
             self.launch(&process)?;
         }
@@ -253,6 +269,7 @@ impl<'a> Supervisor<'a> {
             Event::Joined(process) => {
                 tracing::info!("worker `{process}` joined");
                 self.gone.remove(&process);
+                self.cut_off.remove(&process);
             }
             Event::Ready(process) => {
                 tracing::info!("worker `{process}` ready");
@@ -411,6 +428,9 @@ impl<'a> Supervisor<'a> {
         {
             return Ok(Some((EndReason::Stopped, None)));
         }
+        if let Some(end) = self.on_cut_off(now)? {
+            return Ok(Some(end));
+        }
         if now >= self.next_progress {
             self.next_progress = now + PROGRESS;
             let mut merged = RunStats::default();
@@ -418,6 +438,47 @@ impl<'a> Supervisor<'a> {
                 merged.merge(stats.clone());
             }
             (self.progress)(&merged);
+        }
+        Ok(None)
+    }
+
+    /// Workers not heard from for longer than the peer timeout, without their report: a
+    /// local one is killed (its exit then gets the blueprint's supervision), a remote one
+    /// is dead now.
+    fn on_cut_off(&mut self, now: Instant) -> Result<End, ClusterError> {
+        let timeout = self.coordinator.options.peer_timeout;
+        let silent: Vec<(String, Duration)> = {
+            let b = lock(&self.coordinator.board);
+            b.joined
+                .keys()
+                .filter(|p| !b.reports.contains_key(*p) && !self.cut_off.contains(*p))
+                .filter_map(|p| {
+                    let for_ = now.saturating_duration_since(*b.heard.get(p)?);
+                    (for_ > timeout).then(|| (p.clone(), for_))
+                })
+                .collect()
+        };
+        for (process, for_) in silent {
+            self.cut_off.insert(process.clone());
+            let cut = format!(
+                "cut off for {:.1} s (longer than the peer timeout, {:.1} s)",
+                for_.as_secs_f64(),
+                timeout.as_secs_f64()
+            );
+            match self.children.get(&process) {
+                Some(child) => {
+                    (self.say)(&format!(
+                        "worker `{process}` (pid {}) {cut}: treated as dead, killed",
+                        child.pid
+                    ));
+                    kill(child);
+                }
+                None => {
+                    if let Some(end) = self.on_death(&process, &cut)? {
+                        return Ok(Some(end));
+                    }
+                }
+            }
         }
         Ok(None)
     }

@@ -28,6 +28,54 @@ const POLL: Duration = Duration::from_millis(100);
 /// A worker that has heard nothing from its coordinator for this long stops.
 const COORDINATOR_SILENCE: Duration = Duration::from_secs(5);
 
+/// Two polls further apart than this mean the worker itself did not run in between
+/// (stopped by SIGSTOP, a suspended machine, starved of CPU): a poll takes at most the
+/// query's timeout and the pause between polls.
+const STALL: Duration = Duration::from_secs(2);
+
+/// How long a worker has waited for its coordinator *while it ran*. A worker stopped
+/// (SIGSTOP) past the silence and then resumed used to find the silence long over at its
+/// first unanswered poll (its links to the others were still being made again after
+/// zenoh's lease closed them) and stopped itself: it then received nothing more, quietly
+/// (issue 31). Time it did not run is not the coordinator's silence.
+struct Silence {
+    heard: Instant,
+    last_poll: Instant,
+    not_running: Duration,
+}
+
+impl Silence {
+    fn new() -> Silence {
+        Silence {
+            heard: Instant::now(),
+            last_poll: Instant::now(),
+            not_running: Duration::ZERO,
+        }
+    }
+
+    fn heard(&mut self) {
+        self.heard = Instant::now();
+        self.not_running = Duration::ZERO;
+    }
+
+    /// Called at each poll: how long the worker did not run since the previous one, if
+    /// it was long enough to tell.
+    fn poll(&mut self) -> Option<Duration> {
+        let now = Instant::now();
+        let gap = now.saturating_duration_since(self.last_poll);
+        self.last_poll = now;
+        (gap > STALL).then(|| {
+            self.not_running += gap;
+            gap
+        })
+    }
+
+    /// Whether the coordinator has been silent, while this worker ran, for too long.
+    fn too_long(&self) -> bool {
+        self.heard.elapsed().saturating_sub(self.not_running) >= COORDINATOR_SILENCE
+    }
+}
+
 /// How a worker joins its run.
 #[derive(Clone, Debug)]
 pub struct WorkerOptions {
@@ -308,9 +356,17 @@ impl Worker<'_> {
         let started = Instant::now();
         let mut matched = false;
         let mut warned_unmatched = false;
-        let mut last_answer = Instant::now();
+        let mut silence = Silence::new();
         let mut last_stats = Instant::now();
         let stopped_by = loop {
+            if let Some(gap) = silence.poll() {
+                say(&format!(
+                    "worker `{}` did not run for {:.1} s (stopped, or starved of CPU): its \
+                     links are made again, and its coordinator's silence counts from now",
+                    self.process,
+                    gap.as_secs_f64()
+                ));
+            }
             if !matched {
                 let unmatched = handle.unmatched_links();
                 matched = unmatched.is_empty();
@@ -333,7 +389,7 @@ impl Worker<'_> {
             let mut stopped_by = None;
             match state {
                 Some(state) => {
-                    last_answer = Instant::now();
+                    silence.heard();
                     if state.go && matched && !gate.is_open() {
                         gate.open();
                     }
@@ -341,7 +397,7 @@ impl Worker<'_> {
                         stopped_by = Some("the coordinator");
                     }
                 }
-                None if last_answer.elapsed() >= COORDINATOR_SILENCE => {
+                None if silence.too_long() => {
                     stopped_by = Some("the coordinator stopped answering");
                 }
                 None => {}
@@ -358,7 +414,12 @@ impl Worker<'_> {
             std::thread::sleep(POLL);
         };
         if let Some(by) = stopped_by {
-            tracing::info!("worker `{}` stops: {by}", self.process);
+            if by == "the coordinator" {
+                tracing::info!("worker `{}` stops: {by}", self.process);
+            } else {
+                // Not asked by the run: said where the operator reads it.
+                say(&format!("worker `{}` stops: {by}", self.process));
+            }
             handle.stop();
         }
         Ok(())
@@ -406,11 +467,12 @@ impl Worker<'_> {
     /// Keeps the session until the run ends: frames this worker sent last (the end of a
     /// stream) may still be on their way, and closing the session would drop them.
     fn linger(&self, keys: &Keys) -> Result<(), ClusterError> {
-        let mut last_answer = Instant::now();
-        while last_answer.elapsed() < COORDINATOR_SILENCE && !self.told_to_stop() {
+        let mut silence = Silence::new();
+        while !silence.too_long() && !self.told_to_stop() {
+            silence.poll();
             match self.ask_state(keys, false, None)? {
                 Some(state) if state.stop => break,
-                Some(_) => last_answer = Instant::now(),
+                Some(_) => silence.heard(),
                 None => {}
             }
             std::thread::sleep(POLL);

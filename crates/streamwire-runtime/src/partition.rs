@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{DropReason, Envelope, Qos};
 use streamwire_transport::{
-    FrameBytes, FrameError, Rejection, SequenceTracker, Step, Subscription, Transport,
+    FrameBytes, FrameError, Rejection, ResetCause, SequenceTracker, Step, Subscription, Transport,
     TransportError, WireFrame, batch,
 };
 
@@ -105,6 +105,16 @@ pub(crate) struct IngressCounters {
     /// Set once its sender's end-of-stream or stop frame arrived: nothing it sent is
     /// still on the wire.
     ended: AtomicBool,
+    /// Times the link sequence started over (a restarted producer, or a number no loss
+    /// explains).
+    resets: AtomicU64,
+    /// Resets: each counted, logged once per burst.
+    reset_log: BurstLog,
+    /// Frames of a type the plan does not send on this link: counted here, never as a
+    /// message of the stream (nobody in the run published them).
+    foreign: AtomicU64,
+    /// Foreign frames: each counted, logged once per burst.
+    foreign_log: BurstLog,
     rejected: [AtomicU64; Rejection::ALL.len()],
     /// Copies made to read frames that arrived spread over several slices.
     receive_copies: AtomicU64,
@@ -115,6 +125,32 @@ pub(crate) struct IngressCounters {
 }
 
 impl IngressCounters {
+    fn note_reset(&self, key: &str, seq: u64, cause: ResetCause, expected: u64) {
+        self.resets.fetch_add(1, Ordering::Relaxed);
+        if let Some(unsaid) = self.reset_log.note() {
+            tracing::warn!(
+                stream = %key,
+                "link sequence {seq} where {expected} was expected ({}): counted as a reset, \
+                 the count starts over{}",
+                cause.name(),
+                more_since(unsaid)
+            );
+        }
+    }
+
+    fn note_foreign(&self, key: &str, wire_name: &str, accepted: &[(&'static str, u32)]) {
+        self.foreign.fetch_add(1, Ordering::Relaxed);
+        if let Some(unsaid) = self.foreign_log.note() {
+            let planned: Vec<&str> = accepted.iter().map(|(name, _)| *name).collect();
+            tracing::warn!(
+                stream = %key,
+                "a frame of `{wire_name}` on a link the plan gives {}: counted foreign{}",
+                planned.join(" or "),
+                more_since(unsaid)
+            );
+        }
+    }
+
     fn reject(&self, key: &str, error: &FrameError) {
         let kind = error.rejection();
         if let Some(counter) = Rejection::ALL
@@ -152,12 +188,31 @@ impl Receiver {
             Ok(frame) => frame,
             Err(error) => return counters.reject(&self.key, &error),
         };
-        // Loss on the wire is read from the link sequence of every frame that is
-        // a frame at all, before its payload is judged.
-        if let Step::Gap { lost } = counters.tracker.lock().observe(frame.head.link_seq) {
-            counters.lost.fetch_add(lost, Ordering::Relaxed);
-            // Each consumer of the stream here lost them: its row says so.
-            hub.account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
+        // A message of a type the plan does not send here: nobody in the run published
+        // it (only a misbehaving member can send one), so it is no message of the
+        // stream, and its number is not the stream's either.
+        let control = frame.end_of_stream || frame.stop;
+        if !control
+            && !accepted
+                .iter()
+                .any(|(name, _)| *name == frame.head.wire_name)
+        {
+            return counters.note_foreign(&self.key, &frame.head.wire_name, accepted);
+        }
+        // Loss on the wire is read from the link sequence of every frame of the stream,
+        // before its payload is judged.
+        let seq = frame.head.link_seq;
+        let step = counters.tracker.lock().observe(seq);
+        match step {
+            Step::Gap { lost } => {
+                counters.lost.fetch_add(lost, Ordering::Relaxed);
+                // Each consumer of the stream here lost them: its row says so.
+                hub.account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
+            }
+            Step::Reset { cause, expected } => {
+                counters.note_reset(&self.key, seq, cause, expected);
+            }
+            Step::InOrder | Step::Behind => {}
         }
         if frame.end_of_stream {
             // The producer finished: consumers here see their input close.
@@ -276,6 +331,8 @@ impl Ingress {
             unmatched: 0,
             sender_dropped: 0,
             lost: c.lost.load(Ordering::Relaxed),
+            resets: c.resets.load(Ordering::Relaxed),
+            foreign: c.foreign.load(Ordering::Relaxed),
             dropped_upstream: Default::default(),
             unprocessed_at_stop: 0,
             in_flight_at_stop: c.in_flight_at_stop.load(Ordering::Relaxed),

@@ -63,6 +63,8 @@ impl SenderRecord {
                 + self.queue.unmatched(),
             sender_dropped: self.queue.dropped(DropReason::QueueFull),
             lost: 0,
+            resets: 0,
+            foreign: 0,
             dropped_upstream: {
                 let mut upstream = crate::stats::DropCounts::default();
                 for reason in DropReason::ALL {

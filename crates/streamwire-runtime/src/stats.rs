@@ -146,8 +146,21 @@ pub struct WireStats {
     /// Sending: messages the sender's queue dropped (the stream's QoS) before they got a
     /// link sequence number: never counted as lost on the wire.
     pub sender_dropped: u64,
-    /// Receiving: frames that never arrived, from gaps in the link sequence.
+    /// Receiving: frames that never arrived, from gaps in the link sequence (cause
+    /// `gap`: on every consumer's row as `lost_on_wire`).
     pub lost: u64,
+    /// Receiving: times the link sequence started over (cause `reset`): a producer that
+    /// restarted, or a number no loss explains (a jump larger than the stream could have
+    /// sent since its previous frame, a step back to 0). What was lost across a reset
+    /// cannot be known from the numbers, so none of it is counted lost; the count goes on
+    /// from the new number, and later gaps are counted. Sending: 0.
+    #[serde(default)]
+    pub resets: u64,
+    /// Receiving: frames of a type the plan does not send on this link (after a closed
+    /// run's access control, only a misbehaving member can send one): counted here, never
+    /// as a message of the stream (neither published nor delivered nor dropped). Sending: 0.
+    #[serde(default)]
+    pub foreign: u64,
     /// Sending: messages lost before the sender by the codec nodes feeding it (counted
     /// there, relayed here), by reason. Receiving: none.
     pub dropped_upstream: DropCounts,
@@ -954,6 +967,8 @@ impl RunStats {
                 let problems = w
                     .rejected
                     .iter()
+                    .map(|(k, n)| (k.as_str(), *n))
+                    .chain([("reset", w.resets), ("foreign", w.foreign)])
                     .filter(|(_, n)| *n > 0)
                     .map(|(k, n)| format!("{k}={n}"))
                     .collect::<Vec<_>>()
@@ -997,7 +1012,7 @@ impl RunStats {
                 "unprocessed at stop",
                 "lost",
                 "in flight at stop",
-                "rejected",
+                "rejected, reset, foreign",
             ],
             &rows,
         );
@@ -1181,6 +1196,8 @@ mod tests {
                 unmatched: n + 2,
                 sender_dropped: n + 3,
                 lost: n + 4,
+                resets: n + 9,
+                foreign: n + 10,
                 dropped_upstream: DropCounts {
                     codec_queue_full: n + 5,
                     ..DropCounts::default()

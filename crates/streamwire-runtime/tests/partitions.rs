@@ -531,12 +531,14 @@ fn hostile_frames_on_the_loopback_are_counted_by_kind_without_large_allocations(
     assert_eq!(inbound.rejected("garbage"), 1, "{stats}");
     assert_eq!(inbound.rejected("truncated"), 2, "{stats}");
     assert_eq!(inbound.rejected("incompatible"), 1, "{stats}");
-    assert_eq!(inbound.rejected("wrong_type"), 1, "{stats}");
+    // A frame of a type the plan does not send on this link is foreign: counted on the
+    // wire, never as a message of the stream (not on the consumer's row).
+    assert_eq!(inbound.rejected("wrong_type"), 0, "{stats}");
+    assert_eq!(inbound.foreign, 1, "{stats}");
     assert_eq!(input(&stats, "viewer.frames").delivered, 1, "{stats}");
-    // The refused frame of the wrong type is on the consumer's row.
     assert_eq!(
         input(&stats, "viewer.frames").dropped.deserialize_failed,
-        1,
+        0,
         "{stats}"
     );
     handle.stop();
@@ -598,6 +600,44 @@ fn link_sequence_gaps_are_wire_loss_not_queue_drops() {
     // queue (counted there, relayed here).
     assert_eq!(viewer.dropped.lost_on_wire, 3, "{stats}");
     assert_eq!(viewer.dropped.codec_queue_full, decode.dropped, "{stats}");
+    handle.stop();
+    foreign_frames_do_not_balance(handle.wait());
+}
+
+/// A producer's link sequence that jumps to 2^62 or back to 0 is a reset: counted, no
+/// frame counted lost for it, and the real gaps after it are still counted (issue 31).
+#[test]
+fn forged_link_sequences_are_resets_and_later_gaps_still_count() {
+    let loopback = Loopback::new();
+    let options = RunOptions {
+        transport: Some(Arc::new(loopback.clone())),
+        ..RunOptions::default()
+    };
+    let handle = start_with(idle_camera_plan(), options);
+    let key = "color_image/compressed";
+    // 2^62 after 2 and 0 after 7 are no loss; 5, 6 and 9 never arrived.
+    let sent = [0, 1, 2, 1 << 62, 3, 4, 7, 0, 8, 10];
+    for seq in sent {
+        loopback.put_raw(key, jpeg_frame(seq)).unwrap();
+    }
+    let stats = wait_until(&handle, |s| {
+        wire(s, WireDirection::In, "ui", key).frames == sent.len() as u64 && {
+            let viewer = input(s, "viewer.frames");
+            let decode = codecs(s, CodecRole::Decode);
+            let decoded: u64 = decode.iter().map(|d| d.done).sum();
+            let taken: u64 = decode.iter().map(|d| d.done + d.dropped).sum();
+            taken == sent.len() as u64 && viewer.delivered + viewer.dropped.queue_full == decoded
+        }
+    });
+    let inbound = wire(&stats, WireDirection::In, "ui", key);
+    assert_eq!((inbound.lost, inbound.resets), (3, 2), "{stats}");
+    assert_eq!(inbound.foreign, 0, "{stats}");
+    assert_eq!(inbound.rejected_total(), 0, "{stats}");
+    let viewer = input(&stats, "viewer.frames");
+    assert_eq!(viewer.dropped.lost_on_wire, 3, "{stats}");
+    // The report says it where a person reads it.
+    let text = stats.to_string();
+    assert!(text.contains("reset=2"), "{text}");
     handle.stop();
     foreign_frames_do_not_balance(handle.wait());
 }

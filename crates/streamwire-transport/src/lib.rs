@@ -60,7 +60,9 @@ pub use frame::{
 };
 pub use loopback::Loopback;
 pub use parts::FrameBytes;
-pub use sequence::{SequenceTracker, Step};
+pub use sequence::{
+    PLAUSIBLE_GAP, RATE_MARGIN, REORDER_WINDOW, ResetCause, SequenceTracker, Step, UNKNOWN_RATE_HZ,
+};
 
 /// Why a transport refused an operation.
 #[derive(Debug, thiserror::Error)]

@@ -45,9 +45,14 @@
 //! ephemeral port).
 
 mod loans;
+mod probe;
 mod segments;
 
 pub use loans::is_known as is_zenoh_buffer;
+pub use probe::{
+    SHM_DIR, SHM_HEADROOM, ShmProbeError, probe_shared_memory, sweep_orphaned_shared_memory,
+    zenoh_segments,
+};
 pub use segments::in_shared_memory;
 
 use parking_lot::{Mutex, RwLock};
@@ -389,8 +394,23 @@ impl ZenohTransport {
             config.get_json("transport/shared_memory/enabled"),
             Ok(json) if json.trim() == "false"
         );
-        let shared_memory = options.shared_memory.enabled && file_allows_shm;
         let pool = options.shared_memory.pool_bytes.max(1 << 20);
+        // zenoh unwraps the making of its shared-memory internals (a panic in a lazy
+        // static when /dev/shm is full): asked first, a failure turns it off, said once.
+        let shared_memory = options.shared_memory.enabled
+            && file_allows_shm
+            && match probe_shared_memory(std::path::Path::new(SHM_DIR), pool) {
+                Ok(()) => true,
+                Err(error) => {
+                    tracing::warn!(
+                        "shared memory is off for this session: {}; frames to the \
+                         processes of this host travel as bytes (`--no-shared-memory` \
+                         turns it off without asking)",
+                        streamwire_core::log::chain(&error)
+                    );
+                    false
+                }
+            };
         let mut settings: Vec<(&'static str, String)> = options.settings.0.clone();
         settings.extend([
             ("mode", "\"peer\"".to_owned()),

@@ -94,10 +94,22 @@ pub(crate) struct RunPlacement {
     /// between the processes of a host are then copied through TCP.
     #[arg(long)]
     no_shared_memory: bool,
+    /// A planned link between processes that received nothing for this long while its
+    /// sender sent is *silent*: named with a warning and in the report, exit status 3.
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    silent_link: f64,
+    /// A silent link is warned about and reported, but the exit status stays the run's.
+    #[arg(long)]
+    allow_silent: bool,
+    /// A worker not heard from for this long (stopped, cut off from the network) is
+    /// treated as dead: one started here is killed and the blueprint's `supervision`
+    /// applies; one started by hand is named and the run stops.
+    #[arg(long, value_name = "S", default_value_t = 30.0)]
+    peer_timeout: f64,
 }
 
 /// The placement flags' ids, hidden from `run`'s help in a binary without workers.
-pub(crate) const PLACEMENT_FLAGS: [&str; 8] = [
+pub(crate) const PLACEMENT_FLAGS: [&str; 11] = [
     "in_process",
     "host",
     "listen",
@@ -106,6 +118,9 @@ pub(crate) const PLACEMENT_FLAGS: [&str; 8] = [
     "zenoh_config",
     "insecure",
     "no_shared_memory",
+    "silent_link",
+    "allow_silent",
+    "peer_timeout",
 ];
 
 /// Runs `args.blueprint` until its end, prints the report, and writes it to `--report`.
@@ -207,6 +222,21 @@ fn run_distributed(
                 zenoh_config: placement.zenoh_config.clone(),
                 insecure: placement.insecure,
                 shared_memory: !placement.no_shared_memory,
+                silent_link: Duration::try_from_secs_f64(placement.silent_link).map_err(|_| {
+                    anyhow::anyhow!(
+                        "--silent-link {}: give a number of seconds, 0 or more",
+                        placement.silent_link
+                    )
+                })?,
+                allow_silent: placement.allow_silent,
+                peer_timeout: Duration::try_from_secs_f64(placement.peer_timeout).map_err(
+                    |_| {
+                        anyhow::anyhow!(
+                            "--peer-timeout {}: give a number of seconds, 0 or more",
+                            placement.peer_timeout
+                        )
+                    },
+                )?,
             },
             runnable,
             stop,
