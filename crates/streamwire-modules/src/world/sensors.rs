@@ -173,21 +173,19 @@ impl SimCamera {
                 &fresh
             }
         };
-        let frame = world.render_into(
+        world.render_color_into(
             world_time(stamp),
             self.width,
             self.height,
             self.hfov_deg,
-            Some(&mut pixels),
+            &mut pixels,
         );
-        Ok(Image::from_packed(
-            frame.width,
-            frame.height,
-            ImageEncoding::Rgb8,
-            pixels.freeze(),
-        )?
-        .with_stamp(stamp)
-        .with_frame_id("camera"))
+        let (w, h) = World::frame_size(self.width, self.height);
+        Ok(
+            Image::from_packed(w as u32, h as u32, ImageEncoding::Rgb8, pixels.freeze())?
+                .with_stamp(stamp)
+                .with_frame_id("camera"),
+        )
     }
 }
 
