@@ -10,8 +10,19 @@
 //! same stamps and see the same instant.
 //!
 //! Geometry is 2.5D: vertical walls and blocks on a flat floor under a flat ceiling, cast
-//! one ray per image column (or lidar azimuth) and resolved per row by height. That keeps
-//! a 720p frame to a few milliseconds while colour, depth and the lidar agree exactly.
+//! one ray per image column (or lidar azimuth) and resolved per row by height, so colour,
+//! depth and the lidar agree exactly.
+//!
+//! The camera moves every frame, so no part of its image stays put and nothing is kept
+//! from one frame to the next; what is precomputed is everything that does not depend on
+//! the pixel: per frame the columns' rays and the slopes at which each face they cross
+//! begins and ends, per camera size the rows' slopes and their distances to the floor and
+//! ceiling, per world the planks' tones and the grain's sine. A pixel is then a few
+//! comparisons, multiplications and one table lookup, written row by row into the loaned
+//! buffer, and the camera asks for colour alone ([`World::render_color_into`]: no depth,
+//! no labels). A 1280x720 frame costs about 10 ms of CPU (release, on a 2-core machine
+//! at load 5-7: 9.6-9.8 ms a frame over 60 s of the demo, 10.3 ms median in `cargo run
+//! --release -p streamwire-modules --example measure -- render`), 24 ms before.
 
 mod sensors;
 
