@@ -44,6 +44,11 @@ use streamwire_cluster::{AccessRules, Credential, RunAuthority, access};
 use streamwire_runtime::{Partitions, RunHandle, RunOptions, Runtime, StartGate};
 use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 
+/// The keep-all depth of the streamwire cells across zenoh: as deep as the FIFO channel
+/// the bare zenoh baseline receives into (zenoh's default capacity, 256), so that both
+/// buffer the same number of messages of a burst.
+const ZENOH_KEEP_ALL_DEPTH: usize = 256;
+
 use crate::bare::Receive;
 use crate::modules::{Job, Layout};
 
@@ -734,6 +739,7 @@ fn over_zenoh(
             transport: Some(Arc::new(transport)),
             local: Some(home),
             start_gate: Some(gate.clone()),
+            keep_all_depth: ZENOH_KEEP_ALL_DEPTH,
             ..RunOptions::default()
         },
     )
@@ -858,6 +864,7 @@ pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
                 RunOptions {
                     transport: Some(Arc::new(transport)),
                     local: Some(local),
+                    keep_all_depth: ZENOH_KEEP_ALL_DEPTH,
                     ..RunOptions::default()
                 },
             )

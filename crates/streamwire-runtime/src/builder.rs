@@ -270,8 +270,12 @@ impl Make {
 
     /// A queue bounded as `history` says, notifying `signal`.
     fn queue(&self, history: History, signal: &Arc<Signal>) -> Arc<InputQueue> {
-        let bound = Bound::from_history(history, self.keep_all_depth, self.keep_all_deadline);
-        self.queue_bounded(bound, signal)
+        self.queue_bounded(self.bound(history), signal)
+    }
+
+    /// The bound of a queue keeping `history`, with the run's keep-all depth and deadline.
+    fn bound(&self, history: History) -> Bound {
+        Bound::from_history(history, self.keep_all_depth, self.keep_all_deadline)
     }
 
     /// A queue of bound `bound`, notifying `signal`.

@@ -129,6 +129,9 @@ pub(crate) const MANUAL_POLL: Duration = Duration::from_millis(1);
 pub(crate) struct Signal {
     count: AtomicU64,
     sleepers: AtomicU64,
+    /// Waits that ended because the count changed: how often its thread was woken to
+    /// look for work (the report's `woken`; a thread nobody feeds stays at its stop's).
+    woken: AtomicU64,
     lock: Mutex<()>,
     changed: Condvar,
 }
@@ -159,6 +162,7 @@ impl Signal {
     pub(crate) fn wait(&self, since: u64, timeout: Duration) {
         for _ in 0..SPINS {
             if self.count() != since {
+                self.woken.fetch_add(1, Ordering::Relaxed);
                 return;
             }
             std::hint::spin_loop();
@@ -169,6 +173,14 @@ impl Signal {
             .changed
             .wait_while_for(&mut guard, |_| self.count() == since, timeout);
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        if self.count() != since {
+            self.woken.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// How often a wait ended because the count changed.
+    pub(crate) fn woken(&self) -> u64 {
+        self.woken.load(Ordering::Relaxed)
     }
 }
 

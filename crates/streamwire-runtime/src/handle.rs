@@ -112,6 +112,16 @@ impl RunHandle {
         let reason = self.until_end(limit);
         self.shared.stop();
         let stragglers = self.join_within_deadline();
+        // A keep-last stream's producer put its stop frame as its thread ended; one that
+        // did not end (a straggler) gets it here, after its last frame.
+        for sender in self
+            .records
+            .senders
+            .iter()
+            .filter_map(|s| s.inline.as_ref())
+        {
+            sender.close(streamwire_transport::WireFrame::stop);
+        }
         // What other processes' senders sent before their stop frame is still counted
         // (as in flight at stop) before the subscriptions close.
         self.drain_wire();
@@ -286,9 +296,9 @@ impl RunHandle {
             .senders
             .iter()
             .filter(|s| {
-                !s.remote_partitions.is_empty() && !s.publisher.reaches(&s.remote_partitions)
+                !s.remote_partitions.is_empty() && !s.publisher().reaches(&s.remote_partitions)
             })
-            .map(|s| s.publisher.key().to_owned())
+            .map(|s| s.publisher().key().to_owned())
             .collect()
     }
 

@@ -13,6 +13,7 @@ use streamwire_core::{
 
 use crate::clock::Clock;
 use crate::queue::{Fate, InputQueue};
+use crate::sender::InlineSender;
 
 /// What a subscriber takes from a hub.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +26,8 @@ pub(crate) enum Wants {
     Any,
 }
 
-/// Whether a subscriber needs the stream now.
+/// Whether a subscriber needs the stream now. The hub asks before it hands a message
+/// over: a codec node or a sender nobody downstream wants is not woken to throw it away.
 #[derive(Clone)]
 pub(crate) enum Demand {
     /// A module input or a tap: needed while subscribed.
@@ -34,6 +36,18 @@ pub(crate) enum Demand {
     Via(Arc<Hub>),
     /// A transport publisher: needed while another partition subscribes to the stream.
     Remote(Arc<dyn streamwire_transport::Publisher>),
+}
+
+impl Demand {
+    /// Whether a message published now is wanted: a transport publisher that remembers
+    /// frames for late joiners (transient-local) wants every one.
+    fn wants_now(&self) -> bool {
+        match self {
+            Demand::Always => true,
+            Demand::Via(downstream) => downstream.has_demand(),
+            Demand::Remote(publisher) => publisher.is_matched() || publisher.remembers(),
+        }
+    }
 }
 
 /// Counters of one link (hub to queue).
@@ -54,6 +68,9 @@ pub(crate) struct Subscriber {
     /// Its module finished: it takes nothing more, and each later publish is counted on
     /// its row as unmatched (not sent), so that its report still balances.
     pub(crate) detached: bool,
+    /// A keep-last stream's sender, which puts the message on the wire on the forwarding
+    /// thread (its `queue` only counts what it did not send).
+    pub(crate) inline: Option<Arc<InlineSender>>,
 }
 
 /// Decodes ready-made bytes published on an `Out<Compressed<..>>` for the pixel
@@ -75,6 +92,9 @@ pub(crate) struct Hub {
     next_subscriber: AtomicU64,
     seq: AtomicU64,
     pub(crate) published: AtomicU64,
+    /// Messages the codec node publishing into this hub was not handed because nobody
+    /// downstream wanted them (the node's `skipped`, counted by the hub feeding it).
+    pub(crate) not_wanted: AtomicU64,
     open: AtomicBool,
     clock: Arc<dyn Clock>,
     stopping: Arc<AtomicBool>,
@@ -111,6 +131,7 @@ impl Hub {
             next_subscriber: AtomicU64::new(0),
             seq: AtomicU64::new(0),
             published: AtomicU64::new(0),
+            not_wanted: AtomicU64::new(0),
             open: AtomicBool::new(true),
             clock,
             stopping,
@@ -126,6 +147,28 @@ impl Hub {
         wants: Wants,
         demand: Demand,
     ) -> (u64, Arc<LinkCounters>) {
+        self.subscribe_with(queue, wants, demand, None)
+    }
+
+    /// Adds a keep-last stream's sender, which puts each message on the wire as it is
+    /// forwarded; `queue` counts what it did not send.
+    pub(crate) fn subscribe_inline(
+        &self,
+        queue: Arc<InputQueue>,
+        demand: Demand,
+        sender: Arc<InlineSender>,
+    ) -> u64 {
+        self.subscribe_with(queue, Wants::Any, demand, Some(sender))
+            .0
+    }
+
+    fn subscribe_with(
+        &self,
+        queue: Arc<InputQueue>,
+        wants: Wants,
+        demand: Demand,
+        inline: Option<Arc<InlineSender>>,
+    ) -> (u64, Arc<LinkCounters>) {
         let id = self.next_subscriber.fetch_add(1, Ordering::Relaxed);
         let link = Arc::new(LinkCounters::default());
         queue.add_upstream();
@@ -136,6 +179,7 @@ impl Hub {
             demand,
             link: link.clone(),
             detached: false,
+            inline,
         });
         if !self.open.load(Ordering::SeqCst) {
             queue.upstream_closed();
@@ -177,7 +221,8 @@ impl Hub {
         }
     }
 
-    /// True while some subscriber needs this stream.
+    /// True while some subscriber needs this stream (what `Out::has_consumers` says: a
+    /// transient-local publisher's history alone does not make a module produce).
     pub(crate) fn has_demand(&self) -> bool {
         self.subscribers
             .read()
@@ -190,11 +235,15 @@ impl Hub {
             })
     }
 
-    /// The producer finished: subscribers see their input close once drained.
+    /// The producer finished: subscribers see their input close once drained; a sender
+    /// on this thread puts its end-of-stream frame.
     pub(crate) fn close(&self) {
         if self.open.swap(false, Ordering::SeqCst) {
             for s in self.subscribers.read().iter().filter(|s| !s.detached) {
                 s.queue.upstream_closed();
+                if let Some(sender) = &s.inline {
+                    sender.producer_finished();
+                }
             }
         }
     }
@@ -256,6 +305,10 @@ impl Hub {
                 s.queue.account(Fate::Unmatched);
                 continue;
             }
+            if !s.demand.wants_now() {
+                Self::not_wanted(s);
+                continue;
+            }
             let (delivery, bytes) = match s.wants {
                 Wants::Message(want) if want != published_type => {
                     let wants_pixels_of_ready_made = want == self.message
@@ -286,7 +339,25 @@ impl Hub {
             };
             s.link.messages.fetch_add(1, Ordering::Relaxed);
             s.link.content_bytes.fetch_add(bytes, Ordering::Relaxed);
-            s.queue.push(delivery);
+            match &s.inline {
+                Some(sender) => sender.send(&delivery),
+                None => {
+                    s.queue.push(delivery);
+                }
+            }
+        }
+    }
+
+    /// A message subscriber `s` does not want now, counted where its thread would have
+    /// counted it: a codec node's as skipped (not sent to its consumers, which have all
+    /// finished), a sender's as not sent.
+    fn not_wanted(s: &Subscriber) {
+        match &s.demand {
+            Demand::Via(downstream) => {
+                downstream.not_wanted.fetch_add(1, Ordering::Relaxed);
+                downstream.account_on_subscribers(Fate::Unmatched);
+            }
+            _ => s.queue.account(Fate::Unmatched),
         }
     }
 

@@ -165,6 +165,7 @@ mod hub;
 mod options;
 mod partition;
 mod queue;
+mod sender;
 mod stats;
 mod taps;
 mod worker;
@@ -178,6 +179,7 @@ pub use partition::{Partitions, StartGate};
 pub use stats::{
     BalanceError, Balanced, BufferStats, CodecRole, CodecStats, DropCounts, EndReason, InputStats,
     InstanceStats, LatencySummary, LinkStats, OutputStats, RateStats, RunReport, RunStats,
-    TapStats, Unbalanced, WireDirection, WireStats, balance_checks, check_balance,
+    TapStats, ThreadKind, ThreadStats, Unbalanced, WireDirection, WireStats, balance_checks,
+    check_balance,
 };
 pub use taps::{AnyTap, Tap, TapError};

@@ -2,25 +2,23 @@
 //! the others only by a transport. A stream produced in one partition and consumed in
 //! another leaves through a *sender* (a publisher fed by the producer's hub) and enters
 //! through an *ingress* (a subscription that reads frames into a hub of the receiving
-//! partition, whose consumers subscribe to it as to any local hub).
+//! partition, whose consumers subscribe to it as to any local hub). Senders are in
+//! `sender.rs`.
 
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::Sender;
 
 use streamwire_core::log::{BurstLog, chain, more_since};
-use streamwire_core::{DropReason, Envelope, InputBinding, Qos};
+use streamwire_core::{DropReason, Envelope, Qos};
 use streamwire_transport::{
-    FrameBytes, FrameError, Publisher, Rejection, SequenceTracker, Step, Subscription, Transport,
-    TransportError, WireFrame,
+    FrameBytes, FrameError, Rejection, SequenceTracker, Step, Subscription, Transport,
+    TransportError, WireFrame, batch,
 };
 
-use crate::clock::Signal;
 use crate::hub::Hub;
-use crate::queue::{Fate, InputQueue};
+use crate::queue::Fate;
 use crate::stats::{WireDirection, WireStats};
-use crate::worker::{Exit, IDLE_RECHECK, Outcome, Shared};
 
 /// Holds a run's modules before their first step until it is opened: the run's threads,
 /// queues and subscriptions are all up, so a distributed run opens it only once every
@@ -136,6 +134,73 @@ impl IngressCounters {
     }
 }
 
+/// What an ingress does with each frame it receives.
+struct Receiver {
+    counters: Arc<IngressCounters>,
+    hub: Arc<Hub>,
+    key: String,
+    /// The message types the link carries, with their schema versions.
+    accepted: Vec<(&'static str, u32)>,
+}
+
+impl Receiver {
+    /// Reads one frame: loss from its link sequence, then the link's end, or its message
+    /// into the hub; a frame that cannot be read is counted and refused.
+    fn frame(&self, bytes: FrameBytes) {
+        let (counters, hub, accepted) = (&self.counters, &self.hub, &self.accepted);
+        let frame = match WireFrame::parse(bytes) {
+            Ok(frame) => frame,
+            Err(error) => return counters.reject(&self.key, &error),
+        };
+        // Loss on the wire is read from the link sequence of every frame that is
+        // a frame at all, before its payload is judged.
+        if let Step::Gap { lost } = counters.tracker.lock().observe(frame.head.link_seq) {
+            counters.lost.fetch_add(lost, Ordering::Relaxed);
+            // Each consumer of the stream here lost them: its row says so.
+            hub.account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
+        }
+        if frame.end_of_stream {
+            // The producer finished: consumers here see their input close.
+            counters.ended.store(true, Ordering::SeqCst);
+            hub.close();
+            return;
+        }
+        if frame.stop {
+            // The sender stopped: every frame it sent has arrived or was lost.
+            counters.ended.store(true, Ordering::SeqCst);
+            return;
+        }
+        if frame.unsent {
+            // On its sender's not-sent count, yet here after all (from the
+            // stream's history): whatever becomes of it now is counted below.
+            hub.account_on_subscribers(Fate::Recovered);
+        }
+        if hub.is_stopping() {
+            // On the wire when the run stopped: counted, not delivered.
+            counters.in_flight_at_stop.fetch_add(1, Ordering::Relaxed);
+            hub.account_on_subscribers(Fate::InFlightAtStop);
+            return;
+        }
+        match frame.decode_message(accepted) {
+            Ok(message) => {
+                let copies = frame.copies();
+                if copies > 0 {
+                    counters.receive_copies.fetch_add(copies, Ordering::Relaxed);
+                }
+                hub.forward(Envelope {
+                    header: frame.head.header(),
+                    message: Arc::from(message),
+                });
+            }
+            Err(error) => {
+                counters.reject(&self.key, &error);
+                // Each consumer of the stream lost this message: its input says so.
+                hub.count_on_subscribers(DropReason::DeserializeFailed);
+            }
+        }
+    }
+}
+
 /// A stream entering a partition.
 pub(crate) struct Ingress {
     pub(crate) partition: String,
@@ -162,63 +227,26 @@ impl Ingress {
         if joined == Joined::BeforeFirstFrame {
             *counters.tracker.lock() = SequenceTracker::from_first_frame();
         }
-        let sink = {
-            let counters = counters.clone();
-            let hub = hub.clone();
-            let key = key.to_owned();
-            Arc::new(move |bytes: FrameBytes| {
-                let frame = match WireFrame::parse(bytes) {
-                    Ok(frame) => frame,
-                    Err(error) => return counters.reject(&key, &error),
-                };
-                // Loss on the wire is read from the link sequence of every frame that is
-                // a frame at all, before its payload is judged.
-                if let Step::Gap { lost } = counters.tracker.lock().observe(frame.head.link_seq) {
-                    counters.lost.fetch_add(lost, Ordering::Relaxed);
-                    // Each consumer of the stream here lost them: its row says so.
-                    hub.account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
-                }
-                if frame.end_of_stream {
-                    // The producer finished: consumers here see their input close.
-                    counters.ended.store(true, Ordering::SeqCst);
-                    hub.close();
-                    return;
-                }
-                if frame.stop {
-                    // The sender stopped: every frame it sent has arrived or was lost.
-                    counters.ended.store(true, Ordering::SeqCst);
-                    return;
-                }
-                if frame.unsent {
-                    // On its sender's not-sent count, yet here after all (from the
-                    // stream's history): whatever becomes of it now is counted below.
-                    hub.account_on_subscribers(Fate::Recovered);
-                }
-                if hub.is_stopping() {
-                    // On the wire when the run stopped: counted, not delivered.
-                    counters.in_flight_at_stop.fetch_add(1, Ordering::Relaxed);
-                    hub.account_on_subscribers(Fate::InFlightAtStop);
-                    return;
-                }
-                match frame.decode_message(&accepted) {
-                    Ok(message) => {
-                        let copies = frame.copies();
-                        if copies > 0 {
-                            counters.receive_copies.fetch_add(copies, Ordering::Relaxed);
-                        }
-                        hub.forward(Envelope {
-                            header: frame.head.header(),
-                            message: Arc::from(message),
-                        });
-                    }
-                    Err(error) => {
-                        counters.reject(&key, &error);
-                        // Each consumer of the stream lost this message: its input says so.
-                        hub.count_on_subscribers(DropReason::DeserializeFailed);
-                    }
-                }
-            })
-        };
+        let receiver = Arc::new(Receiver {
+            counters: counters.clone(),
+            hub: hub.clone(),
+            key: key.to_owned(),
+            accepted,
+        });
+        let sink = Arc::new(move |bytes: FrameBytes| {
+            if batch::frame_count(&bytes).is_none() {
+                return receiver.frame(bytes);
+            }
+            match batch::split(bytes) {
+                // Each frame of a batch is read as if it came alone.
+                Ok(frames) => frames
+                    .into_iter()
+                    .flatten()
+                    .for_each(|frame| receiver.frame(frame)),
+                // Its frames are lost: the next frame's link sequence says how many.
+                Err(error) => receiver.counters.reject(&receiver.key, &error),
+            }
+        });
         let subscription = transport.subscribe(key, qos, sink)?;
         transport.announce(key, partition);
         Ok(Ingress {
@@ -257,165 +285,9 @@ impl Ingress {
                 .map(|(k, n)| (k.name().to_owned(), n.load(Ordering::Relaxed)))
                 .collect(),
             receive_copies: c.receive_copies.load(Ordering::Relaxed),
-        }
-    }
-}
-
-/// What `stats()` reads of a sender.
-pub(crate) struct SenderRecord {
-    pub(crate) partition: String,
-    /// The other partitions the plan sends the stream to (a distributed run waits until
-    /// the publisher reaches every one before its sources start).
-    pub(crate) remote_partitions: Vec<String>,
-    pub(crate) publisher: Arc<dyn Publisher>,
-    pub(crate) queue: Arc<InputQueue>,
-    pub(crate) failed: Arc<AtomicU64>,
-    /// End-of-stream and stop frames put while nobody subscribed: counted by the
-    /// publisher as unmatched, but not messages.
-    pub(crate) control_unmatched: Arc<AtomicU64>,
-}
-
-impl SenderRecord {
-    pub(crate) fn stats(&self) -> WireStats {
-        let sent = self.publisher.counters();
-        WireStats {
-            partition: self.partition.clone(),
-            key: self.publisher.key().to_owned(),
-            direction: WireDirection::Out,
-            frames: sent.frames,
-            wire_bytes: sent.wire_bytes,
-            unmatched: sent
-                .unmatched
-                .saturating_sub(self.control_unmatched.load(Ordering::Relaxed))
-                + self.queue.unmatched(),
-            sender_dropped: self.queue.dropped(DropReason::QueueFull),
-            lost: 0,
-            dropped_upstream: {
-                let mut upstream = crate::stats::DropCounts::default();
-                for reason in DropReason::ALL {
-                    if reason != DropReason::QueueFull {
-                        upstream.set(reason, self.queue.dropped(reason));
-                    }
-                }
-                upstream
-            },
-            unprocessed_at_stop: self.queue.unprocessed_at_stop(),
-            in_flight_at_stop: 0,
-            rejected: Rejection::ALL
-                .iter()
-                .map(|k| {
-                    let n = if *k == Rejection::Undecodable {
-                        self.failed.load(Ordering::Relaxed)
-                    } else {
-                        0
-                    };
-                    (k.name().to_owned(), n)
-                })
-                .collect(),
-            receive_copies: 0,
-        }
-    }
-}
-
-/// Takes a partition's messages of one stream from its queue and puts them on the
-/// transport, one frame each (the frame is built only if someone is subscribed).
-pub(crate) struct SenderWorker {
-    pub(crate) thread: usize,
-    /// Its `tracing` span (`process`, `stream`, `port`).
-    pub(crate) span: tracing::Span,
-    pub(crate) publisher: Arc<dyn Publisher>,
-    /// The codec that made the stream's messages (`jpeg` for an encode node), or empty.
-    pub(crate) codec: &'static str,
-    pub(crate) queue: Arc<InputQueue>,
-    pub(crate) signal: Arc<Signal>,
-    pub(crate) subscription: (Arc<Hub>, u64),
-    pub(crate) failed: Arc<AtomicU64>,
-    /// See [`SenderRecord::control_unmatched`].
-    pub(crate) control_unmatched: Arc<AtomicU64>,
-    pub(crate) shared: Arc<Shared>,
-}
-
-impl SenderWorker {
-    pub(crate) fn run(self, exits: Sender<Exit>) {
-        let span = self.span.clone();
-        let _entered = span.enter();
-        let failures = BurstLog::default();
-        // The frame that closes the link: a stop frame when the run stops, an
-        // end-of-stream frame when the producer finished, none once the transport closed.
-        let mut last: Option<fn(u64) -> Result<FrameBytes, FrameError>> = None;
-        loop {
-            let since = self.signal.count();
-            if self.shared.is_stopping() {
-                last = Some(WireFrame::stop);
-                break;
-            }
-            match self.queue.pop() {
-                Some(envelope) => {
-                    let result = self.publisher.put(&mut |link_seq| {
-                        WireFrame::encode(
-                            envelope.message.as_ref(),
-                            envelope.header,
-                            link_seq,
-                            self.codec,
-                        )
-                    });
-                    match result {
-                        Ok(()) => {}
-                        Err(TransportError::Closed) => {
-                            // Taken from the queue as the run ended: still unsent.
-                            self.queue.account(Fate::UnprocessedAtStop);
-                            break;
-                        }
-                        Err(error) => {
-                            self.failed.fetch_add(1, Ordering::Relaxed);
-                            if let Some(unsaid) = failures.note() {
-                                tracing::warn!(
-                                    key = %self.publisher.key(),
-                                    "not sent: {}{}",
-                                    chain(&error),
-                                    more_since(unsaid)
-                                );
-                            }
-                        }
-                    }
-                }
-                None if self.queue.is_closed() => {
-                    // The producer finished: so do its consumers in other partitions.
-                    last = Some(WireFrame::end_of_stream);
-                    break;
-                }
-                None => self.signal.wait(since, IDLE_RECHECK),
-            }
-        }
-        if let Some(frame) = last {
-            self.put_control(frame);
-        }
-        // Detached, not removed: what the producer still publishes is counted on this
-        // queue as not sent (and so on the rows of the consumers behind the wire).
-        let (hub, id) = &self.subscription;
-        hub.detach(*id);
-        let _ = exits.send(Exit {
-            thread: self.thread,
-            outcome: Outcome::Finished,
-        });
-    }
-
-    /// Puts an end-of-stream or stop frame, numbered after the last frame sent. Put while
-    /// nobody subscribes, it is no message not sent: taken out of the unmatched count.
-    fn put_control(&self, frame: fn(u64) -> Result<FrameBytes, FrameError>) {
-        let before = self.publisher.counters().unmatched;
-        let mut frame = frame;
-        let result = self.publisher.put(&mut frame);
-        let after = self.publisher.counters().unmatched;
-        self.control_unmatched
-            .fetch_add(after.saturating_sub(before), Ordering::Relaxed);
-        match result {
-            Ok(()) | Err(TransportError::Closed) => {}
-            Err(error) => tracing::warn!(
-                key = %self.publisher.key(),
-                "the frame that closes the link was not sent: {}",
-                chain(&error)
-            ),
+            sent_by_producer: false,
+            batches: 0,
+            batched: 0,
         }
     }
 }

@@ -19,9 +19,25 @@ pub(crate) enum Bound {
     /// Keep the newest `n`: a full queue evicts its oldest message, counted.
     KeepLast(usize),
     /// Hold up to `depth`; a producer finding it full waits up to `deadline` (run-clock
-    /// time) for room, then drops the new message, counted.
-    KeepAll { depth: usize, deadline: Duration },
+    /// time) for room, then drops the new message, counted. Beyond `depth`, a small
+    /// message (content up to [`SMALL_MESSAGE`] bytes) is still taken while the queue
+    /// holds fewer than `small_depth` (a consumer's queue: `depth`; a keep-all sender's,
+    /// the wire's buffer: [`WIRE_BUFFER_SMALL_DEPTH`], so that a burst of small messages
+    /// leaves in large batches, as bytes wait in a socket's buffer).
+    KeepAll {
+        depth: usize,
+        deadline: Duration,
+        small_depth: usize,
+    },
 }
+
+/// A message with at most this many content bytes is small: a sender batches it with
+/// others waiting, and a sender's queue takes more of them than its depth.
+pub(crate) const SMALL_MESSAGE: usize = 4096;
+
+/// How many messages a keep-all sender's queue holds when they are small (at most 1 MiB
+/// of content beyond its depth).
+pub(crate) const WIRE_BUFFER_SMALL_DEPTH: usize = 256;
 
 impl Bound {
     pub(crate) fn from_history(
@@ -34,6 +50,7 @@ impl Bound {
             History::KeepAll => Bound::KeepAll {
                 depth: keep_all_depth.max(1),
                 deadline,
+                small_depth: keep_all_depth.max(1),
             },
         }
     }
@@ -199,7 +216,16 @@ impl InputQueue {
                 items.push_back(envelope);
                 true
             }
-            Bound::KeepAll { depth, deadline } => {
+            Bound::KeepAll {
+                depth,
+                deadline,
+                small_depth,
+            } => {
+                let depth = if envelope.message.content_len() <= SMALL_MESSAGE {
+                    depth.max(small_depth)
+                } else {
+                    depth
+                };
                 let give_up = self
                     .clock
                     .now()
@@ -393,6 +419,7 @@ mod tests {
             Bound::KeepAll {
                 depth: 2,
                 deadline: Duration::from_millis(100),
+                small_depth: 2,
             },
             Signal::new(),
             clock.clone(),
@@ -446,5 +473,44 @@ mod tests {
             .collect();
         assert_eq!(seqs, [1, 2]);
         assert_eq!(queue.dropped(streamwire_core::DropReason::QueueFull), 0);
+    }
+
+    #[test]
+    fn a_wire_buffer_takes_small_messages_beyond_its_depth_and_not_large_ones() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_nanos(1)));
+        let queue = InputQueue::new(
+            Bound::KeepAll {
+                depth: 2,
+                deadline: Duration::ZERO,
+                small_depth: 5,
+            },
+            Signal::new(),
+            clock.clone(),
+            Arc::new(AtomicBool::new(false)),
+        );
+        // Odometry carries no content bytes: small. Five fit, the sixth is refused at once
+        // (a zero deadline), counted.
+        for seq in 0..5 {
+            assert!(queue.push(envelope(seq)), "message {seq}");
+        }
+        assert!(!queue.push(envelope(5)));
+        assert_eq!(queue.dropped(streamwire_core::DropReason::QueueFull), 1);
+        // A large message finds the queue over its depth of 2: refused too.
+        let mut large = envelope(6);
+        large.message = Arc::new(
+            streamwire_msgs::Image::from_packed(
+                64,
+                64,
+                streamwire_msgs::ImageEncoding::Rgb8,
+                vec![0u8; 64 * 64 * 3],
+            )
+            .unwrap(),
+        );
+        while queue.len() > 2 {
+            queue.pop();
+        }
+        assert!(!queue.push(large.clone()), "over its depth");
+        queue.pop();
+        assert!(queue.push(large), "under its depth");
     }
 }

@@ -15,6 +15,7 @@ pub use balance::{BalanceError, Balanced, Unbalanced, balance_checks, check_bala
 
 pub(crate) use records::{
     CodecRecord, InputRecord, InstanceRecord, LinkRecord, OutputRecord, Records, TapRecord,
+    ThreadListing,
 };
 
 /// Everything counted so far in a run.
@@ -42,6 +43,52 @@ pub struct RunStats {
     /// with nothing served are left out).
     #[serde(default)]
     pub buffers: Vec<BufferStats>,
+    /// The run's threads in this process, in start order, and how often each was woken.
+    #[serde(default)]
+    pub threads: Vec<ThreadStats>,
+}
+
+/// One thread of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ThreadStats {
+    /// What it runs: an instance's name, `encode jpeg color_image`, `send odometry`.
+    pub name: String,
+    /// What kind of thread it is.
+    pub kind: ThreadKind,
+    /// The planned process it belongs to (`host/process`).
+    pub process: String,
+    /// How often it was woken to look for work while idle (a message queued for it,
+    /// its producer finishing, the stop). A thread whose work nobody wants stays near 0:
+    /// hubs hand a codec node or a sender a message only when someone downstream wants it.
+    pub woken: u64,
+}
+
+/// The kinds of a run's threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub enum ThreadKind {
+    /// A module instance.
+    #[default]
+    Module,
+    /// A codec node of the plan.
+    Codec,
+    /// An encoder offering an `Out<Compressed<..>>`'s bytes to taps.
+    TapEncoder,
+    /// A keep-all stream's sender to other processes (a keep-last stream has none: its
+    /// producer's thread puts it on the wire).
+    Sender,
+}
+
+impl fmt::Display for ThreadKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ThreadKind::Module => "module",
+            ThreadKind::Codec => "codec",
+            ThreadKind::TapEncoder => "tap encoder",
+            ThreadKind::Sender => "sender",
+        })
+    }
 }
 
 /// Buffers served for large messages (`streamwire::buffer`): an output's loans and its
@@ -119,6 +166,17 @@ pub struct WireStats {
     /// it arrived. Sending: 0.
     #[serde(default)]
     pub receive_copies: u64,
+    /// An out row whose frames the stream's forwarding thread (its producer's, or its
+    /// codec node's) puts on the wire: a keep-last stream, with no sender thread.
+    #[serde(default)]
+    pub sent_by_producer: bool,
+    /// Batches put on an out row (several small messages that were waiting together, in
+    /// one transport message), and the frames they held (of `frames`).
+    #[serde(default)]
+    pub batches: u64,
+    /// See `batches`.
+    #[serde(default)]
+    pub batched: u64,
 }
 
 impl WireStats {
@@ -487,6 +545,7 @@ impl RunStats {
             taps,
             wire,
             buffers,
+            threads,
         } = other;
         self.elapsed = self.elapsed.max(elapsed);
         self.instances.extend(instances);
@@ -497,6 +556,7 @@ impl RunStats {
         self.taps.extend(taps);
         self.wire.extend(wire);
         self.buffers.extend(buffers);
+        self.threads.extend(threads);
     }
 }
 
@@ -953,6 +1013,58 @@ impl RunStats {
                 copies.join(", ")
             );
         }
+        let batched: Vec<String> = self
+            .wire
+            .iter()
+            .filter(|w| w.batches > 0)
+            .map(|w| {
+                format!(
+                    "{} {} {} frames in {} batches",
+                    w.partition, w.key, w.batched, w.batches
+                )
+            })
+            .collect();
+        if !batched.is_empty() {
+            let _ = writeln!(
+                out,
+                "sent in batches (small messages waiting together): {}",
+                batched.join(", ")
+            );
+        }
+        let by_producer: Vec<String> = self
+            .wire
+            .iter()
+            .filter(|w| w.sent_by_producer)
+            .map(|w| format!("{} {}", w.partition, w.key))
+            .collect();
+        if !by_producer.is_empty() {
+            let _ = writeln!(
+                out,
+                "put on the wire by the producer's thread (keep-last, no sender thread): {}",
+                by_producer.join(", ")
+            );
+        }
+    }
+
+    fn write_threads(&self, out: &mut String) {
+        let rows: Vec<Vec<String>> = self
+            .threads
+            .iter()
+            .map(|t| {
+                vec![
+                    t.name.clone(),
+                    t.kind.to_string(),
+                    t.process.clone(),
+                    t.woken.to_string(),
+                ]
+            })
+            .collect();
+        table(
+            out,
+            "threads (woken: times an idle thread was woken to look for work)",
+            &["thread", "kind", "process", "woken"],
+            &rows,
+        );
     }
 }
 
@@ -967,6 +1079,7 @@ impl fmt::Display for RunStats {
         self.write_taps(&mut out);
         self.write_wire(&mut out);
         self.write_buffers(&mut out);
+        self.write_threads(&mut out);
         f.write_str(&out)
     }
 }
@@ -1075,6 +1188,9 @@ mod tests {
                 in_flight_at_stop: n + 7,
                 rejected: vec![("garbage".to_owned(), n)],
                 receive_copies: n + 8,
+                sent_by_producer: true,
+                batches: n + 9,
+                batched: n + 10,
             }],
             buffers: vec![BufferStats {
                 name: format!("camera{n}.image"),
@@ -1084,6 +1200,12 @@ mod tests {
                 hits: n + 3,
                 misses: n + 4,
                 bytes: n + 5,
+            }],
+            threads: vec![ThreadStats {
+                name: format!("camera{n}"),
+                kind: ThreadKind::Codec,
+                process: process.to_owned(),
+                woken: n,
             }],
         }
     }
@@ -1132,6 +1254,7 @@ mod tests {
             taps,
             wire,
             buffers,
+            threads,
         } = stats;
         // The longer of the two (process b's).
         assert_eq!(elapsed, Duration::from_millis(20));
@@ -1143,6 +1266,7 @@ mod tests {
         assert_eq!(taps, [a.taps, b.taps].concat());
         assert_eq!(wire, [a.wire, b.wire].concat());
         assert_eq!(buffers, [a.buffers, b.buffers].concat());
+        assert_eq!(threads, [a.threads, b.threads].concat());
     }
 
     #[test]

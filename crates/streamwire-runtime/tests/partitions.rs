@@ -17,13 +17,14 @@ use bytes::Bytes;
 use common::{
     ByteSink, Camera, GUARD, MjpegCamera, Viewer, balanced, input, jpeg_frames, wait_until,
 };
-use streamwire_core::{Compressed, Context, Header, Node, NodeResult, Out, Timestamp, Trigger};
+use streamwire_core::{Compressed, Context, Header, In, Node, NodeResult, Out, Timestamp, Trigger};
 use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, Report, WireFormat};
 use streamwire_macros::Module;
-use streamwire_msgs::{CompressedImage, Image};
+use streamwire_msgs::{CompressedImage, Image, Odometry};
 use streamwire_runtime::{
     CodecRole, CodecStats, EndReason, Partitions, RunHandle, RunOptions, RunReport, RunStats,
-    Runtime, StartError, StartGate, WireDirection, WireStats, check_balance,
+    Runtime, StartError, StartGate, ThreadKind, ThreadStats, WireDirection, WireStats,
+    check_balance,
 };
 use streamwire_testdata::alloc::{CountingAlloc, peak_during};
 use streamwire_transport::{FORMAT_VERSION, Loopback, WireFrame};
@@ -271,6 +272,166 @@ fn lazy_encode_follows_a_remote_byte_consumer() {
     handle.stop();
     let report = balanced(handle.wait());
     assert_eq!(report.reason, EndReason::Stopped, "{report}");
+}
+
+/// The thread named `name` in the report.
+fn thread<'s>(stats: &'s RunStats, name: &str) -> Option<&'s ThreadStats> {
+    stats.threads.iter().find(|t| t.name == name)
+}
+
+/// Streams nobody outside their process wants: the hub does not hand their messages to
+/// the tap encoder or the keep-all sender, so neither thread is woken per message (only
+/// by its producer finishing and the stop), and each message is still counted: skipped
+/// by the encoder, not sent by the sender. A keep-last stream has no sender thread.
+#[test]
+fn streams_nobody_wants_wake_no_encoder_or_sender_thread() {
+    const FRAMES: u32 = 100;
+    let mut bp = Blueprint::new();
+    let camera = bp.add("camera", Camera::new(FRAMES, Duration::from_millis(1)));
+    let viewer = bp.add("viewer", Viewer::new());
+    let mjpeg = bp.add(
+        "mjpeg",
+        MjpegCamera {
+            color_image: Out::new(),
+            frames: jpeg_frames(FRAMES),
+        },
+    );
+    // A second process, so that every stream of `robot` gets a sender (for taps).
+    let far = bp.add("far_camera", Camera::new(0, Duration::from_secs(3600)));
+    bp.place(&camera, Placement::process("robot"))
+        .place(&viewer, Placement::process("robot"))
+        .place(&mjpeg, Placement::process("robot"))
+        .place(&far, Placement::process("laptop"));
+    bp.remap_stream("mjpeg", "color_image", "mjpeg");
+    bp.remap_stream("far_camera", "color_image", "other_camera");
+    bp.autoconnect();
+    let handle = start_with(bp, RunOptions::default());
+    let done = wait_until(&handle, |s| {
+        s.outputs
+            .iter()
+            .filter(|o| o.published == u64::from(FRAMES))
+            .count()
+            == 2
+    });
+    assert_eq!(
+        done.outputs
+            .iter()
+            .filter(|o| o.published == u64::from(FRAMES))
+            .count(),
+        2,
+        "{done}"
+    );
+    handle.stop();
+    let report = balanced(handle.wait());
+    let stats = &report.stats;
+
+    let encoder = codecs(stats, CodecRole::Encode)
+        .into_iter()
+        .find(|c| c.stream == "color_image")
+        .unwrap();
+    assert_eq!(encoder.skipped, u64::from(FRAMES), "{report}");
+    assert_eq!(encoder.done, 0, "{report}");
+    let encoder_thread = thread(stats, "tap encoder jpeg color_image").unwrap();
+    assert!(encoder_thread.woken <= 3, "{report}");
+
+    let sender = thread(stats, "send mjpeg").unwrap();
+    assert_eq!(sender.kind, ThreadKind::Sender);
+    assert!(sender.woken <= 3, "{report}");
+    let mjpeg_out = wire(stats, WireDirection::Out, "robot", "mjpeg");
+    assert_eq!(mjpeg_out.unmatched, u64::from(FRAMES), "{report}");
+    assert_eq!(mjpeg_out.frames, 0, "{report}");
+
+    // Keep-last: put (here: not put, nobody listens) by the camera's own thread.
+    assert!(thread(stats, "send color_image").is_none(), "{report}");
+    let camera_out = wire(stats, WireDirection::Out, "robot", "color_image");
+    assert!(camera_out.sent_by_producer, "{report}");
+    assert_eq!(camera_out.unmatched, u64::from(FRAMES), "{report}");
+}
+
+/// Publishes `count` small messages in one step, as fast as its keep-all queue takes them.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct OdometryBurst {
+    #[port(keep_all)]
+    odom: Out<Odometry>,
+    #[config]
+    count: u64,
+}
+
+impl Node for OdometryBurst {
+    fn trigger(&self) -> Trigger {
+        Trigger::FreeRunning
+    }
+
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        for _ in 0..self.count {
+            let odom = Odometry::new("odom", "base", Default::default(), Default::default())?;
+            self.odom.publish(odom)?;
+        }
+        cx.finish();
+        Ok(())
+    }
+}
+
+/// Keeps the header sequence numbers of what it receives, in order.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct SeqLog {
+    #[port(keep_all)]
+    odom: In<Odometry>,
+    #[state]
+    seqs: Arc<Mutex<Vec<u64>>>,
+}
+
+impl Node for SeqLog {
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        while let Some(odom) = self.odom.recv()? {
+            self.seqs.lock().push(odom.header.seq);
+        }
+        Ok(())
+    }
+}
+
+/// A keep-all burst of small messages to another process: the sender puts the messages
+/// that wait together in one batch; each arrives, in order, and is counted one by one.
+#[test]
+fn batches_of_small_messages_keep_order_and_per_message_accounting() {
+    const COUNT: u64 = 2000;
+    let seqs = Arc::new(Mutex::new(Vec::new()));
+    let mut bp = Blueprint::new();
+    let burst = bp.add(
+        "burst",
+        OdometryBurst {
+            odom: Out::new(),
+            count: COUNT,
+        },
+    );
+    let log = bp.add(
+        "log",
+        SeqLog {
+            odom: In::new(),
+            seqs: seqs.clone(),
+        },
+    );
+    bp.place(&burst, Placement::process("robot"))
+        .place(&log, Placement::process("laptop"));
+    bp.autoconnect();
+    let report = balanced(start_with(bp, RunOptions::default()).wait_timeout(GUARD));
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    assert_eq!(*seqs.lock(), (0..COUNT).collect::<Vec<_>>(), "{report}");
+    let out = wire(&report.stats, WireDirection::Out, "robot", "odom");
+    // Each message a frame, and the end-of-stream frame.
+    assert_eq!(out.frames, COUNT + 1, "{report}");
+    assert!(
+        out.batches > 0 && out.batched > out.batches,
+        "no batch was sent: {report}"
+    );
+    let inbound = wire(&report.stats, WireDirection::In, "laptop", "odom");
+    assert_eq!(inbound.frames, COUNT + 1, "{report}");
+    assert_eq!(inbound.lost, 0, "{report}");
+    let received = input(&report.stats, "log.odom");
+    assert_eq!(received.delivered, COUNT, "{report}");
+    assert!(report.to_string().contains("sent in batches"), "{report}");
 }
 
 /// A plan whose only cross-partition stream is the camera's, with the camera idle, so that

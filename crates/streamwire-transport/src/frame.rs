@@ -291,6 +291,10 @@ pub enum FrameError {
     /// by no field.
     #[error("blobs: {0}")]
     Blobs(String),
+    /// A batch (several frames in one transport message) whose count or lengths do not
+    /// hold, or that cannot be written.
+    #[error("batch: {0}")]
+    Batch(String),
 }
 
 impl FrameError {
@@ -302,7 +306,8 @@ impl FrameError {
             | FrameError::Flags(_)
             | FrameError::Trailing { .. }
             | FrameError::Head(_)
-            | FrameError::TooLarge(_) => Rejection::Garbage,
+            | FrameError::TooLarge(_)
+            | FrameError::Batch(_) => Rejection::Garbage,
             FrameError::Version { .. } | FrameError::Schema { .. } => Rejection::Incompatible,
             FrameError::WrongType { .. } => Rejection::WrongType,
             FrameError::Payload(_) | FrameError::Blobs(_) => Rejection::Undecodable,

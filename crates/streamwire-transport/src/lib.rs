@@ -48,6 +48,7 @@ use std::sync::Arc;
 
 use streamwire_core::Qos;
 
+pub mod batch;
 pub mod frame;
 mod loopback;
 mod parts;
@@ -164,6 +165,30 @@ pub trait Publisher: Send + Sync {
 
     /// True while at least one subscriber is declared on the key.
     fn is_matched(&self) -> bool;
+
+    /// Sends several message frames as one transport message (a [`batch`]), if this
+    /// publisher batches: `build` gets the link sequence of the first frame and returns
+    /// the batch and how many frames it holds, numbered on from the first. Counted as
+    /// [`put`](Publisher::put) counts: each frame sent, or each unmatched (`count`
+    /// frames, nothing built, while nobody subscribes). Returns false, having done
+    /// nothing, when it does not batch: the caller puts the frames one by one. The
+    /// default: false.
+    fn put_batch(
+        &self,
+        count: u64,
+        build: &mut dyn FnMut(u64) -> Result<(FrameBytes, u64), FrameError>,
+    ) -> Result<bool, TransportError> {
+        let _ = (count, build);
+        Ok(false)
+    }
+
+    /// True when a put while nobody subscribes still does something: the frame is kept
+    /// for late joiners (a transient-local history). A runtime then hands it every
+    /// message, matched or not; otherwise it does not build what nobody would receive.
+    /// The default: false.
+    fn remembers(&self) -> bool {
+        false
+    }
 
     /// True when every partition of `partitions` subscribes to the key, as far as this
     /// publisher can tell (a start barrier waits for it). The default is

@@ -13,7 +13,8 @@
 //! on all of them; the child (this binary again) receives them as the
 //! runtime does (parse the wire frame, read the message; decode the JPEG into a reused
 //! buffer). Each process reads its own CPU time at every block boundary, so zenoh's threads
-//! are counted. Frames: the real camera sequence of `../shared/data` when present, else a
+//! are counted. Once a round the parent also encodes and decodes a block's frames alone,
+//! with no transport: the JPEG modes' CPU is compared with that floor. Frames: the real camera sequence of `../shared/data` when present, else a
 //! synthetic pattern (said in the output; it compresses differently).
 
 use std::io::{BufRead, BufReader, Write};
@@ -162,6 +163,7 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
     let blocks = pairs * 5;
     let mut sent_cpu = Vec::new();
     let mut wire_bytes = Vec::new();
+    let mut alone_cpu = Vec::new();
     let mut next = Instant::now();
     for block in 0..blocks {
         let cpu = ProcessTime::now();
@@ -208,6 +210,11 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
         }
         sent_cpu.push(cpu.elapsed());
         wire_bytes.push(bytes);
+        if block % 5 == 4 {
+            // Once a round: the JPEG work alone, in this process, on the same frames
+            // with the same settings (what the JPEG modes cost at the least).
+            alone_cpu.push(codec_alone(&frames, per_block, &options)?);
+        }
     }
     publisher_off.put(&mut WireFrame::end_of_stream)?;
 
@@ -310,8 +317,23 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
             bytes as f64 / (pairs * per_block) as f64,
         ));
     }
+    let alone = median(&mut alone_cpu);
+    println!(
+        "{:<14} {:>8} {:>10} {:>16} {:>16} {alone:>13.2} ms",
+        "jpeg alone",
+        (alone_cpu.len() as u64) * per_block,
+        "-",
+        "",
+        ""
+    );
     if let [loaned, raw_shm, raw_tcp, jpeg_tcp, jpeg_shm] = medians[..] {
         println!();
+        println!(
+            "jpeg tcp / jpeg alone: CPU per frame (both processes) {:.2}x; jpeg shm / jpeg alone: {:.2}x \
+             (alone: encode and decode of the same frames in one process, no transport)",
+            jpeg_tcp.0 / alone,
+            jpeg_shm.0 / alone
+        );
         for (what, a, b) in [
             ("raw shm loaned / raw shm", loaned, raw_shm),
             ("raw shm / raw tcp", raw_shm, raw_tcp),
@@ -332,6 +354,21 @@ fn parent(per_block: u64, pairs: u64) -> Result<(), Failure> {
         "(CPU: medians over blocks of each process's CPU time per frame; latency: stamp before encode to message read, or JPEG decoded)"
     );
     Ok(())
+}
+
+/// The CPU per frame of encoding `per_block` of `frames` with `options` and decoding each
+/// into a reused buffer, as the JPEG modes' two processes do, in this process alone.
+fn codec_alone(frames: &[Bytes], per_block: u64, options: &EncodeOptions) -> Result<f64, Failure> {
+    let decoder = JpegDecoder::default();
+    let mut pixels = Vec::new();
+    let cpu = ProcessTime::now();
+    for i in 0..per_block {
+        let frame = &frames[(i % frames.len() as u64) as usize];
+        let image = PixelsRef::new(1280, 720, 1280 * 3, PixelFormat::Rgb8, frame)?;
+        let encoded = jpeg::encode(&image, options)?;
+        decoder.decode_into(&encoded.data, PixelFormat::Rgb8, &mut pixels)?;
+    }
+    Ok(cpu.elapsed().as_secs_f64() * 1e3 / per_block as f64)
 }
 
 /// Shared memory on (a pool of 64 MiB: 23 raw frames) or off.

@@ -757,7 +757,7 @@ impl Transport for ZenohTransport {
             history,
             _queryable: queryable,
             shared,
-            next_seq: AtomicU64::new(0),
+            next_seq: Mutex::new(0),
             frames: AtomicU64::new(0),
             wire_bytes: AtomicU64::new(0),
             unmatched: AtomicU64::new(0),
@@ -797,7 +797,9 @@ impl Transport for ZenohTransport {
                     // over several copies it once, counted by the runtime's ingress).
                     let bytes = from_zbytes(payload);
                     shm.count(&bytes, shared_memory);
-                    counters.frames.fetch_add(1, Ordering::Relaxed);
+                    // A batch is counted as the frames it holds, as its publisher did.
+                    let frames = streamwire_transport::batch::frame_count(&bytes).unwrap_or(1);
+                    counters.frames.fetch_add(frames as u64, Ordering::Relaxed);
                     counters
                         .wire_bytes
                         .fetch_add(payload.len() as u64, Ordering::Relaxed);
@@ -984,7 +986,9 @@ struct ZenohPublisher {
     history: Option<Arc<RecentFrames>>,
     _queryable: Option<zenoh::query::Queryable<()>>,
     shared: Arc<PublisherShared>,
-    next_seq: AtomicU64,
+    /// The next frame's link sequence (a lock, not an atomic: a batch takes several
+    /// numbers once it knows how many frames it holds).
+    next_seq: Mutex<u64>,
     frames: AtomicU64,
     wire_bytes: AtomicU64,
     unmatched: AtomicU64,
@@ -1006,7 +1010,12 @@ impl Publisher for ZenohPublisher {
             self.unmatched.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let seq = {
+            let mut next = self.next_seq.lock();
+            let seq = *next;
+            *next += 1;
+            seq
+        };
         let frame = build(seq)?;
         if let Some(history) = &self.history {
             // Remembered for late joiners even when nobody listens now (then counted as
@@ -1029,6 +1038,43 @@ impl Publisher for ZenohPublisher {
 
     fn is_matched(&self) -> bool {
         self.shared.matched.load(Ordering::SeqCst)
+    }
+
+    fn remembers(&self) -> bool {
+        self.history.is_some()
+    }
+
+    fn put_batch(
+        &self,
+        count: u64,
+        build: &mut dyn FnMut(u64) -> Result<(FrameBytes, u64), FrameError>,
+    ) -> Result<bool, TransportError> {
+        // A transient-local history keeps frames one by one: such a stream is not batched.
+        if self.history.is_some() {
+            return Ok(false);
+        }
+        self.transport.check_open()?;
+        if !self.shared.matched.load(Ordering::SeqCst) {
+            self.unmatched.fetch_add(count, Ordering::Relaxed);
+            return Ok(true);
+        }
+        let (batch, frames) = {
+            let mut next = self.next_seq.lock();
+            let (batch, frames) = build(*next)?;
+            *next += frames;
+            (batch, frames)
+        };
+        if frames == 0 {
+            return Ok(true);
+        }
+        let len = batch.len() as u64;
+        self.publisher
+            .put(to_zbytes(&batch))
+            .wait()
+            .map_err(engine("send a batch of frames"))?;
+        self.frames.fetch_add(frames, Ordering::Relaxed);
+        self.wire_bytes.fetch_add(len, Ordering::Relaxed);
+        Ok(true)
     }
 
     fn reaches(&self, partitions: &[String]) -> bool {

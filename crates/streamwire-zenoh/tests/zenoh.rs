@@ -20,7 +20,7 @@ use streamwire_runtime::{
     CodecRole, EndReason, RunOptions, RunReport, RunStats, Runtime, WireDirection, check_balance,
 };
 use streamwire_testdata::alloc::{CountingAlloc, process_counts_during};
-use streamwire_transport::{FORMAT_VERSION, FrameBytes, Transport, WireFrame};
+use streamwire_transport::{FORMAT_VERSION, FrameBytes, Transport, WireFrame, batch};
 use streamwire_zenoh::{ZenohOptions, ZenohTransport};
 use zenoh::Wait;
 
@@ -129,6 +129,65 @@ fn frames_cross_between_sessions_and_matching_follows_subscribers() {
     drop(subscription);
     assert!(until(|| !publisher.is_matched()), "matching never ended");
     assert_eq!(*matched_events.lock(), vec![true, false]);
+    a.close();
+    b.close();
+}
+
+/// A batch crosses as one zenoh message and splits into its frames, in order, each with
+/// its own link sequence; both ends count frames, not batches. Unmatched, a batch is
+/// counted frame by frame and nothing is built.
+#[test]
+fn a_batch_crosses_as_one_message_and_counts_as_its_frames() {
+    let (a, b) = pair("batches");
+    let publisher = a.publisher("burst", Qos::DEFAULT).unwrap();
+    let mut built = false;
+    assert!(
+        publisher
+            .put_batch(3, &mut |_| {
+                built = true;
+                Ok((FrameBytes::default(), 0))
+            })
+            .unwrap()
+    );
+    assert!(!built, "nothing is built while nobody listens");
+    assert_eq!(publisher.counters().unmatched, 3);
+
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    let subscription = b
+        .subscribe(
+            "burst",
+            Qos::DEFAULT,
+            Arc::new(move |frame: FrameBytes| sink.lock().push(frame)),
+        )
+        .unwrap();
+    assert!(until(|| publisher.is_matched()), "never matched");
+    // A frame alone first, then a batch of three numbered on from it.
+    publisher.put(&mut WireFrame::stop).unwrap();
+    let sent = publisher
+        .put_batch(3, &mut |first| {
+            let frames: Vec<FrameBytes> = (first..first + 3)
+                .map(WireFrame::stop)
+                .collect::<Result<_, _>>()?;
+            Ok((batch::encode(&frames)?, 3))
+        })
+        .unwrap();
+    assert!(sent, "zenoh publishers batch");
+    assert!(
+        until(|| got.lock().len() == 2),
+        "{} messages",
+        got.lock().len()
+    );
+    let messages = got.lock().clone();
+    assert_eq!(batch::frame_count(&messages[0]), None);
+    let frames = batch::split(messages[1].clone()).unwrap().unwrap();
+    let seqs: Vec<u64> = frames
+        .into_iter()
+        .map(|f| WireFrame::parse(f).unwrap().head.link_seq)
+        .collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(publisher.counters().frames, 4);
+    assert_eq!(subscription.counters().frames, 4);
     a.close();
     b.close();
 }

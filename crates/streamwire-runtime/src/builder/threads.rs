@@ -2,19 +2,20 @@
 //! decoders, senders, and spawn, the one phase that starts threads.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 
 use streamwire_core::{CodecInfo, CodecParams, History, Qos};
 use streamwire_graph::{CodecKind, InstanceIndex, Plan, PlanPort};
 use streamwire_transport::Transport;
 
+use crate::clock::Signal;
 use crate::handle::{RunHandle, ThreadRecord};
 use crate::hub::{Demand, Hub, Wants};
 use crate::options::StartError;
-use crate::partition::{SenderRecord, SenderWorker};
-use crate::queue::Bound;
-use crate::stats::{CodecRecord, CodecRole, Records};
+use crate::queue::{Bound, InputQueue, WIRE_BUFFER_SMALL_DEPTH};
+use crate::sender::{InlineSender, SenderRecord, SenderWorker, SendingLink};
+use crate::stats::{CodecRecord, CodecRole, Records, ThreadKind, ThreadListing};
 use crate::taps::{PartitionTaps, StreamHub, TapPoint};
 use crate::worker::{CodecCounters, CodecWorker, Exit, InstanceWorker, Shared};
 
@@ -45,9 +46,13 @@ impl RunBuilder {
                 counters: counters.clone(),
                 passthrough_of: None,
                 queue: Some(slot.queue.clone()),
+                output: Some(slot.hub.clone()),
             });
             self.codec_threads.push(PendingThread {
                 name: codec_label(node),
+                kind: ThreadKind::Codec,
+                process: node.placement.to_string(),
+                signal: slot.signal.clone(),
                 worker: Worker::Codec(CodecWorker {
                     thread: 0,
                     span: spans::codec(&self.plan, node),
@@ -87,23 +92,20 @@ impl RunBuilder {
                     (!planned).then_some((port, codec, producer))
                 })
                 .collect();
+            let process = node.placement.to_string();
             for (port, codec, producer) in unplanned {
-                let span = spans::tap_encoder(
-                    &node.placement.to_string(),
-                    &node.name,
-                    port.field(),
-                    &port.stream,
-                );
-                self.tap_encoder(partition, port, codec, &producer, span)?;
+                let span = spans::tap_encoder(&process, &node.name, port.field(), &port.stream);
+                self.tap_encoder((partition, &process), port, codec, &producer, span)?;
             }
         }
         Ok(())
     }
 
-    /// An encoder of `producer`'s messages for taps, in `partition`.
+    /// An encoder of `producer`'s messages for taps, in `partition` (planned process
+    /// `process`).
     fn tap_encoder(
         &mut self,
-        partition: usize,
+        (partition, process): (usize, &str),
         port: &PlanPort,
         codec: CodecInfo,
         producer: &Arc<Hub>,
@@ -142,9 +144,13 @@ impl RunBuilder {
             counters: counters.clone(),
             passthrough_of: None,
             queue: Some(queue.clone()),
+            output: Some(hub.clone()),
         });
         self.tap_encoder_threads.push(PendingThread {
             name: label.clone(),
+            kind: ThreadKind::TapEncoder,
+            process: process.to_owned(),
+            signal: signal.clone(),
             worker: Worker::Codec(CodecWorker {
                 thread: 0,
                 span,
@@ -177,6 +183,7 @@ impl RunBuilder {
                 counters: Arc::new(CodecCounters::default()),
                 passthrough_of: Some(output.hub.clone()),
                 queue: None,
+                output: None,
             });
         }
     }
@@ -205,7 +212,9 @@ impl RunBuilder {
         Ok(())
     }
 
-    /// The sender of `stream`: a publisher fed by a queue on the stream's hub.
+    /// The sender of `stream`: its publisher, put to by the stream's forwarding thread
+    /// for a keep-last stream, by a thread of its own fed by a queue for a keep-all one
+    /// (`sender.rs` says why).
     fn sender(&mut self, stream: &StreamHub, transport: &dyn Transport) -> Result<(), StartError> {
         let publisher = transport
             .publisher(&stream.name, stream.qos)
@@ -227,13 +236,24 @@ impl RunBuilder {
             .map_or(stream.qos.history, |(_, remote)| {
                 stream.qos.history.strictest(*remote)
             });
-        let queue = self.make.queue(history, &signal);
-        let (id, _) =
-            stream
-                .hub
-                .subscribe(queue.clone(), Wants::Any, Demand::Remote(publisher.clone()));
-        let failed = Arc::new(AtomicU64::new(0));
-        let control_unmatched = Arc::new(AtomicU64::new(0));
+        let queue = self.make.queue_bounded(self.wire_buffer(history), &signal);
+        let link = SendingLink::new(publisher.clone(), stream.codec);
+        let demand = Demand::Remote(publisher);
+        let inline = match history {
+            History::KeepLast(_) => {
+                let stopping = self.make.shared.stopping.clone();
+                let sender = InlineSender::new(link.clone(), queue.clone(), stopping);
+                stream
+                    .hub
+                    .subscribe_inline(queue.clone(), demand, sender.clone());
+                Some(sender)
+            }
+            History::KeepAll => {
+                let (id, _) = stream.hub.subscribe(queue.clone(), Wants::Any, demand);
+                self.sender_thread(stream, (&link, &queue), signal, id);
+                None
+            }
+        };
         self.records.senders.push(SenderRecord {
             partition: self.layout.name(stream.partition).to_owned(),
             remote_partitions: self
@@ -242,27 +262,52 @@ impl RunBuilder {
                 .filter(|(name, _)| *name == stream.name)
                 .map(|(_, partition)| partition.clone())
                 .collect(),
-            publisher: publisher.clone(),
-            queue: queue.clone(),
-            failed: failed.clone(),
-            control_unmatched: control_unmatched.clone(),
+            link,
+            queue,
+            inline,
         });
+        Ok(())
+    }
+
+    /// The bound of a sender's queue keeping `history`: a keep-all one is the wire's
+    /// buffer, where small messages wait in numbers, to leave in batches.
+    fn wire_buffer(&self, history: History) -> Bound {
+        match self.make.bound(history) {
+            Bound::KeepAll {
+                depth, deadline, ..
+            } => Bound::KeepAll {
+                depth,
+                deadline,
+                small_depth: WIRE_BUFFER_SMALL_DEPTH,
+            },
+            keep_last => keep_last,
+        }
+    }
+
+    /// The thread of a keep-all stream's sender, subscribed to its hub as `id`.
+    fn sender_thread(
+        &mut self,
+        stream: &StreamHub,
+        (link, queue): (&Arc<SendingLink>, &Arc<InputQueue>),
+        signal: Arc<Signal>,
+        id: u64,
+    ) {
+        let process = self.layout.name(stream.partition);
         self.sender_threads.push(PendingThread {
             name: format!("send {}", stream.name),
+            kind: ThreadKind::Sender,
+            process: process.to_owned(),
+            signal: signal.clone(),
             worker: Worker::Sender(SenderWorker {
                 thread: 0,
-                span: spans::sender(&self.plan, self.layout.name(stream.partition), &stream.name),
-                publisher,
-                codec: stream.codec,
-                queue,
+                span: spans::sender(&self.plan, process, &stream.name),
+                link: link.clone(),
+                queue: queue.clone(),
                 signal,
                 subscription: (stream.hub.clone(), id),
-                failed,
-                control_unmatched,
                 shared: self.make.shared.clone(),
             }),
         });
-        Ok(())
     }
 
     /// Phase `spawn`: the records and the tap point shared, a worker per instance that
@@ -301,12 +346,19 @@ impl RunBuilder {
             .filter_map(|(id, slot)| instance_thread(&plan, id, slot, &shared, &taps));
         let (exit_tx, exits) = mpsc::channel();
         let mut threads = Vec::new();
+        let mut listed = Vec::new();
         for pending in codec_threads
             .into_iter()
             .chain(sender_threads)
             .chain(tap_encoder_threads)
             .chain(instance_threads)
         {
+            listed.push(ThreadListing {
+                name: pending.name.clone(),
+                kind: pending.kind,
+                process: pending.process.clone(),
+                signal: pending.signal.clone(),
+            });
             match start_thread(pending, threads.len(), &exit_tx) {
                 Ok(thread) => threads.push(thread),
                 Err(error) => {
@@ -315,6 +367,7 @@ impl RunBuilder {
                 }
             }
         }
+        let _ = records.threads.set(listed);
         Ok(RunHandle {
             shared,
             records,
@@ -333,6 +386,12 @@ impl RunBuilder {
 pub(super) struct PendingThread {
     /// What the report calls it (`camera`, `encode jpeg color_image`, `send color_image`).
     name: String,
+    /// What kind of thread the report calls it.
+    kind: ThreadKind,
+    /// The planned process it belongs to (`host/process`).
+    process: String,
+    /// What wakes it (the report counts how often it did).
+    signal: Arc<Signal>,
     /// What it runs.
     worker: Worker,
 }
@@ -378,6 +437,7 @@ fn instance_thread(
     taps: &Arc<TapPoint>,
 ) -> Option<PendingThread> {
     let node = plan.instance(id).filter(|_| slot.here)?;
+    let signal = slot.signal.clone();
     let worker = InstanceWorker {
         thread: 0,
         span: spans::instance(node),
@@ -406,6 +466,9 @@ fn instance_thread(
     };
     Some(PendingThread {
         name: node.name.clone(),
+        kind: ThreadKind::Module,
+        process: node.placement.to_string(),
+        signal,
         worker: Worker::Instance(Box::new(worker)),
     })
 }
@@ -423,7 +486,7 @@ fn start_thread(
     thread: usize,
     exits: &mpsc::Sender<Exit>,
 ) -> Result<ThreadRecord, StartError> {
-    let PendingThread { name, worker } = pending;
+    let PendingThread { name, worker, .. } = pending;
     let is_instance = matches!(worker, Worker::Instance(_));
     let exits = exits.clone();
     let handle = std::thread::Builder::new()

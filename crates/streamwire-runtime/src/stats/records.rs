@@ -3,21 +3,23 @@
 //! into [`RunStats`] (`RunHandle::stats`, and the final report).
 
 use parking_lot::Mutex;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use streamwire_core::DropReason;
 use streamwire_core::buffer::{BufferPool, PoolStats, pools};
 
+use crate::clock::Signal;
 use crate::hub::{Hub, LinkCounters};
-use crate::partition::{Ingress, SenderRecord};
+use crate::partition::Ingress;
 use crate::queue::InputQueue;
+use crate::sender::SenderRecord;
 use crate::worker::{CodecCounters, InstanceCounters, Shared};
 
 use super::{
     BufferStats, CodecRole, CodecStats, DropCounts, InputStats, InstanceStats, LinkStats,
-    OutputStats, RateStats, RunStats, TapStats,
+    OutputStats, RateStats, RunStats, TapStats, ThreadKind, ThreadStats,
 };
 
 /// Everything `stats()` reads, built once by the run builder.
@@ -45,6 +47,17 @@ pub(crate) struct Records {
     /// The process's pools as they were when the run was built: a run reports what it
     /// was served, not what earlier runs of the same process were.
     pub(crate) pools_at_start: Vec<PoolStats>,
+    /// The run's threads, once started.
+    pub(crate) threads: OnceLock<Vec<ThreadListing>>,
+}
+
+/// One thread of the run, as the report lists it.
+pub(crate) struct ThreadListing {
+    pub(crate) name: String,
+    pub(crate) kind: ThreadKind,
+    pub(crate) process: String,
+    /// What wakes it, which counts how often it did.
+    pub(crate) signal: Arc<Signal>,
 }
 
 /// One instance of the plan.
@@ -115,6 +128,9 @@ pub(crate) struct CodecRecord {
     pub(crate) passthrough_of: Option<Arc<Hub>>,
     /// The node's input queue (none for the decode of ready-made bytes, which has none).
     pub(crate) queue: Option<Arc<InputQueue>>,
+    /// The hub it publishes into, which counts the messages the node was not handed
+    /// because nobody wanted its output (none for the decode of ready-made bytes).
+    pub(crate) output: Option<Arc<Hub>>,
 }
 
 /// One tap.
@@ -141,6 +157,7 @@ impl Records {
             senders: Vec::new(),
             ingresses: Vec::new(),
             pools_at_start: pools::all().map(BufferPool::stats).to_vec(),
+            threads: OnceLock::new(),
         }
     }
 
@@ -234,6 +251,22 @@ impl Records {
                 .chain(self.ingresses.iter().map(Ingress::stats))
                 .collect(),
             buffers: self.buffer_stats(),
+            threads: self
+                .threads
+                .get()
+                .map(|threads| {
+                    threads
+                        .iter()
+                        .map(|t| ThreadStats {
+                            name: t.name.clone(),
+                            kind: t.kind,
+                            process: t.process.clone(),
+                            woken: t.signal.woken(),
+                        })
+                        .collect()
+                })
+                // infallible: before the threads start there are none to list.
+                .unwrap_or_default(),
         }
     }
 
@@ -354,7 +387,11 @@ impl CodecRecord {
             stream: self.stream.clone(),
             placement: self.placement.clone(),
             done,
-            skipped: n.skipped.load(Ordering::Relaxed),
+            skipped: n.skipped.load(Ordering::Relaxed)
+                + self
+                    .output
+                    .as_ref()
+                    .map_or(0, |hub| hub.not_wanted.load(Ordering::Relaxed)),
             dropped: self
                 .queue
                 .as_ref()
