@@ -166,13 +166,14 @@ impl FromStr for ChromaDownsampling {
 /// two; up to 2560x1440 decoded in one piece, 3840x2160 in two. An encode in one piece
 /// still writes the restart markers, on the calling thread (so `Auto`'s bytes are those of
 /// every split count, and a receiver may still decode them in pieces): measured, that costs
-/// no CPU against `Unsplit` (the `1` row below) and 0.25% more bytes.
+/// no CPU against `Unsplit` (`measure_threads`' encode row `1`: x0.93-x1.01 at every size) and
+/// 0.25% more bytes.
 ///
 /// Chosen by measurement (`cargo run --release -p streamwire-codec --example
 /// measure_threads -- 3 30 20`): the shipped encoder (q75 4:2:0) and decoder on the real
 /// cockatoo frames cropped or tiled, frames 20 ms apart, process CPU (every thread) per
 /// frame, contenders interleaved, median of 3 rounds; a 2-core machine shared with two
-/// other builds (load average 3.6-6.5), so wall times were too noisy to show the gain of a
+/// other builds (load average 3.6-5.7), so wall times were too noisy to show the gain of a
 /// split and only the CPU decides. Ratios are CPU against `Unsplit`; in brackets a second
 /// run (5 rounds of 60 frames 2 ms apart, load 6.1-6.4):
 ///
@@ -184,7 +185,7 @@ impl FromStr for ChromaDownsampling {
 /// | 2560x1440 | 24.2 | x1.02 (x1.00) | 7.04 | x1.37 (x1.25) |
 /// | 3840x2160 (3 frames) | 56.9 | x0.93 | 21.5 | x1.03 |
 ///
-/// Encoding in pieces costs 2-5% more CPU from 640x360 up (47% at 320x240), so splitting
+/// Encoding in pieces costs 0-5% more CPU from 640x360 up (40-47% at 320x240), so splitting
 /// is for frames whose encode on one thread takes long enough to matter (about 13 ms at
 /// 1920x1080); decoding in pieces costs 25-45% more CPU from 1280x720 to 2560x1440 (more below),
 /// so only frames of 8 MP and more (a one-thread decode of about 20 ms) are split. The
