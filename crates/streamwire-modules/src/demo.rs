@@ -2,6 +2,22 @@
 //! world's camera), the world's depth, lidar and odometry, a detector, a mapper, a byte
 //! consumer and two busy sinks, placed over several processes.
 //!
+//! # CPU budget
+//!
+//! At its defaults (the simulated camera at 1280x720 and 20 fps, depth and lidar at 10 Hz,
+//! odometry at 50 Hz, two busy sinks at 10 CPU-ms a frame, the robot layout's four worker
+//! processes) the demo needs about **one core**, so that it keeps its rates on a two-core
+//! machine with room for other work. Measured (`streamwire run demo --duration 60`,
+//! release, a 2-core machine whose load average was 6 from two other sessions' builds;
+//! CPU from the report's instance table, the total from `time`): 62.0 s of CPU in 60.4 s,
+//! 1.03 cores; per second: the camera 195 ms (9.8 ms a frame), the two busy sinks 200 ms
+//! each, the mapper 49, the recorder 37, the depth sensor 24, the detector 11, the lidar
+//! 6; the remaining 300 ms are the JPEG encode (one per frame, about 6 ms) and its two
+//! decodes (about 1.8 ms each), zstd for depth, and the transport. Each CPU-ms of
+//! `busy.work_ms` adds 40 ms a second (two sinks at 20 fps): at the former default of 20
+//! the demo needed 1.34 cores and, on that loaded machine, the busy sinks received only
+//! 91% of the frames (99.8% at 10).
+//!
 //! ```
 //! use streamwire_modules::demo::{DemoConfig, demo_blueprint};
 //! let mut config = DemoConfig::default();
@@ -219,8 +235,10 @@ pub struct BusyConfig {
 }
 
 impl Default for BusyConfig {
+    /// 10 CPU-ms a frame each: 0.4 of a core for the two at 20 fps, within the demo's
+    /// budget of one core (see the [module docs](self)).
     fn default() -> Self {
-        BusyConfig { work_ms: 20.0 }
+        BusyConfig { work_ms: 10.0 }
     }
 }
 

@@ -263,7 +263,11 @@ impl JpegDecoder {
         let Some(plan) = parallel_decode::plan(data, info) else {
             return false;
         };
-        let pieces = self.threads.pieces(plan.strips());
+        let pieces = self.threads.pieces(
+            plan.strips(),
+            u64::from(info.width) * u64::from(info.height),
+            super::AUTO_DECODE_MIN_PIXELS_PER_PIECE,
+        );
         if pieces < 2 {
             return false;
         }

@@ -153,12 +153,52 @@ impl FromStr for ChromaDownsampling {
 ///
 /// The threads are those of rayon's global pool (shared, created once), never spawned per
 /// frame.
+///
+/// # The rule of [`Auto`](Self::Auto)
+///
+/// Splitting a frame buys wall time only when a core is idle, and always costs CPU (a
+/// fork/join on the pool, whose workers spin before they sleep, one decoder set up per
+/// piece). So `Auto` splits only frames whose work is worth it: it cuts a frame into as
+/// many pieces as the pool has threads **but no piece under
+/// [`AUTO_ENCODE_MIN_PIXELS_PER_PIECE`] (1 000 000) pixels to encode, or
+/// [`AUTO_DECODE_MIN_PIXELS_PER_PIECE`] (4 000 000) pixels to decode** ([`auto_pieces`]).
+/// On two threads: 1280x720 and smaller are encoded in one piece, 1920x1080 and larger in
+/// two; up to 2560x1440 decoded in one piece, 3840x2160 in two. An encode in one piece
+/// still writes the restart markers, on the calling thread (so `Auto`'s bytes are those of
+/// every split count, and a receiver may still decode them in pieces): measured, that costs
+/// no CPU against `Unsplit` (`measure_threads`' encode row `1`: x0.93-x1.01 at every size) and
+/// 0.25% more bytes.
+///
+/// Chosen by measurement (`cargo run --release -p streamwire-codec --example
+/// measure_threads -- 3 30 20`): the shipped encoder (q75 4:2:0) and decoder on the real
+/// cockatoo frames cropped or tiled, frames 20 ms apart, process CPU (every thread) per
+/// frame, contenders interleaved, median of 3 rounds; a 2-core machine shared with two
+/// other builds (load average 3.6-5.7), so wall times were too noisy to show the gain of a
+/// split and only the CPU decides. Ratios are CPU against `Unsplit`; in brackets a second
+/// run (5 rounds of 60 frames 2 ms apart, load 6.1-6.4):
+///
+/// | frame | encode `Unsplit` ms | encode `2` | decode `Unsplit` ms | decode `2` |
+/// |---|---|---|---|---|
+/// | 320x240 | 0.52 | x1.47 (x1.40) | 0.19 | x2.35 (x2.61) |
+/// | 640x360 | 1.68 | x1.04 (x1.05) | 0.41 | x1.68 (x1.41) |
+/// | 1280x720 | 6.17 | x1.04 (x1.02) | 1.81 | x1.45 (x1.27) |
+/// | 2560x1440 | 24.2 | x1.02 (x1.00) | 7.04 | x1.37 (x1.25) |
+/// | 3840x2160 (3 frames) | 56.9 | x0.93 | 21.5 | x1.03 |
+///
+/// Encoding in pieces costs 0-5% more CPU from 640x360 up (40-47% at 320x240), so splitting
+/// is for frames whose encode on one thread takes long enough to matter (about 13 ms at
+/// 1920x1080); decoding in pieces costs 25-45% more CPU from 1280x720 to 2560x1440 (more below),
+/// so only frames of 8 MP and more (a one-thread decode of about 20 ms) are split. The
+/// 3840x2160 row had 3 frames a round and swung by 20% between rounds: read it as "about
+/// even". Choose a fixed count to
+/// trade CPU for latency on any frame, or `Unsplit` for files without restart markers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Threads {
     /// Encode: one entropy-coded segment without restart markers on the calling thread (the
     /// files of jpeg-encoder alone). Decode: one zune-jpeg decode on the calling thread.
     Unsplit,
-    /// The threads of the shared pool (the cores available), capped by the number of strips.
+    /// The threads of the shared pool (the cores available), capped by the number of strips
+    /// and by the frame's size: see [the rule](Self#the-rule-of-auto).
     #[default]
     Auto,
     /// At most this many strips in flight at once, capped by the number of strips. `1`
@@ -167,15 +207,44 @@ pub enum Threads {
 }
 
 impl Threads {
-    /// How many pieces to cut `strips` strips into: at least 1, at most `strips`.
-    pub(crate) fn pieces(self, strips: usize) -> usize {
+    /// How many pieces to cut an image of `pixels` pixels in `strips` strips into: at least
+    /// 1, at most `strips`; for [`Auto`](Self::Auto), [`auto_pieces`] of the shared pool's
+    /// threads with at least `min_pixels_per_piece` pixels a piece.
+    pub(crate) fn pieces(self, strips: usize, pixels: u64, min_pixels_per_piece: u64) -> usize {
         let wanted = match self {
             Self::Unsplit => 1,
-            Self::Auto => rayon::current_num_threads(),
+            Self::Auto => auto_pieces(rayon::current_num_threads(), pixels, min_pixels_per_piece),
             Self::Fixed(count) => count.get(),
         };
         wanted.min(strips).max(1)
     }
+}
+
+/// The fewest pixels each piece of an image must have before [`Threads::Auto`] splits an
+/// encode: 1 000 000 (so 1280x720 and smaller are encoded in one piece, 1920x1080 in two).
+/// See [`Threads`] for the measurements behind it.
+pub const AUTO_ENCODE_MIN_PIXELS_PER_PIECE: u64 = 1_000_000;
+
+/// The fewest pixels each piece of an image must have before [`Threads::Auto`] splits a
+/// decode: 4 000 000 (so 2560x1440 and smaller are decoded in one piece, 3840x2160 in
+/// two). See [`Threads`] for the measurements behind it.
+pub const AUTO_DECODE_MIN_PIXELS_PER_PIECE: u64 = 4_000_000;
+
+/// How many pieces [`Threads::Auto`] cuts an image of `pixels` pixels into with `threads`
+/// threads: as many as have `min_pixels_per_piece` pixels each
+/// ([`AUTO_ENCODE_MIN_PIXELS_PER_PIECE`] to encode, [`AUTO_DECODE_MIN_PIXELS_PER_PIECE`] to
+/// decode), at most `threads`, at least 1 (one piece: coded on the calling thread).
+///
+/// ```
+/// use streamwire_codec::jpeg::{AUTO_ENCODE_MIN_PIXELS_PER_PIECE as MIN, auto_pieces};
+/// assert_eq!(auto_pieces(2, 1280 * 720, MIN), 1);
+/// assert_eq!(auto_pieces(2, 1920 * 1080, MIN), 2);
+/// assert_eq!(auto_pieces(8, 3840 * 2160, MIN), 8);
+/// ```
+#[must_use]
+pub fn auto_pieces(threads: usize, pixels: u64, min_pixels_per_piece: u64) -> usize {
+    let by_size = usize::try_from(pixels / min_pixels_per_piece.max(1)).unwrap_or(usize::MAX);
+    threads.min(by_size).max(1)
 }
 
 impl fmt::Display for Threads {
@@ -481,4 +550,47 @@ pub fn psnr(a: &[u8], b: &[u8]) -> Option<f64> {
     // u64 -> f64 rounds beyond 2^53; irrelevant for a dB figure.
     let mse = squared as f64 / a.len() as f64;
     Some(10.0 * (255.0 * 255.0 / mse).log10())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 1280x720 frame is under the encode threshold, 1920x1080 over it; 2560x1440 is under
+    /// the decode threshold, 3840x2160 over it.
+    #[test]
+    fn auto_splits_only_frames_over_the_threshold() {
+        let (encode, decode) = (
+            AUTO_ENCODE_MIN_PIXELS_PER_PIECE,
+            AUTO_DECODE_MIN_PIXELS_PER_PIECE,
+        );
+        // 45 strips of 16 rows (720p) and 68 (1080p): enough to split.
+        assert_eq!(auto_pieces(2, 1280 * 720, encode), 1);
+        assert_eq!(auto_pieces(2, 1920 * 1080, encode), 2);
+        assert_eq!(auto_pieces(8, 1920 * 1080, encode), 2, "1 MP a piece");
+        assert_eq!(
+            auto_pieces(1, 1920 * 1080, encode),
+            1,
+            "no more than the threads"
+        );
+        assert_eq!(auto_pieces(2, 2560 * 1440, decode), 1);
+        assert_eq!(auto_pieces(2, 3840 * 2160, decode), 2);
+        assert_eq!(auto_pieces(2, encode - 1, encode), 1, "just under");
+        assert_eq!(
+            auto_pieces(2, 2 * encode, encode),
+            2,
+            "exactly two pieces' worth"
+        );
+        assert_eq!(auto_pieces(0, 0, 0), 1, "at least one piece");
+        // Through `Threads`: auto below the threshold is one piece whatever the pool.
+        assert_eq!(Threads::Auto.pieces(45, 1280 * 720, encode), 1);
+        assert_eq!(
+            Threads::Auto.pieces(68, 1920 * 1080, encode),
+            rayon::current_num_threads().min(2)
+        );
+        // Fixed counts and unsplit ignore the size.
+        let three = Threads::Fixed(NonZeroUsize::MIN.saturating_add(2));
+        assert_eq!(three.pieces(45, 64, encode), 3);
+        assert_eq!(Threads::Unsplit.pieces(68, 1920 * 1080, encode), 1);
+    }
 }

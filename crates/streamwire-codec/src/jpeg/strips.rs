@@ -53,7 +53,11 @@ pub(super) fn encode(
     let interval = u16::try_from(mcu_columns)
         .map_err(|_| JpegError::Encoder(format!("{mcu_columns} MCUs per row")))?;
     let strips = u32::from(height).div_ceil(mcu_height);
-    let pieces = options.threads.pieces(strips as usize);
+    let pieces = options.threads.pieces(
+        strips as usize,
+        u64::from(width) * u64::from(height),
+        super::AUTO_ENCODE_MIN_PIXELS_PER_PIECE,
+    );
     // Strip `s` of the image is rows [s * mcu_height, (s + 1) * mcu_height); piece `p` takes
     // strips [first_strip(p), first_strip(p + 1)).
     let first_strip =

@@ -89,7 +89,11 @@ pub(super) fn encode(
         .map_err(|_| JpegError::Encoder("restart interval over 65535 MCUs".into()))?;
     let strip_rows = strip_mcu_rows * mcu_height;
     let strips = u32::from(height).div_ceil(strip_rows);
-    let pieces = options.threads.pieces(strips as usize);
+    let pieces = options.threads.pieces(
+        strips as usize,
+        u64::from(width) * u64::from(height),
+        super::AUTO_ENCODE_MIN_PIXELS_PER_PIECE,
+    );
     let first_strip =
         |piece: usize| u32::try_from(piece * strips as usize / pieces).unwrap_or(strips);
 

@@ -100,7 +100,9 @@ fn next_stamp(now: Timestamp, hz: f64, last: &mut Option<Timestamp>) -> Option<T
 ///
 /// At 1280x720 its JPEG at q75 (the codec's default) is 51.6-74.5 KB a frame, mean
 /// 58.8 KB over 14 s at 20 fps, against 42.6 KB for the real cockatoo frames re-encoded
-/// the same way: 1.38 times (`cargo run -p streamwire-modules --example measure`).
+/// the same way: 1.38 times (`cargo run -p streamwire-modules --example measure`;
+/// the same figures after the renderer's rework, issue 29). Rendering a 1280x720 frame
+/// costs about 10 ms of CPU (see the [world's docs](super)).
 ///
 /// Ports: `color_image` (`Out<Compressed<Image>>`: the wire may JPEG it).
 /// Config: `width`, `height` (pixels, any size), `fps`, `seed`, `hfov_deg`.
@@ -173,21 +175,19 @@ impl SimCamera {
                 &fresh
             }
         };
-        let frame = world.render_into(
+        world.render_color_into(
             world_time(stamp),
             self.width,
             self.height,
             self.hfov_deg,
-            Some(&mut pixels),
+            &mut pixels,
         );
-        Ok(Image::from_packed(
-            frame.width,
-            frame.height,
-            ImageEncoding::Rgb8,
-            pixels.freeze(),
-        )?
-        .with_stamp(stamp)
-        .with_frame_id("camera"))
+        let (w, h) = World::frame_size(self.width, self.height);
+        Ok(
+            Image::from_packed(w as u32, h as u32, ImageEncoding::Rgb8, pixels.freeze())?
+                .with_stamp(stamp)
+                .with_frame_id("camera"),
+        )
     }
 }
 
