@@ -13,7 +13,7 @@ use streamwire_core::{
 
 use crate::clock::Clock;
 use crate::queue::{Fate, InputQueue};
-use crate::sender::InlineSender;
+use crate::sender::SendHere;
 
 /// What a subscriber takes from a hub.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,9 +68,10 @@ pub(crate) struct Subscriber {
     /// Its module finished: it takes nothing more, and each later publish is counted on
     /// its row as unmatched (not sent), so that its report still balances.
     pub(crate) detached: bool,
-    /// A keep-last stream's sender, which puts the message on the wire on the forwarding
-    /// thread (its `queue` only counts what it did not send).
-    pub(crate) inline: Option<Arc<InlineSender>>,
+    /// A sender to other partitions that the forwarding thread puts to itself: always (a
+    /// keep-last stream's), or a lone small message while its thread is idle (a keep-all
+    /// stream's).
+    pub(crate) sender: Option<SendHere>,
 }
 
 /// Decodes ready-made bytes published on an `Out<Compressed<..>>` for the pixel
@@ -150,13 +151,14 @@ impl Hub {
         self.subscribe_with(queue, wants, demand, None)
     }
 
-    /// Adds a keep-last stream's sender, which puts each message on the wire as it is
-    /// forwarded; `queue` counts what it did not send.
-    pub(crate) fn subscribe_inline(
+    /// Adds a sender the forwarding thread puts to itself (`SendHere`); `queue` is a
+    /// keep-all sender thread's queue, or a keep-last sender's count of what it did not
+    /// send.
+    pub(crate) fn subscribe_sender(
         &self,
         queue: Arc<InputQueue>,
         demand: Demand,
-        sender: Arc<InlineSender>,
+        sender: SendHere,
     ) -> u64 {
         self.subscribe_with(queue, Wants::Any, demand, Some(sender))
             .0
@@ -167,7 +169,7 @@ impl Hub {
         queue: Arc<InputQueue>,
         wants: Wants,
         demand: Demand,
-        inline: Option<Arc<InlineSender>>,
+        sender: Option<SendHere>,
     ) -> (u64, Arc<LinkCounters>) {
         let id = self.next_subscriber.fetch_add(1, Ordering::Relaxed);
         let link = Arc::new(LinkCounters::default());
@@ -179,7 +181,7 @@ impl Hub {
             demand,
             link: link.clone(),
             detached: false,
-            inline,
+            sender,
         });
         if !self.open.load(Ordering::SeqCst) {
             queue.upstream_closed();
@@ -241,7 +243,7 @@ impl Hub {
         if self.open.swap(false, Ordering::SeqCst) {
             for s in self.subscribers.read().iter().filter(|s| !s.detached) {
                 s.queue.upstream_closed();
-                if let Some(sender) = &s.inline {
+                if let Some(SendHere::Always(sender)) = &s.sender {
                     sender.producer_finished();
                 }
             }
@@ -339,9 +341,10 @@ impl Hub {
             };
             s.link.messages.fetch_add(1, Ordering::Relaxed);
             s.link.content_bytes.fetch_add(bytes, Ordering::Relaxed);
-            match &s.inline {
-                Some(sender) => sender.send(&delivery),
-                None => {
+            match &s.sender {
+                Some(SendHere::Always(sender)) => sender.send(&delivery),
+                Some(SendHere::WhenIdle(sender)) if sender.try_send(&delivery) => {}
+                _ => {
                     s.queue.push(delivery);
                 }
             }

@@ -14,7 +14,9 @@ use crate::handle::{RunHandle, ThreadRecord};
 use crate::hub::{Demand, Hub, Wants};
 use crate::options::StartError;
 use crate::queue::{Bound, InputQueue, WIRE_BUFFER_SMALL_DEPTH};
-use crate::sender::{InlineSender, SenderRecord, SenderWorker, SendingLink};
+use crate::sender::{
+    IdleShortcut, InlineSender, SendHere, SenderRecord, SenderWorker, SendingLink,
+};
 use crate::stats::{CodecRecord, CodecRole, Records, ThreadKind, ThreadListing};
 use crate::taps::{PartitionTaps, StreamHub, TapPoint};
 use crate::worker::{CodecCounters, CodecWorker, Exit, InstanceWorker, Shared};
@@ -239,18 +241,19 @@ impl RunBuilder {
         let queue = self.make.queue_bounded(self.wire_buffer(history), &signal);
         let link = SendingLink::new(publisher.clone(), stream.codec);
         let demand = Demand::Remote(publisher);
+        let stopping = self.make.shared.stopping.clone();
         let inline = match history {
             History::KeepLast(_) => {
-                let stopping = self.make.shared.stopping.clone();
                 let sender = InlineSender::new(link.clone(), queue.clone(), stopping);
-                stream
-                    .hub
-                    .subscribe_inline(queue.clone(), demand, sender.clone());
+                let here = SendHere::Always(sender.clone());
+                stream.hub.subscribe_sender(queue.clone(), demand, here);
                 Some(sender)
             }
             History::KeepAll => {
-                let (id, _) = stream.hub.subscribe(queue.clone(), Wants::Any, demand);
-                self.sender_thread(stream, (&link, &queue), signal, id);
+                let shortcut = IdleShortcut::new(link.clone(), queue.clone(), stopping);
+                let here = SendHere::WhenIdle(shortcut.clone());
+                let id = stream.hub.subscribe_sender(queue.clone(), demand, here);
+                self.sender_thread(stream, (&link, &queue, shortcut), signal, id);
                 None
             }
         };
@@ -288,7 +291,7 @@ impl RunBuilder {
     fn sender_thread(
         &mut self,
         stream: &StreamHub,
-        (link, queue): (&Arc<SendingLink>, &Arc<InputQueue>),
+        (link, queue, shortcut): (&Arc<SendingLink>, &Arc<InputQueue>, Arc<IdleShortcut>),
         signal: Arc<Signal>,
         id: u64,
     ) {
@@ -303,6 +306,7 @@ impl RunBuilder {
                 span: spans::sender(&self.plan, process, &stream.name),
                 link: link.clone(),
                 queue: queue.clone(),
+                shortcut,
                 signal,
                 subscription: (stream.hub.clone(), id),
                 shared: self.make.shared.clone(),
