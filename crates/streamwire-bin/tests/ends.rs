@@ -25,6 +25,22 @@ struct Running {
 }
 
 impl Running {
+    /// The pid of worker `process` (`host/process`), from the coordinator's line that
+    /// started it.
+    fn worker_pid(&self, process: &str) -> u32 {
+        self.stderr()
+            .lines()
+            .find(|l| l.contains(&format!("`{process}` started (pid")))
+            .and_then(|l| {
+                l.split("(pid ")
+                    .nth(1)?
+                    .strip_suffix(')')?
+                    .parse::<u32>()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("no pid for {process}: {}", self.stderr()))
+    }
+
     fn start(mut command: Command) -> Running {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let stdout = dir.path().join("stdout");
@@ -319,18 +335,7 @@ fn a_worker_stopped_past_the_lease_receives_again_once_resumed() {
         .arg(&report);
     let mut run = Running::start(command);
     run.wait_for("every worker is ready");
-    let perception = run
-        .stderr()
-        .lines()
-        .find(|l| l.contains("`robot/perception` started (pid"))
-        .and_then(|l| {
-            l.split("(pid ")
-                .nth(1)?
-                .strip_suffix(')')?
-                .parse::<u32>()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no pid for robot/perception: {}", run.stderr()));
+    let perception = run.worker_pid("robot/perception");
     std::thread::sleep(Duration::from_secs(1));
     let signal = |name: &str| {
         let status = Command::new("kill")
@@ -391,18 +396,7 @@ fn a_worker_cut_off_past_the_peer_timeout_is_treated_as_dead() {
         .args(["--duration", "12", "--peer-timeout", "3"]);
     let mut run = Running::start(command);
     run.wait_for("every worker is ready");
-    let perception = run
-        .stderr()
-        .lines()
-        .find(|l| l.contains("`robot/perception` started (pid"))
-        .and_then(|l| {
-            l.split("(pid ")
-                .nth(1)?
-                .strip_suffix(')')?
-                .parse::<u32>()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no pid for robot/perception: {}", run.stderr()));
+    let perception = run.worker_pid("robot/perception");
     std::thread::sleep(Duration::from_millis(500));
     let status = Command::new("kill")
         .args(["-s", "STOP", &perception.to_string()])

@@ -39,6 +39,47 @@ pub const MAX_BATCH_BYTES: usize = 64 * 1024;
 /// Bytes before the first frame.
 const BATCH_FIXED_LEN: usize = 8;
 
+/// A publisher's link sequence numbers: one per frame put, several per batch (taken once
+/// the batch knows how many frames it holds, so that no number is skipped).
+///
+/// ```
+/// use streamwire_transport::{WireFrame, batch::{self, LinkNumbers}};
+/// let numbers = LinkNumbers::default();
+/// assert_eq!(numbers.next(), 0);
+/// let (_, frames) = numbers.batch(&mut |first| {
+///     let frames = vec![WireFrame::stop(first)?, WireFrame::stop(first + 1)?];
+///     Ok((batch::encode(&frames)?, 2))
+/// })?;
+/// assert_eq!((frames, numbers.next()), (2, 3));
+/// # Ok::<(), streamwire_transport::FrameError>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct LinkNumbers {
+    next: parking_lot::Mutex<u64>,
+}
+
+impl LinkNumbers {
+    /// The number of the next frame put alone.
+    pub fn next(&self) -> u64 {
+        let mut next = self.next.lock();
+        let seq = *next;
+        *next += 1;
+        seq
+    }
+
+    /// Builds a batch with `build`, given the number of its first frame, and takes as many
+    /// numbers as the batch says it holds.
+    pub fn batch(
+        &self,
+        build: &mut dyn FnMut(u64) -> Result<(FrameBytes, u64), FrameError>,
+    ) -> Result<(FrameBytes, u64), FrameError> {
+        let mut next = self.next.lock();
+        let (batch, frames) = build(*next)?;
+        *next += frames;
+        Ok((batch, frames))
+    }
+}
+
 /// The batch of `frames`, in order. Each frame is written whole (a frame in several
 /// parts is joined).
 ///

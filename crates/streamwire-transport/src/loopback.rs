@@ -49,9 +49,8 @@ struct SubscriberState {
 struct PublisherState {
     key: String,
     transport: Arc<Inner>,
-    /// The next frame's link sequence (a lock: a batch takes several numbers once it
-    /// knows how many frames it holds).
-    next_seq: Mutex<u64>,
+    /// Its frames' link sequence numbers.
+    next_seq: crate::batch::LinkNumbers,
     frames: AtomicU64,
     wire_bytes: AtomicU64,
     unmatched: AtomicU64,
@@ -180,7 +179,7 @@ impl Transport for Loopback {
         let publisher = Arc::new(PublisherState {
             key: key.to_owned(),
             transport: self.inner.clone(),
-            next_seq: Mutex::new(0),
+            next_seq: Default::default(),
             frames: AtomicU64::new(0),
             wire_bytes: AtomicU64::new(0),
             unmatched: AtomicU64::new(0),
@@ -260,12 +259,7 @@ impl Publisher for PublisherState {
             self.unmatched.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
-        let seq = {
-            let mut next = self.next_seq.lock();
-            let seq = *next;
-            *next += 1;
-            seq
-        };
+        let seq = self.next_seq.next();
         let frame = build(seq)?;
         self.frames.fetch_add(1, Ordering::Relaxed);
         self.wire_bytes
@@ -295,12 +289,7 @@ impl Publisher for PublisherState {
             self.unmatched.fetch_add(count, Ordering::Relaxed);
             return Ok(true);
         }
-        let (batch, frames) = {
-            let mut next = self.next_seq.lock();
-            let (batch, frames) = build(*next)?;
-            *next += frames;
-            (batch, frames)
-        };
+        let (batch, frames) = self.next_seq.batch(build)?;
         if frames == 0 {
             return Ok(true);
         }

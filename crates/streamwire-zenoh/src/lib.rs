@@ -63,6 +63,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use streamwire_core::{Durability, History, Qos, Reliability};
+use streamwire_transport::batch::LinkNumbers;
 use streamwire_transport::{
     FrameBytes, FrameError, FrameSink, MatchingListener, Publisher, PublisherCounters,
     Subscription, SubscriptionCounters, Transport, TransportError, WireFrame,
@@ -777,7 +778,7 @@ impl Transport for ZenohTransport {
             history,
             _queryable: queryable,
             shared,
-            next_seq: Mutex::new(0),
+            next_seq: Default::default(),
             frames: AtomicU64::new(0),
             wire_bytes: AtomicU64::new(0),
             unmatched: AtomicU64::new(0),
@@ -1006,9 +1007,8 @@ struct ZenohPublisher {
     history: Option<Arc<RecentFrames>>,
     _queryable: Option<zenoh::query::Queryable<()>>,
     shared: Arc<PublisherShared>,
-    /// The next frame's link sequence (a lock, not an atomic: a batch takes several
-    /// numbers once it knows how many frames it holds).
-    next_seq: Mutex<u64>,
+    /// Its frames' link sequence numbers.
+    next_seq: LinkNumbers,
     frames: AtomicU64,
     wire_bytes: AtomicU64,
     unmatched: AtomicU64,
@@ -1030,12 +1030,7 @@ impl Publisher for ZenohPublisher {
             self.unmatched.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
-        let seq = {
-            let mut next = self.next_seq.lock();
-            let seq = *next;
-            *next += 1;
-            seq
-        };
+        let seq = self.next_seq.next();
         let frame = build(seq)?;
         if let Some(history) = &self.history {
             // Remembered for late joiners even when nobody listens now (then counted as
@@ -1078,12 +1073,7 @@ impl Publisher for ZenohPublisher {
             self.unmatched.fetch_add(count, Ordering::Relaxed);
             return Ok(true);
         }
-        let (batch, frames) = {
-            let mut next = self.next_seq.lock();
-            let (batch, frames) = build(*next)?;
-            *next += frames;
-            (batch, frames)
-        };
+        let (batch, frames) = self.next_seq.batch(build)?;
         if frames == 0 {
             return Ok(true);
         }
