@@ -2,7 +2,8 @@
 //!
 //! A keep-all stream has a thread of its own (`send <stream>`) fed by a queue: a wire
 //! slower than the producer fills the queue (and then holds the producer, as keep-all
-//! asks), and consecutive small messages are put in one go. A keep-last stream is put on
+//! asks), and consecutive small messages are put in one batch; a lone message that finds
+//! that thread idle is put by the forwarding thread at once. A keep-last stream is put on
 //! the wire by the thread that forwards it (its producer's, or its codec node's), with no
 //! queue and no hand-off: the producer's step then includes building the frame and the
 //! put (RFC.md section 9), and no thread wakes per message to do it. Either sends only
