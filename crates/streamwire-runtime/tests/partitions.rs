@@ -348,27 +348,51 @@ fn streams_nobody_wants_wake_no_encoder_or_sender_thread() {
     assert_eq!(camera_out.unmatched, u64::from(FRAMES), "{report}");
 }
 
-/// Publishes `count` small messages in one step, as fast as its keep-all queue takes them.
+/// Publishes `count` small odometry messages: all in one step, as fast as its keep-all
+/// queue takes them (`period` zero: a burst), or one every `period`.
 #[derive(Module)]
 #[module(crate = streamwire_core)]
-struct OdometryBurst {
+struct OdometrySource {
     #[port(keep_all)]
     odom: Out<Odometry>,
     #[config]
     count: u64,
+    #[config]
+    period: Duration,
+    #[state]
+    sent: u64,
 }
 
-impl Node for OdometryBurst {
+impl OdometrySource {
+    fn new(count: u64, period: Duration) -> OdometrySource {
+        OdometrySource {
+            odom: Out::new(),
+            count,
+            period,
+            sent: 0,
+        }
+    }
+}
+
+impl Node for OdometrySource {
     fn trigger(&self) -> Trigger {
-        Trigger::FreeRunning
+        if self.period.is_zero() {
+            Trigger::FreeRunning
+        } else {
+            Trigger::Period(self.period)
+        }
     }
 
     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
-        for _ in 0..self.count {
+        let now = if self.period.is_zero() { self.count } else { 1 };
+        for _ in 0..now.min(self.count - self.sent) {
             let odom = Odometry::new("odom", "base", Default::default(), Default::default())?;
             self.odom.publish(odom)?;
+            self.sent += 1;
         }
-        cx.finish();
+        if self.sent == self.count {
+            cx.finish();
+        }
         Ok(())
     }
 }
@@ -392,20 +416,12 @@ impl Node for SeqLog {
     }
 }
 
-/// A keep-all burst of small messages to another process: the sender puts the messages
-/// that wait together in one batch; each arrives, in order, and is counted one by one.
-#[test]
-fn batches_of_small_messages_keep_order_and_per_message_accounting() {
-    const COUNT: u64 = 2000;
+/// Runs `source` in `robot` and a `SeqLog` in `laptop` to the end: the report, balanced,
+/// and the header sequence numbers the log received.
+fn odometry_across(source: OdometrySource) -> (RunReport, Vec<u64>) {
     let seqs = Arc::new(Mutex::new(Vec::new()));
     let mut bp = Blueprint::new();
-    let burst = bp.add(
-        "burst",
-        OdometryBurst {
-            odom: Out::new(),
-            count: COUNT,
-        },
-    );
+    let source = bp.add("source", source);
     let log = bp.add(
         "log",
         SeqLog {
@@ -413,12 +429,22 @@ fn batches_of_small_messages_keep_order_and_per_message_accounting() {
             seqs: seqs.clone(),
         },
     );
-    bp.place(&burst, Placement::process("robot"))
+    bp.place(&source, Placement::process("robot"))
         .place(&log, Placement::process("laptop"));
     bp.autoconnect();
     let report = balanced(start_with(bp, RunOptions::default()).wait_timeout(GUARD));
     assert_eq!(report.reason, EndReason::Finished, "{report}");
-    assert_eq!(*seqs.lock(), (0..COUNT).collect::<Vec<_>>(), "{report}");
+    let seqs = seqs.lock().clone();
+    (report, seqs)
+}
+
+/// A keep-all burst of small messages to another process: the sender puts the messages
+/// that wait together in one batch; each arrives, in order, and is counted one by one.
+#[test]
+fn batches_of_small_messages_keep_order_and_per_message_accounting() {
+    const COUNT: u64 = 2000;
+    let (report, seqs) = odometry_across(OdometrySource::new(COUNT, Duration::ZERO));
+    assert_eq!(seqs, (0..COUNT).collect::<Vec<_>>(), "{report}");
     let out = wire(&report.stats, WireDirection::Out, "robot", "odom");
     // Each message a frame, and the end-of-stream frame.
     assert_eq!(out.frames, COUNT + 1, "{report}");
@@ -432,6 +458,21 @@ fn batches_of_small_messages_keep_order_and_per_message_accounting() {
     let received = input(&report.stats, "log.odom");
     assert_eq!(received.delivered, COUNT, "{report}");
     assert!(report.to_string().contains("sent in batches"), "{report}");
+}
+
+/// Lone keep-all messages (one every 2 ms, far apart from the sender's view) are put by
+/// the producer's thread while the sender thread is idle: that thread is not woken for
+/// each of them (it would be, once a message, without the shortcut), and every message
+/// still arrives in order, counted.
+#[test]
+fn lone_keep_all_messages_are_put_without_waking_the_sender_thread() {
+    const COUNT: u64 = 60;
+    let (report, seqs) = odometry_across(OdometrySource::new(COUNT, Duration::from_millis(2)));
+    assert_eq!(seqs, (0..COUNT).collect::<Vec<_>>(), "{report}");
+    let out = wire(&report.stats, WireDirection::Out, "robot", "odom");
+    assert_eq!(out.frames, COUNT + 1, "{report}");
+    let sender = thread(&report.stats, "send odom").unwrap();
+    assert!(sender.woken < COUNT / 2, "{report}");
 }
 
 /// A plan whose only cross-partition stream is the camera's, with the camera idle, so that
