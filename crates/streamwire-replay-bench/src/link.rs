@@ -17,6 +17,12 @@
 //!
 //! **Random loss is not emulated**: frames are lost only to a full queue.
 //!
+//! **What the relay costs** (measured on the 2-core VM this was written on): unshaped, a
+//! TCP transfer through it carries about 39 MB/s (310 Mbit/s), so a faster `rate=` is
+//! capped by the relay, not by `tbf`; with delay 0 a 64-byte TCP ping-pong takes a median
+//! 0.075 ms through it against 0.014 ms over a direct veth. `htb` measured the same as
+//! `tbf` at 20 Mbit/s (19.0 against 18.9-19.1 Mbit/s of TCP payload).
+//!
 //! Needs root, `ip` and `tc` (iproute2), and network namespaces.
 
 mod profile;
@@ -171,11 +177,10 @@ impl Link {
         let laptop_ip = format!("{LAPTOP_ADDRESS}/24");
         #[rustfmt::skip]
         let steps: Vec<(&str, Vec<&str>)> = vec![
-            ("ip", vec!["-n", robot, "link", "add", ROBOT_DEVICE, "type", "veth", "peer", "name", "air-r", "netns", air]),
-            ("ip", vec!["-n", laptop, "link", "add", LAPTOP_DEVICE, "type", "veth", "peer", "name", "air-l", "netns", air]),
-            // No frame larger than the MTU: the relay forwards frames, not GSO super-packets.
-            ("ip", vec!["-n", robot, "link", "set", ROBOT_DEVICE, "gso_max_segs", "1"]),
-            ("ip", vec!["-n", laptop, "link", "set", LAPTOP_DEVICE, "gso_max_segs", "1"]),
+            // `gso_max_segs 1`: no frame larger than the MTU (the relay forwards frames, and
+            // a raw socket refuses to send a GSO super-packet of 64 KB: EMSGSIZE).
+            ("ip", vec!["-n", robot, "link", "add", ROBOT_DEVICE, "gso_max_segs", "1", "type", "veth", "peer", "name", "air-r", "netns", air]),
+            ("ip", vec!["-n", laptop, "link", "add", LAPTOP_DEVICE, "gso_max_segs", "1", "type", "veth", "peer", "name", "air-l", "netns", air]),
             ("ip", vec!["-n", robot, "addr", "add", &robot_ip, "dev", ROBOT_DEVICE]),
             ("ip", vec!["-n", laptop, "addr", "add", &laptop_ip, "dev", LAPTOP_DEVICE]),
             ("tc", vec!["-n", robot, "qdisc", "add", "dev", ROBOT_DEVICE, "root", "tbf", "rate", &rate, "burst", &burst, "limit", &limit]),

@@ -178,6 +178,13 @@ fn the_veth_is_shaped_three_ways() {
         unshaped as f64 / seconds / 1e6,
         link.relay_stats()
     );
+    // Every frame crossed: none too large for a raw socket (GSO is off), none refused.
+    let relay = link.relay_stats().robot_to_laptop;
+    assert_eq!(
+        (relay.unsent_frames, relay.queue_full_frames),
+        (0, 0),
+        "{relay:?}"
+    );
     if unshaped_rate < 3.0 * rate_mbit_s {
         streamwire_testdata::skip(format!(
             "this machine is too slow to tell: unshaped, the link carried {unshaped_rate:.1} Mbit/s, \
