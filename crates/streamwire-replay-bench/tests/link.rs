@@ -159,7 +159,10 @@ fn the_veth_is_shaped_three_ways() {
         "robot0's qdisc shows no shaping: {robot:?}"
     );
     let after = link.counters().unwrap();
+    println!("{after:?}");
     assert!(after.robot_to_laptop_bytes - before.robot_to_laptop_bytes >= shaped);
+    // The relay read every frame the shaped link carried.
+    assert_eq!(after.robot_to_laptop_missed, 0, "{after:?}");
     // 2. Unshaped: the same path with robot0's qdisc removed.
     let out = link
         .command(Side::Robot, "tc")
@@ -178,6 +181,7 @@ fn the_veth_is_shaped_three_ways() {
         unshaped as f64 / seconds / 1e6,
         link.relay_stats()
     );
+    println!("{:?}", link.counters().unwrap());
     // Every frame crossed: none too large for a raw socket (GSO is off), none refused.
     let relay = link.relay_stats().robot_to_laptop;
     assert_eq!(

@@ -33,10 +33,16 @@ const TICK: Duration = Duration::from_millis(50);
 /// `queue_full_frames`): far more than the shaped rate times the largest delay it may
 /// hold in practice (50 Mbit/s x 2 s is 12.5 MB).
 const MAX_QUEUED_BYTES: u64 = 64 << 20;
+/// The sockets' receive buffer: a burst the reader thread has not caught up with waits
+/// here; past it the kernel drops frames (seen in [`crate::link::LinkCounters`]'s
+/// `*_missed`). 8 MiB is some 3,000 full frames, 80 ms at 300 Mbit/s.
+const RECEIVE_BUFFER: usize = 8 << 20;
 
 /// What crossed the relay one way.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirectionStats {
+    /// Frames read from the socket (forwarded, unsent, refused or still held).
+    pub received_frames: u64,
     /// Frames forwarded.
     pub frames: u64,
     /// Their bytes (Ethernet frames, without preamble or FCS).
@@ -60,6 +66,7 @@ pub struct RelayStats {
 
 #[derive(Default)]
 struct Counters {
+    received_frames: AtomicU64,
     frames: AtomicU64,
     bytes: AtomicU64,
     peak_queued_bytes: AtomicU64,
@@ -70,6 +77,7 @@ struct Counters {
 impl Counters {
     fn snapshot(&self) -> DirectionStats {
         DirectionStats {
+            received_frames: self.received_frames.load(Ordering::Relaxed),
             frames: self.frames.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
             peak_queued_bytes: self.peak_queued_bytes.load(Ordering::Relaxed),
@@ -193,7 +201,8 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<(
 
 type Pair = (Box<dyn DataLinkSender>, Box<dyn DataLinkReceiver>);
 
-/// A raw socket bound to `device` (of the calling thread's namespace).
+/// A raw socket bound to `device` (of the calling thread's namespace), with a receive
+/// buffer of [`RECEIVE_BUFFER`] bytes.
 fn open(device: &str) -> Result<Pair, BenchError> {
     let interface = pnet_datalink::interfaces()
         .into_iter()
@@ -201,7 +210,24 @@ fn open(device: &str) -> Result<Pair, BenchError> {
         .ok_or_else(|| {
             BenchError::Cell(format!("link: no device {device} in the air namespace"))
         })?;
+    let cannot = |e: std::io::Error| {
+        BenchError::Cell(format!("link: cannot open a raw socket on {device}: {e}"))
+    };
+    let socket = rustix::net::socket_with(
+        rustix::net::AddressFamily::PACKET,
+        rustix::net::SocketType::RAW,
+        rustix::net::SocketFlags::CLOEXEC,
+        Some(rustix::net::eth::ALL),
+    )
+    .map_err(|e| cannot(e.into()))?;
+    // Root may pass `net.core.rmem_max`; else the most it allows.
+    if rustix::net::sockopt::set_socket_recv_buffer_size_force(&socket, RECEIVE_BUFFER).is_err() {
+        rustix::net::sockopt::set_socket_recv_buffer_size(&socket, RECEIVE_BUFFER)
+            .map_err(|e| cannot(e.into()))?;
+    }
     let config = pnet_datalink::Config {
+        // pnet binds it to the device and owns it from here.
+        socket_fd: Some(std::os::fd::IntoRawFd::into_raw_fd(socket)),
         read_buffer_size: 65_536 + 64,
         write_buffer_size: 65_536 + 64,
         read_timeout: Some(TICK),
@@ -213,9 +239,7 @@ fn open(device: &str) -> Result<Pair, BenchError> {
         Ok(_) => Err(BenchError::Cell(format!(
             "link: no Ethernet channel on {device}"
         ))),
-        Err(e) => Err(BenchError::Cell(format!(
-            "link: cannot open a raw socket on {device}: {e}"
-        ))),
+        Err(e) => Err(cannot(e)),
     }
 }
 
@@ -231,6 +255,7 @@ fn read(mut rx: Box<dyn DataLinkReceiver>, d: &Direction, stop: &AtomicBool, del
             }
         };
         let now = Instant::now();
+        d.counters.received_frames.fetch_add(1, Ordering::Relaxed);
         let mut frame = frame.to_vec();
         fix_checksum(&mut frame);
         let len = frame.len() as u64;
