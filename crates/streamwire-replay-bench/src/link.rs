@@ -25,6 +25,7 @@
 //!
 //! Needs root, `ip` and `tc` (iproute2), and network namespaces.
 
+mod checksum;
 mod profile;
 pub mod relay;
 
