@@ -18,10 +18,12 @@
 //! **Random loss is not emulated**: frames are lost only to a full queue.
 //!
 //! **What the relay costs** (measured on the 2-core VM this was written on): unshaped, a
-//! TCP transfer through it carries 39-43 MB/s (310-340 Mbit/s), so a faster `rate=` is
-//! capped by the relay, not by `tbf`; with delay 0 a 64-byte TCP ping-pong takes a median
-//! 0.075 ms through it against 0.014 ms over a direct veth. `htb` measured the same as
-//! `tbf` at 20 Mbit/s (19.0 against 18.9-19.1 Mbit/s of TCP payload).
+//! TCP transfer through it carries 39-44 MB/s (310-350 Mbit/s), so a faster `rate=` is
+//! capped by the relay, not by `tbf`; with delay 0 it adds about 0.06 ms to a 64-byte TCP
+//! ping-pong (medians 0.075 against 0.014 ms over a direct veth, 0.102 against 0.042 ms in
+//! a busier run). `htb` measured the same as `tbf` at 20 Mbit/s (19.0 against 18.9-19.1
+//! Mbit/s of TCP payload). With jitter, frames close together wait for the ones before
+//! them (no reordering), so a busy direction sees more than the mean delay.
 //!
 //! Needs root, `ip` and `tc` (iproute2), and network namespaces.
 
