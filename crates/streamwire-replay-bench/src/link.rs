@@ -168,19 +168,7 @@ impl Link {
             run("ip", &["netns", "add", ns])?;
         }
         // No IPv6 in `air`: its kernel sends nothing on the relay's devices.
-        in_namespace(air, || -> Result<(), BenchError> {
-            for path in [
-                "/proc/sys/net/ipv6/conf/all/disable_ipv6",
-                "/proc/sys/net/ipv6/conf/default/disable_ipv6",
-            ] {
-                match std::fs::write(path, "1") {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {} // no IPv6 at all
-                    Err(e) => return Err(BenchError::io(path.as_ref(), e)),
-                }
-            }
-            Ok(())
-        })??;
+        disable_ipv6(air, &["all", "default"])?;
         let rate = format!("{}bit", (rate_bytes_s * 8.0).round() as u64);
         let burst = ((rate_bytes_s * 0.002).max(2.0 * FRAME) as u64).to_string();
         let limit = self.queue_limit_bytes.to_string();
@@ -200,6 +188,10 @@ impl Link {
         for (program, args) in steps {
             run(program, &args)?;
         }
+        // Nor on the link's devices (`lo` keeps ::1): no IPv6 chatter (router solicitations,
+        // MLD) on the link, whose only traffic is then the benchmark's and its ARP.
+        disable_ipv6(robot, &[ROBOT_DEVICE])?;
+        disable_ipv6(laptop, &[LAPTOP_DEVICE])?;
         Ok(())
     }
 
@@ -217,6 +209,31 @@ impl Link {
         ];
         for (program, args) in steps {
             run(program, &args)?;
+        }
+        // A veth carries frames once both ends are up and the kernel's link watch has
+        // activated its queue (asynchronous, up to a second): until then a frame sent is lost.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        for (ns, device) in [
+            (air, "air-r"),
+            (air, "air-l"),
+            (robot, ROBOT_DEVICE),
+            (laptop, LAPTOP_DEVICE),
+        ] {
+            let args = ["-j", "-n", ns, "link", "show", "dev", device];
+            loop {
+                let json = parse_json("ip", &args, &run("ip", &args)?)?;
+                if json[0]["operstate"].as_str() == Some("UP") {
+                    break;
+                }
+                if std::time::Instant::now() > deadline {
+                    return Err(BenchError::Cell(format!(
+                        "link: {device} in {ns} is not up 5 s after `ip link set up` (`ip {}`: {})",
+                        args.join(" "),
+                        json[0]["operstate"]
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
         Ok(())
     }
@@ -377,6 +394,22 @@ pub fn in_namespace<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> Result<T
             .join()
             .map_err(|_| BenchError::Cell(format!("link: a thread in {ns} panicked")))?
     })
+}
+
+/// Writes 1 to `net.ipv6.conf.<device>.disable_ipv6` of namespace `ns` for each of
+/// `devices` (a kernel without IPv6 has nothing to disable).
+fn disable_ipv6(ns: &str, devices: &[&str]) -> Result<(), BenchError> {
+    in_namespace(ns, || -> Result<(), BenchError> {
+        for device in devices {
+            let path = format!("/proc/sys/net/ipv6/conf/{device}/disable_ipv6");
+            match std::fs::write(&path, "1") {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(BenchError::io(path.as_ref(), e)),
+            }
+        }
+        Ok(())
+    })?
 }
 
 /// Whether this process is root (effective uid 0).

@@ -226,6 +226,9 @@ fn open(device: &str) -> Result<Pair, BenchError> {
         rustix::net::sockopt::set_socket_recv_buffer_size(&socket, RECEIVE_BUFFER)
             .map_err(|e| cannot(e.into()))?;
     }
+    // A second descriptor of the same socket, to clear the error binding it to a device
+    // that is still down leaves (ENETDOWN): else the first frame sent fails with it.
+    let probe = socket.try_clone().map_err(cannot)?;
     let config = pnet_datalink::Config {
         // pnet binds it to the device and owns it from here.
         socket_fd: Some(std::os::fd::IntoRawFd::into_raw_fd(socket)),
@@ -236,7 +239,11 @@ fn open(device: &str) -> Result<Pair, BenchError> {
         ..pnet_datalink::Config::default()
     };
     match pnet_datalink::channel(&interface, config) {
-        Ok(Channel::Ethernet(tx, rx)) => Ok((tx, rx)),
+        Ok(Channel::Ethernet(tx, rx)) => {
+            // Reading SO_ERROR clears it; what it was is the expected ENETDOWN.
+            let _ = rustix::net::sockopt::socket_error(&probe);
+            Ok((tx, rx))
+        }
         Ok(_) => Err(BenchError::Cell(format!(
             "link: no Ethernet channel on {device}"
         ))),
