@@ -127,6 +127,9 @@ impl Link {
                 "link tag `{tag}`: expected 1 to 32 letters, digits, - or _"
             )));
         }
+        profile
+            .check()
+            .map_err(|e| BenchError::Usage(format!("link {profile}: {e}")))?;
         if !is_root() {
             return Err(BenchError::Cell(
                 "the emulated link needs root (network namespaces, veths, qdiscs)".to_owned(),

@@ -290,3 +290,23 @@ fn a_dropped_link_leaves_no_namespace() {
     }
     println!("dropping the link took {took:?}");
 }
+
+#[test]
+fn a_bad_profile_or_tag_is_refused_before_anything_is_made() {
+    let mut profile = LinkProfile::wifi();
+    profile.delay_ms = -1.0;
+    let e = Link::create("bad", &profile).err().unwrap();
+    assert!(
+        e.to_string()
+            .contains("delay -1 ms is out of range: expected 0..=2000 ms"),
+        "{e}"
+    );
+    let e = Link::create("no spaces", &LinkProfile::wifi())
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("expected 1 to 32 letters, digits"),
+        "{e}"
+    );
+    assert!(!std::path::Path::new("/run/netns/sw-bad-robot").exists());
+}

@@ -90,29 +90,36 @@ impl LinkProfile {
             })?);
         }
         let rate = rate.ok_or_else(|| usage("no rate: expected rate=<Mbit/s>".to_owned()))?;
-        let delay = delay.unwrap_or(0.0);
-        let jitter = jitter.unwrap_or(0.0);
-        if !RATE_RANGE_MBIT_S.contains(&rate) {
-            return Err(usage(format!(
-                "rate {rate} Mbit/s is out of range: expected 0.1..=10000 Mbit/s"
-            )));
-        }
-        if !DELAY_RANGE_MS.contains(&delay) {
-            return Err(usage(format!(
-                "delay {delay} ms is out of range: expected 0..=2000 ms"
-            )));
-        }
-        if !(0.0..=delay).contains(&jitter) {
-            return Err(usage(format!(
-                "jitter {jitter} ms is out of range: expected 0..=delay ({delay} ms)"
-            )));
-        }
-        Ok(LinkProfile {
+        let profile = LinkProfile {
             name: "custom".to_owned(),
             rate_mbit_s: rate,
-            delay_ms: delay,
-            jitter_ms: jitter,
-        })
+            delay_ms: delay.unwrap_or(0.0),
+            jitter_ms: jitter.unwrap_or(0.0),
+        };
+        profile.check().map_err(usage)?;
+        Ok(profile)
+    }
+
+    /// Whether the numbers are in range (rate 0.1..=10000 Mbit/s, delay 0..=2000 ms,
+    /// jitter 0..=delay); else what is wrong.
+    pub fn check(&self) -> Result<(), String> {
+        let (rate, delay, jitter) = (self.rate_mbit_s, self.delay_ms, self.jitter_ms);
+        if !RATE_RANGE_MBIT_S.contains(&rate) {
+            return Err(format!(
+                "rate {rate} Mbit/s is out of range: expected 0.1..=10000 Mbit/s"
+            ));
+        }
+        if !DELAY_RANGE_MS.contains(&delay) {
+            return Err(format!(
+                "delay {delay} ms is out of range: expected 0..=2000 ms"
+            ));
+        }
+        if !(0.0..=delay).contains(&jitter) {
+            return Err(format!(
+                "jitter {jitter} ms is out of range: expected 0..=delay ({delay} ms)"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -163,6 +170,19 @@ mod tests {
         assert_eq!((p.rate_mbit_s, p.delay_ms, p.jitter_ms), (2.5, 40.0, 0.0));
         let p = LinkProfile::parse("jitter=1ms,rate=100Mbit/s,delay=1ms").unwrap();
         assert_eq!((p.rate_mbit_s, p.delay_ms, p.jitter_ms), (100.0, 1.0, 1.0));
+    }
+
+    #[test]
+    fn a_profile_made_by_hand_is_checked_too() {
+        let mut p = LinkProfile::wifi();
+        assert_eq!(p.check(), Ok(()));
+        p.jitter_ms = f64::NAN;
+        assert_eq!(
+            p.check(),
+            Err("jitter NaN ms is out of range: expected 0..=delay (5 ms)".to_owned())
+        );
+        p.rate_mbit_s = 0.0;
+        assert!(p.check().is_err_and(|e| e.starts_with("rate 0 Mbit/s")));
     }
 
     #[test]
