@@ -549,6 +549,12 @@ fn send_large(
         "{} of {sent} arrived",
         got.lock().len()
     );
+    // The subscription counts what arrived through shared memory as the session does
+    // (the session's only subscription): the report's wire rows show it.
+    assert_eq!(
+        subscription.counters().shared_memory,
+        b.shared_memory_stats().received_shared
+    );
     drop(subscription);
     got.lock().clone()
 }

@@ -342,6 +342,7 @@ impl Ingress {
                 .map(|(k, n)| (k.name().to_owned(), n.load(Ordering::Relaxed)))
                 .collect(),
             receive_copies: c.receive_copies.load(Ordering::Relaxed),
+            shared_memory: seen.shared_memory,
             sent_by_producer: false,
             batches: 0,
             batched: 0,

@@ -180,6 +180,10 @@ pub struct WireStats {
     /// it arrived. Sending: 0.
     #[serde(default)]
     pub receive_copies: u64,
+    /// Receiving: frames whose large part arrived in shared memory (by reference, from a
+    /// process of this host); the others of `frames` came through the link. Sending: 0.
+    #[serde(default)]
+    pub shared_memory: u64,
     /// An out row whose frames the stream's forwarding thread (its producer's, or its
     /// codec node's) puts on the wire: a keep-last stream, with no sender thread.
     #[serde(default)]
@@ -1029,6 +1033,19 @@ impl RunStats {
                 copies.join(", ")
             );
         }
+        let shared: Vec<String> = self
+            .wire
+            .iter()
+            .filter(|w| w.shared_memory > 0)
+            .map(|w| format!("{} {} {}", w.partition, w.key, w.shared_memory))
+            .collect();
+        if !shared.is_empty() {
+            let _ = writeln!(
+                out,
+                "received through shared memory (by reference, from this host): {}",
+                shared.join(", ")
+            );
+        }
         let batched: Vec<String> = self
             .wire
             .iter()
@@ -1206,6 +1223,7 @@ mod tests {
                 in_flight_at_stop: n + 7,
                 rejected: vec![("garbage".to_owned(), n)],
                 receive_copies: n + 8,
+                shared_memory: n + 11,
                 sent_by_producer: true,
                 batches: n + 9,
                 batched: n + 10,

@@ -236,4 +236,8 @@ pub struct SubscriptionCounters {
     pub frames: u64,
     /// Their bytes.
     pub wire_bytes: u64,
+    /// Of `frames`, those whose large part (a blob, or a whole frame of one part) lay in
+    /// shared memory: sent by reference between two processes of one host. 0 for a
+    /// transport without shared memory.
+    pub shared_memory: u64,
 }

@@ -330,6 +330,8 @@ impl Subscription for LoopbackSubscription {
         SubscriptionCounters {
             frames: self.state.frames.load(Ordering::Relaxed),
             wire_bytes: self.state.wire_bytes.load(Ordering::Relaxed),
+            // In one process: nothing is shared memory.
+            shared_memory: 0,
         }
     }
 }

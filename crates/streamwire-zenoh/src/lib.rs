@@ -328,8 +328,9 @@ struct ShmCounters {
 }
 
 impl ShmCounters {
-    /// Counts a received frame as shared (a large part lies in a segment) or copied.
-    fn count(&self, frame: &FrameBytes, shared_memory: bool) {
+    /// Counts a received frame as shared (a large part lies in a segment) or copied;
+    /// true when shared.
+    fn count(&self, frame: &FrameBytes, shared_memory: bool) -> bool {
         let shared = shared_memory
             && frame
                 .parts()
@@ -340,6 +341,7 @@ impl ShmCounters {
         } else if frame.len() >= SHARED_MEMORY_THRESHOLD {
             self.large_copied.fetch_add(1, Ordering::Relaxed);
         }
+        shared
     }
 }
 
@@ -817,7 +819,9 @@ impl Transport for ZenohTransport {
                     // No copy: the frame's parts are zenoh's slices (reading a blob spread
                     // over several copies it once, counted by the runtime's ingress).
                     let bytes = from_zbytes(payload);
-                    shm.count(&bytes, shared_memory);
+                    if shm.count(&bytes, shared_memory) {
+                        counters.shared_memory.fetch_add(1, Ordering::Relaxed);
+                    }
                     // A batch is counted as the frames it holds, as its publisher did.
                     let frames = streamwire_transport::batch::frame_count(&bytes).unwrap_or(1);
                     counters.frames.fetch_add(frames as u64, Ordering::Relaxed);
@@ -1137,6 +1141,7 @@ impl Publisher for ZenohPublisher {
 struct SubscriberCounters {
     frames: AtomicU64,
     wire_bytes: AtomicU64,
+    shared_memory: AtomicU64,
 }
 
 struct ZenohSubscription {
@@ -1162,6 +1167,7 @@ impl Subscription for ZenohSubscription {
         SubscriptionCounters {
             frames: self.counters.frames.load(Ordering::Relaxed),
             wire_bytes: self.counters.wire_bytes.load(Ordering::Relaxed),
+            shared_memory: self.counters.shared_memory.load(Ordering::Relaxed),
         }
     }
 }
