@@ -230,14 +230,21 @@ impl Credential {
                 check_private(dir)?;
             }
         }
+        // Written beside, then renamed: a worker (or a script waiting for the file) that
+        // finds it finds it whole.
+        let mut partial = path.as_os_str().to_owned();
+        partial.push(".partial");
+        let partial = PathBuf::from(partial);
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .mode(0o600)
-            .open(path)
+            .open(&partial)
             .map_err(error)?;
-        file.write_all(self.to_text().as_bytes()).map_err(error)
+        file.write_all(self.to_text().as_bytes()).map_err(error)?;
+        drop(file);
+        std::fs::rename(&partial, path).map_err(error)
     }
 
     /// The zenoh settings of a session holding this credential: mutual TLS with the
