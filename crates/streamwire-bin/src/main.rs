@@ -139,7 +139,7 @@ fn main() -> ExitCode {
     // named by the modules crate.
     .blueprint(
         BenchBlueprint::Basic.registered_name(),
-        "benchmark: the camera (or --replay DIR) and one busy sink; two workers; -o mode=raw|codec",
+        "benchmark: the camera (or --replay DIR) and one busy sink; two workers; -o mode=raw|codec|auto, -o hosts=one|split",
         |config: ReplayBenchConfig| bench_blueprint(BenchBlueprint::Basic, &config),
     )
     .blueprint(

@@ -10,8 +10,12 @@
 //!   `logger` and a process of their own (`sinks`), so a frame is encoded once and
 //!   decoded once in each of 4 processes.
 //!
-//! Every process is on host `robot`. Every colour consumer but the detector records its
-//! arrivals (`record.dir`). The camera is a [`ReplaySource`](crate::replay::ReplaySource)
+//! Every process is on host `robot`, unless `hosts` is `split`: then the operator's side
+//! (the detector, the viewer, the logger and the busy sinks placed with them; in `basic`
+//! the sink) is on host `laptop`, across a link from the robot, and the mapper, which
+//! takes depth, cloud and odometry, stays on the robot with its sensors, so the colour
+//! stream is the only one that crosses ([`HostSplit`]). Every colour consumer but the
+//! detector records its arrivals (`record.dir`). The camera is a [`ReplaySource`](crate::replay::ReplaySource)
 //! of `replay.dir`, or the simulated camera without one.
 //!
 //! ```
@@ -112,6 +116,39 @@ impl FromStr for BenchBlueprint {
     }
 }
 
+/// Where the processes are.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum HostSplit {
+    /// Every process on host `robot`.
+    #[default]
+    One,
+    /// The operator's processes (`perception`, `ui`, `logger`; `sink` in `basic`) on host
+    /// `laptop`, the rest on `robot`.
+    Split,
+}
+
+impl HostSplit {
+    /// The host of `process` (a process of the benchmark blueprints).
+    pub fn host_of(self, process: &str) -> &'static str {
+        match (self, process) {
+            (HostSplit::Split, "perception" | "ui" | "logger" | "sink") => "laptop",
+            _ => "robot",
+        }
+    }
+}
+
+impl fmt::Display for HostSplit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HostSplit::One => "one",
+            HostSplit::Split => "split",
+        })
+    }
+}
+
 /// How the colour stream travels between processes.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
@@ -124,6 +161,9 @@ pub enum ImageMode {
     /// JPEG (compression on for `color_image`: one encode in the camera's process, one
     /// decode in each process that wants pixels).
     Codec,
+    /// As `auto` decides per link: pixels between the processes of one host, JPEG between
+    /// hosts (the default locality table).
+    Auto,
 }
 
 impl fmt::Display for ImageMode {
@@ -131,6 +171,7 @@ impl fmt::Display for ImageMode {
         f.write_str(match self {
             ImageMode::Raw => "raw",
             ImageMode::Codec => "codec",
+            ImageMode::Auto => "auto",
         })
     }
 }
@@ -141,18 +182,21 @@ impl FromStr for ImageMode {
         match s {
             "raw" => Ok(ImageMode::Raw),
             "codec" => Ok(ImageMode::Codec),
-            _ => Err(format!("unknown mode `{s}`: expected raw or codec")),
+            "auto" => Ok(ImageMode::Auto),
+            _ => Err(format!("unknown mode `{s}`: expected raw, codec or auto")),
         }
     }
 }
 
-/// The benchmark blueprints' keys (`mode`, `sinks`, `work_ms`, `replay.*`, `record.*`,
-/// `jpeg_quality`, sensor rates).
+/// The benchmark blueprints' keys (`mode`, `hosts`, `sinks`, `work_ms`, `replay.*`,
+/// `record.*`, `jpeg_quality`, sensor rates).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReplayBenchConfig {
-    /// `raw` or `codec`.
+    /// `raw`, `codec` or `auto`.
     pub mode: ImageMode,
+    /// `one` (every process on `robot`) or `split` (the operator's side on `laptop`).
+    pub hosts: HostSplit,
     /// Busy sinks (none: the blueprint's own number, 1 / 0 / 4).
     pub sinks: Option<usize>,
     /// CPU milliseconds of image work per frame, each busy sink.
@@ -179,6 +223,7 @@ impl Default for ReplayBenchConfig {
     fn default() -> Self {
         ReplayBenchConfig {
             mode: ImageMode::Raw,
+            hosts: HostSplit::One,
             sinks: None,
             work_ms: 20.0,
             jpeg_quality: 75,
@@ -198,7 +243,8 @@ pub fn bench_blueprint(
     config: &ReplayBenchConfig,
 ) -> Result<Blueprint, DemoError> {
     let mut bp = Blueprint::new();
-    let on_robot = |process: &str| Placement::process(process).on_host("robot");
+    // On `robot`, unless `hosts: split` moves the operator's processes to `laptop`.
+    let placed = |process: &str| Placement::process(process).on_host(config.hosts.host_of(process));
     let record = |name: &str| config.record.path(name);
     let camera_process = match kind {
         BenchBlueprint::Basic => "camera",
@@ -212,7 +258,7 @@ pub fn bench_blueprint(
                 replay.rate = config.replay.rate * fps / mcap_camera_hz(&replay, path)?;
             }
             add_mcap(&mut bp, &replay, "camera", path, &["color_image"])?;
-            bp.place_named("camera", on_robot(camera_process));
+            bp.place_named("camera", placed(camera_process));
         }
         Some(dir) => {
             config.replay.check_folder()?;
@@ -228,7 +274,7 @@ pub fn bench_blueprint(
                 replay.scan()?;
             }
             let camera = bp.add("camera", replay);
-            bp.place(&camera, on_robot(camera_process));
+            bp.place(&camera, placed(camera_process));
         }
         None => {
             let camera = bp.add(
@@ -238,7 +284,7 @@ pub fn bench_blueprint(
                     ..SimCamera::default()
                 },
             );
-            bp.place(&camera, on_robot(camera_process));
+            bp.place(&camera, placed(camera_process));
         }
     }
 
@@ -248,7 +294,7 @@ pub fn bench_blueprint(
         _ => &["perception", "ui", "logger", "sinks"],
     };
     if kind != BenchBlueprint::Basic {
-        let sensors = on_robot("sensors");
+        let sensors = placed("sensors");
         let depth = bp.add(
             "depth",
             SimDepth {
@@ -289,10 +335,10 @@ pub fn bench_blueprint(
         bp.place(&depth, sensors.clone())
             .place(&lidar, sensors.clone())
             .place(&odometry, sensors)
-            .place(&detector, on_robot("perception"))
-            .place(&mapper, on_robot("mapping"))
-            .place(&viewer, on_robot("ui"))
-            .place(&logger, on_robot("logger"));
+            .place(&detector, placed("perception"))
+            .place(&mapper, placed("mapping"))
+            .place(&viewer, placed("ui"))
+            .place(&logger, placed("logger"));
         // Depth stays raw in both modes: only the colour stream differs.
         bp.stream("depth", StreamSettings::new().compression(Compression::Off));
     }
@@ -307,10 +353,13 @@ pub fn bench_blueprint(
                 ..BusySink::default()
             },
         );
-        bp.place(&sink, on_robot(sink_processes[i % sink_processes.len()]));
+        bp.place(&sink, placed(sink_processes[i % sink_processes.len()]));
     }
     let color = match config.mode {
         ImageMode::Raw => StreamSettings::new().compression(Compression::Off),
+        ImageMode::Auto => StreamSettings::new()
+            .compression(Compression::Auto)
+            .param("jpeg_quality", config.jpeg_quality),
         // The camera's process holds no colour consumer, so `on` compresses exactly the
         // links between processes.
         ImageMode::Codec => StreamSettings::new()
@@ -386,12 +435,74 @@ mod tests {
     }
 
     #[test]
+    fn split_hosts_put_the_operator_on_the_laptop_and_only_colour_crosses() {
+        for (kind, laptop_decodes) in [
+            (BenchBlueprint::Basic, 1),
+            (BenchBlueprint::Full, 3),
+            (BenchBlueprint::Heavy, 3),
+        ] {
+            let config = ReplayBenchConfig {
+                mode: ImageMode::Auto,
+                hosts: HostSplit::Split,
+                ..ReplayBenchConfig::default()
+            };
+            let plan = bench_blueprint(kind, &config)
+                .expect("blueprint")
+                .build()
+                .expect("plan");
+            let summary = plan.summary();
+            let crossing: std::collections::BTreeSet<&str> = summary
+                .links
+                .iter()
+                .filter(|l| l.locality == "cross-host")
+                .map(|l| l.stream.as_str())
+                .collect();
+            assert_eq!(
+                crossing.into_iter().collect::<Vec<_>>(),
+                ["color_image/compressed"],
+                "{kind}\n{plan}"
+            );
+            // `auto`: one encode, a decode in each laptop process that wants pixels, and
+            // pixels to the robot's own consumers (heavy's `sinks`).
+            let laptop_decodes_planned = summary
+                .codec_nodes
+                .iter()
+                .filter(|n| n.kind == CodecKind::Decode && n.placement.starts_with("laptop/"))
+                .count();
+            assert_eq!(
+                codecs(&plan, "color_image"),
+                (1, laptop_decodes),
+                "{kind}\n{plan}"
+            );
+            assert_eq!(laptop_decodes_planned, laptop_decodes, "{kind}\n{plan}");
+            let robot_pixels = summary.links.iter().any(|l| {
+                l.locality == "same-host" && l.stream == "color_image" && l.codec.is_none()
+            });
+            assert_eq!(
+                robot_pixels,
+                kind == BenchBlueprint::Heavy,
+                "{kind}\n{plan}"
+            );
+            // Depth, cloud and odometry stay with the mapper on the robot.
+            assert!(
+                summary
+                    .instances
+                    .iter()
+                    .filter(|i| i.name == "mapper" || i.name == "camera")
+                    .all(|i| i.placement.starts_with("robot/")),
+                "{kind}\n{plan}"
+            );
+        }
+    }
+
+    #[test]
     fn names_parse_back() {
         for kind in BenchBlueprint::ALL {
             assert_eq!(kind.name().parse::<BenchBlueprint>(), Ok(kind));
         }
         assert!("medium".parse::<BenchBlueprint>().is_err());
         assert_eq!("codec".parse::<ImageMode>(), Ok(ImageMode::Codec));
+        assert_eq!("auto".parse::<ImageMode>(), Ok(ImageMode::Auto));
         assert!("jpeg".parse::<ImageMode>().is_err());
     }
 }
