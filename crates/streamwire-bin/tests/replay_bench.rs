@@ -231,10 +231,113 @@ fn bad_options_are_named_before_anything_runs() {
             ][..],
             "unknown profile `robot`",
         ),
+        (
+            &[
+                "bench",
+                "replay",
+                "--link",
+                "rate=50,delay=5,jitter=9",
+                "--sim",
+            ][..],
+            "jitter",
+        ),
+        (
+            &["bench", "replay", "--link", "wifi", "--sim", "--no-netns"][..],
+            "cannot run with --no-netns",
+        ),
     ] {
         let output = streamwire(args, Duration::from_secs(30));
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{args:?}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn a_cell_across_a_shaped_link_sends_jpeg_to_the_laptop_and_no_shared_memory() {
+    let out = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let out_dir = out.path().join("bench");
+    let out_arg = out_dir.display().to_string();
+    // The link needs root: network namespaces, veths, tc.
+    let root = Command::new("ip")
+        .args(["netns", "add", "sw-bench-probe"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let _ = Command::new("ip")
+        .args(["netns", "del", "sw-bench-probe"])
+        .status();
+    if !root {
+        streamwire_testdata::skip("network namespaces are not available here (`ip netns add`)");
+        return;
+    }
+    let args = [
+        "bench",
+        "replay",
+        "--blueprint",
+        "basic",
+        "--mode",
+        "auto",
+        "--link",
+        "wifi",
+        "--sim",
+        "--duration",
+        "3",
+        "--work-ms",
+        "1",
+        "--out",
+        &out_arg,
+    ];
+    let output = streamwire(&args, Duration::from_secs(180));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    // The link table, one row: JPEG crossed, nothing through shared memory.
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| basic |"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{stdout}");
+    assert!(
+        rows[0].contains("| wifi | auto | color_image/compressed (jpeg) |"),
+        "{stdout}"
+    );
+    let results = json_lines(&out_dir.join("results.jsonl"));
+    assert_eq!(results.len(), 1);
+    let r = &results[0];
+    let link = &r["link"];
+    assert!(
+        link["profile"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("wifi")),
+        "{r}"
+    );
+    assert_eq!(link["laptop_shared_memory_frames"], 0, "{r}");
+    assert!(link["laptop_frames"].as_u64().is_some_and(|n| n > 0), "{r}");
+    assert!(
+        link["to_laptop_mbit_s"].as_f64().is_some_and(|m| m > 0.0),
+        "{r}"
+    );
+    let workers = link["workers"].as_array().unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(workers.len(), 1, "the sink's process: {r}");
+    assert_eq!(workers[0]["process"], "laptop/sink", "{r}");
+    assert_eq!(workers[0]["exit_code"], 0, "{r}");
+    assert!(r["ended"].as_str().is_some_and(|e| e == "stopped"), "{r}");
+    // The sink on the laptop got frames, as JPEG decoded there.
+    let consumers = r["consumers"].as_array().unwrap_or_else(|| panic!("{r}"));
+    assert!(
+        consumers.iter().any(|c| c["instance"] == "busy_0"
+            && c["host"] == "laptop"
+            && c["delivered"].as_u64().is_some_and(|n| n > 0)),
+        "{r}"
+    );
+    // The link's namespaces are gone with the cell.
+    let laptop = r["spec"]["place"]["laptop_namespace"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
+    let namespaces = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let listed = String::from_utf8_lossy(&namespaces.stdout);
+    assert!(!listed.contains(laptop), "{laptop} left: {listed}");
 }

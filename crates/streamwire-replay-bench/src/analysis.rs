@@ -7,8 +7,11 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use streamwire_runtime::{RunReport, WireDirection};
 
+use streamwire_graph::PlanSummary;
+
 use crate::BenchError;
-use crate::cell::{CellSpec, HostRecord};
+use crate::cell::{CellSpec, HostRecord, LinkRecord, WorkerRecord};
+use crate::link::RelayStats;
 use crate::sampler::Sample;
 
 /// The colour stream: the one the modes differ in.
@@ -60,6 +63,52 @@ pub struct SinkResult {
     /// Frames published that it neither received nor counted as dropped at its input
     /// (dropped upstream, lost on the wire, or still in flight at the stop).
     pub not_delivered: u64,
+    /// Lag growth: the median lag of its last quarter of arrivals over that of its first
+    /// quarter (1: steady; a queue that fills grows it).
+    #[serde(default)]
+    pub lag_growth: f64,
+}
+
+/// A colour consumer, as the run's report counts it (the detector, which records no
+/// arrivals, included).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConsumerResult {
+    /// The instance.
+    pub instance: String,
+    /// Its host.
+    pub host: String,
+    /// Frames its input delivered.
+    pub delivered: u64,
+}
+
+/// What a cell across a link measured of the link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkResult {
+    /// The profile, as it prints (`wifi (50 Mbit/s, 5 ± 2 ms)`).
+    pub profile: String,
+    /// How the link was made.
+    pub description: String,
+    /// The streams that crossed it, from the plan's cross-host links
+    /// (`color_image/compressed (jpeg)`).
+    pub crossing: Vec<String>,
+    /// Robot to laptop over the run, Mbit/s (the robot's end's transmit counter).
+    pub to_laptop_mbit_s: f64,
+    /// Laptop to robot over the run, Mbit/s.
+    pub to_robot_mbit_s: f64,
+    /// Robot to laptop, the busiest second, Mbit/s.
+    pub to_laptop_peak_mbit_s: f64,
+    /// Frames the laptop's processes received.
+    pub laptop_frames: u64,
+    /// Of those, frames that arrived through shared memory (none can: another host).
+    pub laptop_shared_memory_frames: u64,
+    /// The shaping queues' overlimits, both directions.
+    pub overlimits: u64,
+    /// Packets the shaping queues dropped, both directions.
+    pub qdisc_drops: u64,
+    /// The relay that added the delay.
+    pub relay: RelayStats,
+    /// The laptop's workers and how each ended.
+    pub workers: Vec<WorkerRecord>,
 }
 
 /// Everything one cell measured.
@@ -83,6 +132,12 @@ pub struct CellResult {
     pub camera_skipped: u64,
     /// Every colour consumer that records.
     pub sinks: Vec<SinkResult>,
+    /// Every colour consumer, from the report.
+    #[serde(default)]
+    pub consumers: Vec<ConsumerResult>,
+    /// Across a link: the link's figures.
+    #[serde(default)]
+    pub link: Option<LinkResult>,
     /// Colour-stream drops before the sinks, by where and why (`wire lost at robot/ui`,
     /// `encode dropped`, ...).
     pub upstream_drops: Vec<(String, u64)>,
@@ -115,6 +170,11 @@ impl CellResult {
     /// The median of the sinks' fps (0 without sinks).
     pub fn median_sink_fps(&self) -> f64 {
         median(self.sinks.iter().map(|s| s.fps).collect())
+    }
+
+    /// The worst sink's lag growth (1 without sinks).
+    pub fn worst_lag_growth(&self) -> f64 {
+        self.sinks.iter().map(|s| s.lag_growth).fold(1.0, f64::max)
     }
 
     /// The worst sink's delivered percent (100 without sinks).
@@ -222,7 +282,33 @@ pub fn analyze(dir: &Path) -> Result<CellResult, BenchError> {
             ));
         }
     }
-    Ok(result(&spec, &host, &samples, report.as_ref(), &arrivals))
+    let link = match dir.join("link.json") {
+        p if p.exists() => Some(LinkFiles {
+            record: read_json(&p)?,
+            plan: match dir.join("plan.json") {
+                p if p.exists() => Some(read_json(&p)?),
+                _ => None,
+            },
+        }),
+        _ => None,
+    };
+    Ok(result(
+        &spec,
+        &host,
+        &samples,
+        report.as_ref(),
+        &arrivals,
+        link.as_ref(),
+    ))
+}
+
+/// What a cell across a link left of it: `link.json` (the driver's) and `plan.json`.
+#[derive(Clone, Debug)]
+pub struct LinkFiles {
+    /// The link's counters, queues and relay.
+    pub record: LinkRecord,
+    /// The plan that ran.
+    pub plan: Option<PlanSummary>,
 }
 
 /// The result from what was read (see [`analyze`]).
@@ -237,6 +323,7 @@ pub fn result(
     samples: &[Sample],
     report: Option<&RunReport>,
     arrivals: &[(String, Vec<Arrival>)],
+    link: Option<&LinkFiles>,
 ) -> CellResult {
     let elapsed_s = report
         .map(|r| r.stats.elapsed.as_secs_f64())
@@ -342,7 +429,23 @@ pub fn result(
             text
         }
     };
-    let clean = report.is_some_and(|r| r.failure.is_none()) && host.ended == "exited";
+    let workers_failed: Vec<&WorkerRecord> = host
+        .workers
+        .iter()
+        .filter(|w| w.exit_code != Some(0))
+        .collect();
+    let ended = if workers_failed.is_empty() {
+        ended
+    } else {
+        let named: Vec<String> = workers_failed
+            .iter()
+            .map(|w| format!("{} {} ({:?})", w.process, w.ended, w.exit_code))
+            .collect();
+        format!("{ended}; laptop workers: {}", named.join(", "))
+    };
+    let clean = report.is_some_and(|r| r.failure.is_none())
+        && host.ended == "exited"
+        && workers_failed.is_empty();
     let behind: Vec<&SinkResult> = sinks
         .iter()
         .filter(|s| s.delivered_pct < KEEP_UP_PCT || s.lag_end_ms >= KEEP_UP_LAG_MS)
@@ -377,6 +480,8 @@ pub fn result(
         published_fps: published as f64 / elapsed_s,
         camera_skipped,
         sinks,
+        consumers: report.map(consumers).unwrap_or_default(),
+        link: link.map(|l| link_result(l, host, samples, report)),
         upstream_drops,
         cpu_pct: host.tree_cpu_s / wall_s * 100.0,
         cpu_pct_sampled: median(samples.iter().map(|s| s.tree_cpu_pct).collect()),
@@ -398,6 +503,107 @@ pub fn result(
         kept_up,
         verdict,
     }
+}
+
+/// Every colour consumer's delivered frames, from the report's inputs.
+fn consumers(report: &RunReport) -> Vec<ConsumerResult> {
+    report
+        .stats
+        .inputs
+        .iter()
+        .filter(|i| i.stream == IMAGE_STREAM)
+        .map(|i| {
+            let instance = i.port.split('.').next().unwrap_or(&i.port).to_owned();
+            let host = report
+                .stats
+                .instances
+                .iter()
+                .find(|s| s.name == instance)
+                .map(|s| s.host.clone())
+                // infallible: an input's instance is in the report; an empty host
+                // only leaves the column blank
+                .unwrap_or_default();
+            ConsumerResult {
+                instance,
+                host,
+                delivered: i.delivered,
+            }
+        })
+        .collect()
+}
+
+/// The link's figures: the sampled counters of the robot's end, the driver's record of
+/// the queues and the relay, the plan's cross-host links, the laptop's receptions.
+fn link_result(
+    files: &LinkFiles,
+    host: &HostRecord,
+    samples: &[Sample],
+    report: Option<&RunReport>,
+) -> LinkResult {
+    let wall_s = host.wall_s.max(1e-3);
+    let mbit = |bytes: u64, s: f64| bytes as f64 * 8.0 / 1e6 / s.max(1e-3);
+    let last = samples.last();
+    let mut peak: f64 = 0.0;
+    for pair in samples.windows(2) {
+        let bytes = pair[1].link_tx_bytes.saturating_sub(pair[0].link_tx_bytes);
+        peak = peak.max(mbit(bytes, pair[1].t_s - pair[0].t_s));
+    }
+    let mut crossing: Vec<String> = files
+        .plan
+        .iter()
+        .flat_map(|plan| plan.links.iter())
+        .filter(|l| l.locality == "cross-host")
+        .map(|l| match &l.codec {
+            Some(codec) => format!("{} ({codec})", l.stream),
+            None => l.stream.clone(),
+        })
+        .collect();
+    crossing.sort();
+    crossing.dedup();
+    let laptop_in = || {
+        report.into_iter().flat_map(|r| {
+            r.stats
+                .wire
+                .iter()
+                .filter(|w| w.direction == WireDirection::In && w.partition.starts_with("laptop/"))
+        })
+    };
+    LinkResult {
+        profile: files.record.profile.to_string(),
+        description: files.record.description.clone(),
+        crossing,
+        to_laptop_mbit_s: mbit(last.map_or(0, |s| s.link_tx_bytes), wall_s),
+        to_robot_mbit_s: mbit(last.map_or(0, |s| s.link_rx_bytes), wall_s),
+        to_laptop_peak_mbit_s: peak,
+        laptop_frames: laptop_in().map(|w| w.frames).sum(),
+        laptop_shared_memory_frames: laptop_in().map(|w| w.shared_memory).sum(),
+        overlimits: files.record.qdiscs.iter().map(|q| q.overlimits).sum(),
+        qdisc_drops: files.record.qdiscs.iter().map(|q| q.drops).sum(),
+        relay: files.record.relay,
+        workers: host.workers.clone(),
+    }
+}
+
+/// The median lag of the last quarter of `arrivals` (in arrival order) over that of the
+/// first quarter; 1 with fewer than 8 arrivals.
+fn lag_growth(arrivals: &[Arrival]) -> f64 {
+    if arrivals.len() < 8 {
+        return 1.0;
+    }
+    let mut ordered: Vec<&Arrival> = arrivals.iter().collect();
+    ordered.sort_by_key(|a| a.arrival_ns);
+    let quarter = ordered.len() / 4;
+    let lag = |part: &[&Arrival]| {
+        median(
+            part.iter()
+                .map(|a| a.arrival_ns.saturating_sub(a.publish_ns) as f64 / 1e6)
+                .collect(),
+        )
+    };
+    let first = lag(&ordered[..quarter]);
+    let last = lag(&ordered[ordered.len() - quarter..]);
+    // A first quarter under a microsecond (in one process) says nothing of growth.
+    last / first.max(1e-3)
 }
 
 fn sink_result(
@@ -468,6 +674,7 @@ fn sink_result(
         longest_gap_ms: longest_gap_ns as f64 / 1e6,
         drops,
         not_delivered: published.saturating_sub(delivered + counted),
+        lag_growth: lag_growth(arrivals),
     }
 }
 
@@ -489,6 +696,8 @@ mod tests {
             fps: None,
             rep: 0,
             netns: true,
+            link: None,
+            place: None,
             dir: "/nowhere".into(),
         }
     }
@@ -503,6 +712,7 @@ mod tests {
             ended: ended.into(),
             netns: true,
             host_cores: 2,
+            workers: Vec::new(),
         }
     }
 
@@ -533,6 +743,8 @@ mod tests {
             processes: 3,
             host_cpu_pct: 25.0,
             lo_bytes: 2_000_000,
+            link_tx_bytes: 0,
+            link_rx_bytes: 0,
         }];
         let r = result(
             &spec(),
@@ -540,6 +752,7 @@ mod tests {
             &samples,
             None,
             &[("busy_0".into(), arrivals(40, 7, &[]))],
+            None,
         );
         // No report: published is inferred from the sequence numbers, and the verdict
         // says the run left no report.
@@ -563,7 +776,14 @@ mod tests {
         for late in a.iter_mut().filter(|a| a.seq >= 30) {
             late.arrival_ns += 2_000_000_000;
         }
-        let r = result(&spec(), &host("exited"), &[], None, &[("busy_0".into(), a)]);
+        let r = result(
+            &spec(),
+            &host("exited"),
+            &[],
+            None,
+            &[("busy_0".into(), a)],
+            None,
+        );
         let s = &r.sinks[0];
         assert_eq!(s.delivered, 36);
         assert_eq!(s.delivered_pct, 90.0);
@@ -571,6 +791,8 @@ mod tests {
         assert_eq!(s.longest_gap_ms, 2050.0);
         assert_eq!(s.lag_end_ms, 2007.0);
         assert_eq!(s.lag_p99_ms, 2007.0);
+        // The last quarter (seq 30..39) is 2 s late, the first 7 ms.
+        assert_eq!(s.lag_growth, 2007.0 / 7.0);
     }
 
     #[test]

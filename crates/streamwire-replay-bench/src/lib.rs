@@ -44,6 +44,7 @@ use std::str::FromStr;
 
 use crate::analysis::{Arrival, CellResult};
 use crate::cell::{CellSpec, Profile};
+use crate::link::LinkProfile;
 use crate::sampler::Sample;
 use crate::summary::Row;
 
@@ -91,16 +92,22 @@ pub enum Variant {
     RawTcp,
     /// JPEG.
     Codec,
+    /// `auto`: pixels between the processes of one host (shared memory), JPEG across a
+    /// link to another host.
+    Auto,
 }
 
 impl Variant {
-    /// Every variant, in table order.
+    /// The variants of a one-host cell, in table order.
     pub const ALL: [Variant; 3] = [Variant::RawShm, Variant::RawTcp, Variant::Codec];
+    /// The variants of a cell across a link, in table order.
+    pub const ACROSS_A_LINK: [Variant; 3] = [Variant::RawShm, Variant::Codec, Variant::Auto];
 
     fn mode(self) -> &'static str {
         match self {
             Variant::Codec => "codec",
-            _ => "raw",
+            Variant::Auto => "auto",
+            Variant::RawShm | Variant::RawTcp => "raw",
         }
     }
 
@@ -115,6 +122,7 @@ impl fmt::Display for Variant {
             Variant::RawShm => "raw-shm",
             Variant::RawTcp => "raw-tcp",
             Variant::Codec => "codec",
+            Variant::Auto => "auto",
         })
     }
 }
@@ -126,8 +134,9 @@ impl FromStr for Variant {
             "raw" | "raw-shm" => Ok(Variant::RawShm),
             "raw-tcp" => Ok(Variant::RawTcp),
             "codec" => Ok(Variant::Codec),
+            "auto" => Ok(Variant::Auto),
             _ => Err(BenchError::Usage(format!(
-                "unknown mode `{s}`: expected raw (raw-shm), raw-tcp or codec"
+                "unknown mode `{s}`: expected raw (raw-shm), raw-tcp, codec or auto"
             ))),
         }
     }
@@ -159,6 +168,10 @@ pub struct Options {
     pub fps: Option<f64>,
     /// Each cell in a network namespace of its own (needs `unshare -n`: root).
     pub netns: bool,
+    /// Links between the robot and the operator's laptop (none: every process on one
+    /// host). With one, each cell splits the blueprint over two hosts, each in a network
+    /// namespace, joined by the link ([`link`]).
+    pub links: Vec<LinkProfile>,
     /// Where everything is written.
     pub out: PathBuf,
 }
@@ -176,6 +189,7 @@ impl Default for Options {
             replay: None,
             fps: None,
             netns: true,
+            links: Vec::new(),
             out: PathBuf::from("target/bench-replay"),
         }
     }
@@ -196,10 +210,19 @@ impl Options {
     /// variants rotated by the repetition's index.
     pub fn cells(&self) -> Vec<CellSpec> {
         let mut cells = Vec::new();
+        let links: Vec<Option<&LinkProfile>> = if self.links.is_empty() {
+            vec![None]
+        } else {
+            self.links.iter().map(Some).collect()
+        };
         for rep in 0..self.reps {
             for blueprint in &self.blueprints {
                 for &work_ms in &self.work_ms {
-                    for profile in &self.profiles {
+                    for (profile, link) in self
+                        .profiles
+                        .iter()
+                        .flat_map(|p| links.iter().map(move |l| (p, *l)))
+                    {
                         let n = self.variants.len().max(1);
                         for k in 0..self.variants.len() {
                             let variant = self.variants[(k + rep) % n];
@@ -215,6 +238,8 @@ impl Options {
                                 fps: self.fps,
                                 rep,
                                 netns: self.netns,
+                                link: link.cloned(),
+                                place: None,
                                 dir: PathBuf::new(),
                             };
                             let work = if self.work_ms.len() > 1 {
@@ -248,6 +273,13 @@ impl Options {
         }
         if self.blueprints.is_empty() || self.variants.is_empty() || self.profiles.is_empty() {
             return usage("nothing to run: no blueprint, mode or profile".to_owned());
+        }
+        if !self.links.is_empty() && !self.netns {
+            return usage(
+                "--link puts the laptop's workers in a network namespace of their own: it \
+                 cannot run with --no-netns"
+                    .to_owned(),
+            );
         }
         if self.reps == 0 {
             return usage("--reps 0: expected at least 1".to_owned());
@@ -338,6 +370,20 @@ pub fn run(
             result.lo_mbit_s,
             result.verdict
         ));
+        if let Some(link) = &result.link {
+            progress(&format!(
+                "  link {}: {:.1} Mbit/s to the laptop (busiest second {:.1}), {:.1} back; \
+                 lag growth {:.2}; laptop frames through shared memory {} of {}; crossing: {}",
+                link.profile,
+                link.to_laptop_mbit_s,
+                link.to_laptop_peak_mbit_s,
+                link.to_robot_mbit_s,
+                result.worst_lag_growth(),
+                link.laptop_shared_memory_frames,
+                link.laptop_frames,
+                link.crossing.join(", ")
+            ));
+        }
         let line = serde_json::to_string(&result).map_err(|e| BenchError::Cell(e.to_string()))?;
         writeln!(results_file, "{line}").map_err(|e| BenchError::io(&results_path, e))?;
         cells.push(result);
@@ -348,7 +394,18 @@ pub fn run(
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect();
-    let context = context(options);
+    let mut context = context(options);
+    if let Some(link) = cells.iter().find_map(|c| c.link.as_ref()) {
+        context.push_str(&format!(
+            " Across a link, the operator's processes (on host `laptop`: the detector, the \
+             viewer, the logger and the busy sinks placed with them) run in a network \
+             namespace of their own, without shared memory, their workers joining the \
+             coordinator in the robot's namespace across the link: {} Link Mbit/s is the \
+             robot's end of the veth (its transmit counter: to the laptop) over the run; lag \
+             growth the last quarter's median lag over the first quarter's, the worst sink.",
+            link.description
+        ));
+    }
     let text = summary::markdown("Replay benchmark", &context, &rows, &cells, &chart_names);
     let summary_path = out.join("summary.md");
     std::fs::write(&summary_path, text).map_err(|e| BenchError::io(&summary_path, e))?;
@@ -400,12 +457,10 @@ fn write_charts(
     cells: &[CellResult],
 ) -> Result<Vec<PathBuf>, BenchError> {
     let mut written = Vec::new();
-    let group_of =
-        |blueprint: &str, profile: &str, work_ms: f64| format!("{blueprint} {profile} {work_ms}ms");
     let mut groups: Vec<String> = Vec::new();
     let mut variants: Vec<String> = Vec::new();
     for r in rows {
-        let g = group_of(&r.blueprint, &r.profile, r.work_ms);
+        let g = group_of(&r.blueprint, &r.profile, &r.link, r.work_ms);
         if !groups.contains(&g) {
             groups.push(g);
         }
@@ -423,7 +478,7 @@ fn write_charts(
                         rows.iter()
                             .find(|r| {
                                 &r.variant == v
-                                    && &group_of(&r.blueprint, &r.profile, r.work_ms) == g
+                                    && &group_of(&r.blueprint, &r.profile, &r.link, r.work_ms) == g
                             })
                             .map_or(0.0, f)
                     })
@@ -432,7 +487,7 @@ fn write_charts(
             })
             .collect()
     };
-    for (stem, title, y_label, values) in [
+    let mut bar_charts = vec![
         (
             "fps",
             "Frames delivered per second (median sink, median of repetitions)",
@@ -451,7 +506,16 @@ fn write_charts(
             "Mbit/s",
             series(&|r| r.lo_mbit_s),
         ),
-    ] {
+    ];
+    if rows.iter().any(|r| !r.link.is_empty()) {
+        bar_charts.push((
+            "link",
+            "Across the link, robot to laptop (median of repetitions)",
+            "Mbit/s",
+            series(&|r| r.link_to_laptop_mbit_s),
+        ));
+    }
+    for (stem, title, y_label, values) in bar_charts {
         charts::write_bars(
             out,
             stem,
@@ -468,70 +532,99 @@ fn write_charts(
     for g in &groups {
         let of_group: Vec<&CellResult> = cells
             .iter()
-            .filter(|c| {
-                c.spec.rep == 0
-                    && &group_of(&c.spec.blueprint, &c.spec.profile.name, c.spec.work_ms) == g
-            })
+            .filter(|c| c.spec.rep == 0 && &cell_group(c) == g)
             .collect();
-        let mut cpu_series = Vec::new();
-        let mut lag_series = Vec::new();
-        for c in &of_group {
-            let samples_path = c.spec.dir.join("samples.jsonl");
-            let samples: Vec<Sample> = if samples_path.exists() {
-                analysis::read_lines(&samples_path)?
-            } else {
-                Vec::new()
-            };
-            cpu_series.push((
-                c.variant.clone(),
-                samples.iter().map(|s| (s.t_s, s.tree_cpu_pct)).collect(),
-            ));
-            let mut lags = Vec::new();
-            let folder = c.spec.dir.join("arrivals");
-            if folder.is_dir() {
-                for entry in std::fs::read_dir(&folder)
-                    .map_err(|e| BenchError::io(&folder, e))?
-                    .flatten()
-                {
-                    let arrivals: Vec<Arrival> = analysis::read_lines(&entry.path())?;
-                    lags.extend(
-                        arrivals
-                            .iter()
-                            .filter(|a| a.stream == analysis::IMAGE_STREAM)
-                            .map(|a| a.arrival_ns.saturating_sub(a.publish_ns) as f64 / 1e6),
-                    );
-                }
-            }
-            lag_series.push((c.variant.clone(), charts::cdf(lags, 400)));
-        }
-        let slug = g.replace(' ', "-");
-        let stem = format!("cpu-over-time-{slug}");
-        charts::write_lines(
-            out,
-            &stem,
-            &charts::Lines {
-                title: &format!("Process-tree CPU over time: {g}"),
-                x_label: "s since the run started",
-                y_label: "% of one core",
-                series: &cpu_series,
-                log_x: false,
-            },
-        )?;
-        written.push(out.join(stem));
-        let stem = format!("lag-{slug}");
-        charts::write_lines(
-            out,
-            &stem,
-            &charts::Lines {
-                title: &format!("Lag (arrival - publish), every sink: {g}"),
-                x_label: "lag, ms (log)",
-                y_label: "% of frames at or below",
-                series: &lag_series,
-                log_x: true,
-            },
-        )?;
-        written.push(out.join(stem));
+        written.extend(write_group_charts(out, g, &of_group)?);
     }
+    Ok(written)
+}
+
+/// A chart group's name: `heavy all 5ms`, or across a link `heavy all wifi 5ms`.
+fn group_of(blueprint: &str, profile: &str, link: &str, work_ms: f64) -> String {
+    if link.is_empty() {
+        format!("{blueprint} {profile} {work_ms}ms")
+    } else {
+        format!("{blueprint} {profile} {link} {work_ms}ms")
+    }
+}
+
+/// The chart group of a cell.
+fn cell_group(c: &CellResult) -> String {
+    let link = c.spec.link.as_ref().map_or("", |l| l.name.as_str());
+    group_of(
+        &c.spec.blueprint,
+        &c.spec.profile.name,
+        link,
+        c.spec.work_ms,
+    )
+}
+
+/// One group's charts over time and of lag, every variant of `cells` (its first
+/// repetition).
+fn write_group_charts(
+    out: &Path,
+    g: &str,
+    cells: &[&CellResult],
+) -> Result<Vec<PathBuf>, BenchError> {
+    let mut written = Vec::new();
+    let mut cpu_series = Vec::new();
+    let mut lag_series = Vec::new();
+    for c in cells {
+        let samples_path = c.spec.dir.join("samples.jsonl");
+        let samples: Vec<Sample> = if samples_path.exists() {
+            analysis::read_lines(&samples_path)?
+        } else {
+            Vec::new()
+        };
+        cpu_series.push((
+            c.variant.clone(),
+            samples.iter().map(|s| (s.t_s, s.tree_cpu_pct)).collect(),
+        ));
+        let mut lags = Vec::new();
+        let folder = c.spec.dir.join("arrivals");
+        if folder.is_dir() {
+            for entry in std::fs::read_dir(&folder)
+                .map_err(|e| BenchError::io(&folder, e))?
+                .flatten()
+            {
+                let arrivals: Vec<Arrival> = analysis::read_lines(&entry.path())?;
+                lags.extend(
+                    arrivals
+                        .iter()
+                        .filter(|a| a.stream == analysis::IMAGE_STREAM)
+                        .map(|a| a.arrival_ns.saturating_sub(a.publish_ns) as f64 / 1e6),
+                );
+            }
+        }
+        lag_series.push((c.variant.clone(), charts::cdf(lags, 400)));
+    }
+    let slug = g.replace(' ', "-");
+    let stem = format!("cpu-over-time-{slug}");
+    charts::write_lines(
+        out,
+        &stem,
+        &charts::Lines {
+            title: &format!("Process-tree CPU over time: {g}"),
+            x_label: "s since the run started",
+            y_label: "% of one core",
+            series: &cpu_series,
+            log_x: false,
+        },
+    )?;
+    written.push(out.join(stem));
+    let stem = format!("lag-{slug}");
+    charts::write_lines(
+        out,
+        &stem,
+        &charts::Lines {
+            title: &format!("Lag (arrival - publish), every sink: {g}"),
+            x_label: "lag, ms (log)",
+            y_label: "% of frames at or below",
+            series: &lag_series,
+            log_x: true,
+        },
+    )?;
+    written.push(out.join(stem));
     Ok(written)
 }
 

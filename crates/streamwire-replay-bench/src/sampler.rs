@@ -1,7 +1,8 @@
-//! The host sampler: once a second, the CPU and RSS of a process tree (sysinfo, which
-//! reads /proc) and the loopback byte counter (`/proc/self/net/dev`, which is the calling
-//! process's network namespace, so a cell's sampler sees only its own loopback; sysinfo
-//! reads /sys/class/net, which shows the namespace that mounted /sys, not the cell's).
+//! The host sampler: once a second, the CPU and RSS of a run's process trees (sysinfo,
+//! which reads /proc), the loopback byte counter and, across a link, the link's device's
+//! (`/proc/self/net/dev`, which is the calling process's network namespace, so a cell's
+//! sampler sees only its own interfaces; sysinfo reads /sys/class/net, which shows the
+//! namespace that mounted /sys, not the cell's).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -26,12 +27,21 @@ pub struct Sample {
     pub host_cpu_pct: f64,
     /// Loopback bytes received since the sampler started (`lo`'s rx counter).
     pub lo_bytes: u64,
+    /// Across a link: bytes the robot's end sent (to the laptop) since the sampler
+    /// started.
+    #[serde(default)]
+    pub link_tx_bytes: u64,
+    /// ... and received (from the laptop).
+    #[serde(default)]
+    pub link_rx_bytes: u64,
 }
 
-/// Samples a process tree and the loopback interface.
+/// Samples process trees, the loopback interface and a link's device.
 pub struct Sampler {
     system: System,
     lo_start: u64,
+    /// The link's device in this namespace, and its (tx, rx) bytes at the start.
+    link: Option<(String, (u64, u64))>,
     started: Instant,
     /// Accumulated CPU milliseconds last seen per process of the tree.
     cpu_ms: HashMap<Pid, u64>,
@@ -44,38 +54,55 @@ pub struct Sampler {
 pub struct SamplerError(String);
 
 impl Sampler {
-    /// A sampler whose clock and loopback counter start now.
-    pub fn new() -> Result<Sampler, SamplerError> {
+    /// A sampler whose clock and counters start now; `link_device` is a link's device
+    /// in this namespace to count too.
+    pub fn new(link_device: Option<String>) -> Result<Sampler, SamplerError> {
         let mut system = System::new().map_err(|e| SamplerError(e.to_string()))?;
         system.refresh_cpu_specifics(CpuRefreshKind::nothing().with_usage());
         let mut sampler = Sampler {
             system,
             lo_start: 0,
+            link: link_device.map(|d| (d, (0, 0))),
             started: Instant::now(),
             cpu_ms: HashMap::new(),
             last: Instant::now(),
         };
-        sampler.lo_start = sampler.lo_total();
+        sampler.restart();
         Ok(sampler)
     }
 
     fn lo_total(&mut self) -> u64 {
         std::fs::read_to_string("/proc/self/net/dev")
             .ok()
-            .and_then(|text| lo_rx_bytes(&text))
-            .unwrap_or(0)
+            .and_then(|text| device_bytes(&text, "lo"))
+            .map_or(0, |(_, rx)| rx)
     }
 
-    /// Restarts the clock and the loopback counter (after the idle baseline).
+    /// The link's device's (tx, rx) bytes now ((0, 0) without one).
+    fn link_total(&self) -> (u64, u64) {
+        self.link
+            .as_ref()
+            .and_then(|(device, _)| {
+                let text = std::fs::read_to_string("/proc/self/net/dev").ok()?;
+                device_bytes(&text, device)
+            })
+            .unwrap_or((0, 0))
+    }
+
+    /// Restarts the clock and the counters (after the idle baseline).
     pub fn restart(&mut self) {
         self.started = Instant::now();
         self.lo_start = self.lo_total();
+        let link_start = self.link_total();
+        if let Some((_, start)) = &mut self.link {
+            *start = link_start;
+        }
         self.cpu_ms.clear();
         self.last = Instant::now();
     }
 
-    /// A sample of the tree rooted at `root` (none: only the host figures).
-    pub fn sample(&mut self, root: Option<u32>) -> Sample {
+    /// A sample of the trees rooted at `roots` (none: only the host figures).
+    pub fn sample(&mut self, roots: &[u32]) -> Sample {
         self.system
             .refresh_cpu_specifics(CpuRefreshKind::nothing().with_usage());
         self.system.refresh_processes_specifics(
@@ -86,10 +113,10 @@ impl Sampler {
         let now = Instant::now();
         let interval_ms = now.duration_since(self.last).as_secs_f64() * 1e3;
         self.last = now;
-        let tree = root
-            .map(|r| self.tree(Pid::from_u32(r)))
-            // infallible: before the run's process exists there is no tree to sample
-            .unwrap_or_default();
+        let tree: HashSet<Pid> = roots
+            .iter()
+            .flat_map(|r| self.tree(Pid::from_u32(*r)))
+            .collect();
         let mut cpu_delta_ms = 0u64;
         let mut rss = 0u64;
         let mut seen = HashMap::new();
@@ -105,6 +132,8 @@ impl Sampler {
         }
         self.cpu_ms = seen;
         let lo = self.lo_total().saturating_sub(self.lo_start);
+        let (tx, rx) = self.link_total();
+        let (tx_start, rx_start) = self.link.as_ref().map_or((0, 0), |(_, start)| *start);
         Sample {
             t_s: now.duration_since(self.started).as_secs_f64(),
             tree_cpu_pct: if interval_ms > 0.0 {
@@ -116,6 +145,8 @@ impl Sampler {
             processes: tree.len(),
             host_cpu_pct: f64::from(self.system.global_cpu_usage()),
             lo_bytes: lo,
+            link_tx_bytes: tx.saturating_sub(tx_start),
+            link_rx_bytes: rx.saturating_sub(rx_start),
         }
     }
 
@@ -143,14 +174,19 @@ impl Sampler {
     }
 }
 
-/// `lo`'s received bytes in the text of `/proc/net/dev`.
-fn lo_rx_bytes(dev: &str) -> Option<u64> {
+/// A device's (transmitted, received) bytes in the text of `/proc/net/dev` (received
+/// is the first counter, transmitted the ninth).
+fn device_bytes(dev: &str, device: &str) -> Option<(u64, u64)> {
     dev.lines().find_map(|line| {
         let (name, counters) = line.split_once(':')?;
-        if name.trim() != "lo" {
+        if name.trim() != device {
             return None;
         }
-        counters.split_whitespace().next()?.parse().ok()
+        let counters: Vec<&str> = counters.split_whitespace().collect();
+        Some((
+            counters.get(8)?.parse().ok()?,
+            counters.first()?.parse().ok()?,
+        ))
     })
 }
 
@@ -164,13 +200,14 @@ mod tests {
                    face |bytes    packets errs drop fifo frame compressed multicast|bytes\n    \
                    lo: 5132907   4521    0    0    0     0          0         0  5132907\n  \
                    eth0: 99 1 0 0 0 0 0 0 7\n";
-        assert_eq!(lo_rx_bytes(dev), Some(5_132_907));
-        assert_eq!(lo_rx_bytes("nothing"), None);
+        assert_eq!(device_bytes(dev, "lo"), Some((5_132_907, 5_132_907)));
+        assert_eq!(device_bytes(dev, "eth0"), Some((7, 99)));
+        assert_eq!(device_bytes("nothing", "lo"), None);
     }
 
     #[test]
     fn a_busy_child_shows_in_its_tree_and_an_idle_one_barely() {
-        let mut sampler = Sampler::new().expect("sampler");
+        let mut sampler = Sampler::new(None).expect("sampler");
         // A shell spinning in a child of a child: the tree must reach the grandchild.
         let mut child = std::process::Command::new("sh")
             .args([
@@ -179,9 +216,9 @@ mod tests {
             ])
             .spawn()
             .expect("sh");
-        let first = sampler.sample(Some(child.id()));
+        let first = sampler.sample(&[child.id()]);
         std::thread::sleep(std::time::Duration::from_millis(700));
-        let busy = sampler.sample(Some(child.id()));
+        let busy = sampler.sample(&[child.id()]);
         let _ = child.kill();
         let _ = child.wait();
         assert!(first.processes >= 1, "{first:?}");
@@ -194,7 +231,7 @@ mod tests {
             "a spinning shell is busy: {busy:?}"
         );
         assert!(busy.tree_rss_mb > 0.0, "{busy:?}");
-        let gone = sampler.sample(Some(child.id()));
+        let gone = sampler.sample(&[child.id()]);
         assert_eq!(gone.processes, 0, "{gone:?}");
     }
 }

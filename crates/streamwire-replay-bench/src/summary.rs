@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{CellResult, median};
+use crate::analysis::{CellResult, LinkResult, median};
 
 /// One row of the table: one blueprint, profile and variant, medians over its cells.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -17,8 +17,11 @@ pub struct Row {
     pub profile: String,
     /// Cores.
     pub cores: usize,
-    /// `raw-shm`, `raw-tcp`, `codec`.
+    /// `raw-shm`, `raw-tcp`, `codec`, `auto`.
     pub variant: String,
+    /// The link's profile name, across a link (empty: one host).
+    #[serde(default)]
+    pub link: String,
     /// Busy sinks' work, CPU-ms per frame.
     pub work_ms: f64,
     /// Cells (repetitions).
@@ -45,31 +48,58 @@ pub struct Row {
     pub lag_p99_ms: f64,
     /// Longest gap between frames, the worst sink, ms.
     pub longest_gap_ms: f64,
+    /// Lag growth (last quarter's median lag over the first's), the worst sink.
+    #[serde(default)]
+    pub lag_growth: f64,
+    /// Every colour consumer's frames delivered, percent of those published:
+    /// (`instance@host`, median over the repetitions).
+    #[serde(default)]
+    pub consumers: Vec<(String, f64)>,
+    /// Across a link: the streams that crossed it.
+    #[serde(default)]
+    pub crossing: Vec<String>,
+    /// Across a link: robot to laptop, Mbit/s.
+    #[serde(default)]
+    pub link_to_laptop_mbit_s: f64,
+    /// ... its busiest second.
+    #[serde(default)]
+    pub link_peak_mbit_s: f64,
+    /// ... laptop to robot.
+    #[serde(default)]
+    pub link_to_robot_mbit_s: f64,
+    /// Across a link: frames the laptop received through shared memory (the most of the
+    /// repetitions; none can).
+    #[serde(default)]
+    pub link_shared_memory_frames: u64,
     /// Cells that kept up.
     pub kept_up: usize,
     /// The verdicts of the cells that did not.
     pub problems: Vec<String>,
 }
 
-/// Groups `cells` into rows (blueprint, profile, work, variant order: raw-shm, raw-tcp,
-/// codec), medians over repetitions.
+/// Groups `cells` into rows (blueprint, profile, link, work, variant order: raw-shm,
+/// raw-tcp, codec, auto), medians over repetitions.
 pub fn rows(cells: &[CellResult]) -> Vec<Row> {
     let order = |variant: &str| match variant {
         "raw-shm" => 0,
         "raw-tcp" => 1,
-        _ => 2,
+        "codec" => 2,
+        _ => 3,
     };
+    let link_of = |c: &CellResult| c.spec.link.as_ref().map(|l| l.name.clone());
     let blueprint_order = |b: &str| match b {
         "basic" => 0,
         "full" => 1,
         _ => 2,
     };
-    let mut groups: BTreeMap<(u8, String, u64, u8, String), Vec<&CellResult>> = BTreeMap::new();
+    type Key = (u8, String, Option<String>, u64, u8, String);
+    let mut groups: BTreeMap<Key, Vec<&CellResult>> = BTreeMap::new();
     for c in cells {
         groups
             .entry((
                 blueprint_order(&c.spec.blueprint),
                 c.spec.profile.name.clone(),
+                link_of(c),
                 (c.spec.work_ms * 1000.0) as u64,
                 order(&c.variant),
                 c.variant.clone(),
@@ -82,11 +112,21 @@ pub fn rows(cells: &[CellResult]) -> Vec<Row> {
         .map(|cells| {
             let first = cells[0];
             let m = |f: &dyn Fn(&CellResult) -> f64| median(cells.iter().map(|c| f(c)).collect());
+            let link = |f: &dyn Fn(&LinkResult) -> f64| {
+                median(
+                    cells
+                        .iter()
+                        .filter_map(|c| c.link.as_ref().map(f))
+                        .collect(),
+                )
+            };
             Row {
                 blueprint: first.spec.blueprint.clone(),
                 profile: first.spec.profile.name.clone(),
                 cores: first.cores,
                 variant: first.variant.clone(),
+                // infallible: a cell without a link has no link name
+                link: link_of(first).unwrap_or_default(),
                 work_ms: first.spec.work_ms,
                 reps: cells.len(),
                 published_fps: m(&|c| c.published_fps),
@@ -100,6 +140,36 @@ pub fn rows(cells: &[CellResult]) -> Vec<Row> {
                 lag_p50_ms: m(&|c| median(c.sinks.iter().map(|s| s.lag_p50_ms).collect())),
                 lag_p99_ms: m(&|c| worst(c, |s| s.lag_p99_ms)),
                 longest_gap_ms: m(&|c| worst(c, |s| s.longest_gap_ms)),
+                lag_growth: m(&|c| c.worst_lag_growth()),
+                consumers: first
+                    .consumers
+                    .iter()
+                    .map(|k| {
+                        let pct = m(&|c| {
+                            c.consumers
+                                .iter()
+                                .find(|o| o.instance == k.instance)
+                                .map_or(0.0, |o| {
+                                    o.delivered as f64 / c.published.max(1) as f64 * 100.0
+                                })
+                        });
+                        (format!("{}@{}", k.instance, k.host), pct)
+                    })
+                    .collect(),
+                crossing: first
+                    .link
+                    .as_ref()
+                    .map(|l| l.crossing.clone())
+                    // infallible: one host, nothing crosses
+                    .unwrap_or_default(),
+                link_to_laptop_mbit_s: link(&|l| l.to_laptop_mbit_s),
+                link_peak_mbit_s: link(&|l| l.to_laptop_peak_mbit_s),
+                link_to_robot_mbit_s: link(&|l| l.to_robot_mbit_s),
+                link_shared_memory_frames: cells
+                    .iter()
+                    .filter_map(|c| c.link.as_ref().map(|l| l.laptop_shared_memory_frames))
+                    .max()
+                    .unwrap_or(0),
                 kept_up: cells.iter().filter(|c| c.kept_up).count(),
                 problems: cells
                     .iter()
@@ -116,10 +186,15 @@ fn worst(cell: &CellResult, f: impl Fn(&crate::analysis::SinkResult) -> f64) -> 
     cell.sinks.iter().map(f).fold(0.0, f64::max)
 }
 
-/// The table, in markdown, shaped like REFERENCE.md section 1 (plus the columns it
-/// lacked: the worst sink, lag, gaps, the transport's own bytes, shared memory).
+/// The table of the one-host rows, in markdown, shaped like REFERENCE.md section 1 (plus
+/// the columns it lacked: the worst sink, lag, gaps, the transport's own bytes, shared
+/// memory). Empty without such rows.
 pub fn table(rows: &[Row]) -> String {
+    let rows: Vec<&Row> = rows.iter().filter(|r| r.link.is_empty()).collect();
     let mut out = String::new();
+    if rows.is_empty() {
+        return out;
+    }
     out.push_str(
         "| blueprint | CPUs | work ms | mode | shm | fps delivered (of published) | worst sink % | \
          process-tree CPU % of one core | RSS MB | loopback Mbit/s | transport Mbit/s | \
@@ -157,10 +232,66 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
+/// The table of the rows across a link, in markdown: what crossed, what each consumer
+/// got, lag and its growth, the link's own throughput, and the frames the laptop got
+/// through shared memory (none can). Empty without such rows.
+pub fn link_table(rows: &[Row]) -> String {
+    let rows: Vec<&Row> = rows.iter().filter(|r| !r.link.is_empty()).collect();
+    let mut out = String::new();
+    if rows.is_empty() {
+        return out;
+    }
+    out.push_str(
+        "| blueprint | CPUs | link | mode | crossing the link | fps delivered (of published) | \
+         delivered per consumer % | lag p50 / p99 ms | lag growth | link Mbit/s to laptop \
+         (busiest s) / back | laptop frames by shm | CPU % of one core | kept up |\n",
+    );
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for r in rows {
+        let mode = if r.variant == "raw-shm" {
+            "raw"
+        } else {
+            &r.variant
+        };
+        let consumers: Vec<String> = r
+            .consumers
+            .iter()
+            .map(|(name, pct)| format!("{name} {pct:.1}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} ({}) | {} | {mode} | {} | {:.1} (of {:.1}) | {} | {:.0} / {:.0} | {:.2} | {:.1} ({:.1}) / {:.1} | {} | {:.0} | {}/{} |",
+            r.blueprint,
+            r.cores,
+            r.profile,
+            r.link,
+            if r.crossing.is_empty() {
+                "-".to_owned()
+            } else {
+                r.crossing.join(", ")
+            },
+            r.delivered_fps,
+            r.published_fps,
+            consumers.join(", "),
+            r.lag_p50_ms,
+            r.lag_p99_ms,
+            r.lag_growth,
+            r.link_to_laptop_mbit_s,
+            r.link_peak_mbit_s,
+            r.link_to_robot_mbit_s,
+            r.link_shared_memory_frames,
+            r.cpu_pct,
+            r.kept_up,
+            r.reps,
+        );
+    }
+    out
+}
+
 /// Every cell's sinks, one line each (markdown).
 pub fn sink_table(cells: &[CellResult]) -> String {
     let mut out = String::from(
-        "| cell | sink | delivered | % | fps | lag p50 / p99 / end ms | longest gap ms | drops at the sink | not delivered |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| cell | sink | delivered | % | fps | lag p50 / p99 / end ms | lag growth | longest gap ms | drops at the sink | not delivered |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for c in cells {
         for s in &c.sinks {
@@ -175,7 +306,7 @@ pub fn sink_table(cells: &[CellResult]) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} of {} | {:.1} | {:.1} | {:.0} / {:.0} / {:.0} | {:.0} | {drops} | {} |",
+                "| {} | {} | {} of {} | {:.1} | {:.1} | {:.0} / {:.0} / {:.0} | {:.2} | {:.0} | {drops} | {} |",
                 c.label,
                 s.instance,
                 s.delivered,
@@ -185,6 +316,7 @@ pub fn sink_table(cells: &[CellResult]) -> String {
                 s.lag_p50_ms,
                 s.lag_p99_ms,
                 s.lag_end_ms,
+                s.lag_growth,
                 s.longest_gap_ms,
                 s.not_delivered
             );
@@ -197,7 +329,7 @@ pub fn sink_table(cells: &[CellResult]) -> String {
                 .collect();
             let _ = writeln!(
                 out,
-                "| {} | (upstream) | | | | | | {} | |",
+                "| {} | (upstream) | | | | | | | {} | |",
                 c.label,
                 drops.join(", ")
             );
@@ -221,8 +353,13 @@ pub fn bars(rows: &[Row]) -> String {
         "cell (medians)", "fps delivered", "", "process-tree CPU", ""
     );
     for r in rows {
+        let link = if r.link.is_empty() {
+            String::new()
+        } else {
+            format!("{} ", r.link)
+        };
         let name = format!(
-            "{} {} {}ms {}",
+            "{} {} {link}{}ms {}",
             r.blueprint, r.profile, r.work_ms, r.variant
         );
         let _ = writeln!(
@@ -247,7 +384,10 @@ pub fn markdown(
     cells: &[CellResult],
     charts: &[String],
 ) -> String {
-    let mut out = format!("# {title}\n\n{context}\n\n## Medians\n\n{}", table(rows));
+    let mut out = format!(
+        "# {title}\n\n{context}\n\n## Medians\n\n{}",
+        table(rows) + &link_table(rows)
+    );
     let problems: Vec<&String> = rows.iter().flat_map(|r| &r.problems).collect();
     out.push_str("\n## Cells that did not keep up\n\n");
     if problems.is_empty() {
@@ -296,6 +436,8 @@ mod tests {
             fps: None,
             rep,
             netns: true,
+            link: None,
+            place: None,
             dir: "/x".into(),
         };
         CellResult {
@@ -322,7 +464,10 @@ mod tests {
                     vec![]
                 },
                 not_delivered: 0,
+                lag_growth: 1.1,
             }],
+            consumers: vec![],
+            link: None,
             upstream_drops: vec![],
             cpu_pct: cpu,
             cpu_pct_sampled: cpu,
@@ -361,5 +506,58 @@ mod tests {
         insta::assert_snapshot!(table(&rows));
         insta::assert_snapshot!(bars(&rows));
         insta::assert_snapshot!(sink_table(&cells[..2]));
+        assert_eq!(link_table(&rows), "", "no link, no link table");
+    }
+
+    #[test]
+    fn cells_across_a_link_get_the_link_table() {
+        use crate::analysis::{ConsumerResult, LinkResult};
+        use crate::link::{LinkProfile, RelayStats};
+        let across = |variant: &str, rep: usize, mbit: f64, growth: f64| {
+            let mut c = cell(variant, rep, 20.0, 80.0);
+            c.spec.link = Some(LinkProfile::wifi());
+            c.sinks[0].lag_growth = growth;
+            c.consumers = vec![
+                ConsumerResult {
+                    instance: "viewer".into(),
+                    host: "laptop".into(),
+                    delivered: 199,
+                },
+                ConsumerResult {
+                    instance: "busy_3".into(),
+                    host: "robot".into(),
+                    delivered: 200,
+                },
+            ];
+            c.link = Some(LinkResult {
+                profile: LinkProfile::wifi().to_string(),
+                description: "tbf and a relay".into(),
+                crossing: vec!["color_image/compressed (jpeg)".into()],
+                to_laptop_mbit_s: mbit,
+                to_robot_mbit_s: 0.5,
+                to_laptop_peak_mbit_s: mbit * 1.5,
+                laptop_frames: 600,
+                laptop_shared_memory_frames: 0,
+                overlimits: 10,
+                qdisc_drops: 0,
+                relay: RelayStats::default(),
+                workers: vec![],
+            });
+            c
+        };
+        let cells = vec![
+            cell("codec", 0, 20.0, 60.0),
+            across("codec", 0, 20.0, 1.3),
+            across("codec", 1, 22.0, 1.1),
+            across("codec", 2, 21.0, 1.0),
+        ];
+        let rows = rows(&cells);
+        assert_eq!(rows.len(), 2, "one host and the link are rows of their own");
+        assert_eq!(rows[1].link, "wifi");
+        assert_eq!(rows[1].link_to_laptop_mbit_s, 21.0);
+        assert_eq!(rows[1].lag_growth, 1.1);
+        assert_eq!(rows[1].consumers[0], ("viewer@laptop".to_owned(), 99.5));
+        insta::assert_snapshot!(table(&rows));
+        insta::assert_snapshot!(link_table(&rows));
     }
 }

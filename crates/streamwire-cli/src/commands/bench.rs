@@ -76,9 +76,16 @@ pub(crate) struct ReplayArgs {
     )]
     blueprint: Vec<String>,
     /// raw (pixels, shared memory on), raw-tcp (pixels, shared memory off), codec
-    /// (JPEG q75), comma-separated (default: all three, or --matrix's).
+    /// (JPEG q75), auto (pixels within a host, JPEG across a link), comma-separated
+    /// (default: raw, raw-tcp and codec; with --link raw, codec and auto).
     #[arg(long, value_name = "MODE,..", value_delimiter = ',')]
     mode: Vec<String>,
+    /// Split each blueprint between a robot and an operator's laptop joined by a shaped
+    /// link: wifi (50 Mbit/s, 5 ± 2 ms), weak-wifi (8 Mbit/s, 20 ± 10 ms), or
+    /// rate=MBIT,delay=MS,jitter=MS (repeatable: each). Needs root (network namespaces,
+    /// tc).
+    #[arg(long, value_name = "PROFILE")]
+    link: Vec<String>,
     /// all (every core) or constrained (`taskset -c 0`), comma-separated (default
     /// all; --matrix: both).
     #[arg(long, value_name = "NAME,..", value_delimiter = ',')]
@@ -186,7 +193,9 @@ fn replay(cli: &Cli, args: ReplayArgs, cx: &mut Context<'_>) -> anyhow::Result<E
         } else {
             args.blueprint
         },
-        variants: if args.mode.is_empty() {
+        variants: if args.mode.is_empty() && !args.link.is_empty() {
+            streamwire_replay_bench::Variant::ACROSS_A_LINK.to_vec()
+        } else if args.mode.is_empty() {
             base.variants
         } else {
             args.mode
@@ -213,6 +222,11 @@ fn replay(cli: &Cli, args: ReplayArgs, cx: &mut Context<'_>) -> anyhow::Result<E
         replay,
         fps: args.fps,
         netns: !args.no_netns,
+        links: args
+            .link
+            .iter()
+            .map(|l| streamwire_replay_bench::link::LinkProfile::parse(l))
+            .collect::<Result<Vec<_>, _>>()?,
         out: args.out,
     };
     let exe = std::env::current_exe().context("cannot find this program to run the cells")?;
@@ -221,8 +235,9 @@ fn replay(cli: &Cli, args: ReplayArgs, cx: &mut Context<'_>) -> anyhow::Result<E
     })?;
     write!(
         cx.out,
-        "{}\n{}\nsummary: {}\n",
+        "{}{}\n{}\nsummary: {}\n",
         streamwire_replay_bench::summary::table(&outcome.rows),
+        streamwire_replay_bench::summary::link_table(&outcome.rows),
         streamwire_replay_bench::summary::bars(&outcome.rows),
         outcome.summary.display()
     )?;
