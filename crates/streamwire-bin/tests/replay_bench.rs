@@ -32,6 +32,21 @@ fn streamwire(args: &[&str], bound: Duration) -> Output {
     child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Runs `bench replay` with `args` (bounded), which must succeed; its standard output.
+fn bench_table(args: &[&str]) -> String {
+    let output = streamwire(args, Duration::from_secs(180));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
+/// The table rows of `blueprint` in `stdout`.
+fn rows_of<'a>(stdout: &'a str, blueprint: &str) -> Vec<&'a str> {
+    let start = format!("| {blueprint} |");
+    stdout.lines().filter(|l| l.starts_with(&start)).collect()
+}
+
 fn json_lines(path: &Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert!(text.ends_with('\n'), "{}: complete lines", path.display());
@@ -89,16 +104,9 @@ fn smoke_run_writes_well_formed_results_summary_and_charts() {
         println!("`unshare -n` is not allowed here: --no-netns");
         args.push("--no-netns");
     }
-    let output = streamwire(&args, Duration::from_secs(180));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-
+    let stdout = bench_table(&args);
     // The table: a head, a rule and one row per variant; then the bars.
-    let rows: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.starts_with("| basic |"))
-        .collect();
+    let rows = rows_of(&stdout, "basic");
     assert_eq!(rows.len(), 2, "{stdout}");
     assert!(
         rows[0].contains("| raw | on |") && rows[1].contains("| codec | on |"),
@@ -287,15 +295,9 @@ fn a_cell_across_a_shaped_link_sends_jpeg_to_the_laptop_and_no_shared_memory() {
         "--out",
         &out_arg,
     ];
-    let output = streamwire(&args, Duration::from_secs(180));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let stdout = bench_table(&args);
     // The link table, one row: JPEG crossed, nothing through shared memory.
-    let rows: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.starts_with("| basic |"))
-        .collect();
+    let rows = rows_of(&stdout, "basic");
     assert_eq!(rows.len(), 1, "{stdout}");
     assert!(
         rows[0].contains("| wifi | auto | color_image/compressed (jpeg) |"),

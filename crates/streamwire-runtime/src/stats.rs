@@ -1020,63 +1020,42 @@ impl RunStats {
             ],
             &rows,
         );
-        let copies: Vec<String> = self
-            .wire
-            .iter()
-            .filter(|w| w.receive_copies > 0)
-            .map(|w| format!("{} {} {}", w.partition, w.key, w.receive_copies))
-            .collect();
-        if !copies.is_empty() {
-            let _ = writeln!(
-                out,
-                "copied once on receipt (spread over several received slices): {}",
-                copies.join(", ")
-            );
-        }
-        let shared: Vec<String> = self
-            .wire
-            .iter()
-            .filter(|w| w.shared_memory > 0)
-            .map(|w| format!("{} {} {}", w.partition, w.key, w.shared_memory))
-            .collect();
-        if !shared.is_empty() {
-            let _ = writeln!(
-                out,
-                "received through shared memory (by reference, from this host): {}",
-                shared.join(", ")
-            );
-        }
-        let batched: Vec<String> = self
-            .wire
-            .iter()
-            .filter(|w| w.batches > 0)
-            .map(|w| {
+        // Lines under the table, each naming the rows it is about (none: no line).
+        let mut note = |title: &str, describe: &dyn Fn(&WireStats) -> Option<String>| {
+            let items: Vec<String> = self.wire.iter().filter_map(describe).collect();
+            if !items.is_empty() {
+                let _ = writeln!(out, "{title}: {}", items.join(", "));
+            }
+        };
+        note(
+            "copied once on receipt (spread over several received slices)",
+            &|w| {
+                (w.receive_copies > 0)
+                    .then(|| format!("{} {} {}", w.partition, w.key, w.receive_copies))
+            },
+        );
+        note(
+            "received through shared memory (by reference, from this host)",
+            &|w| {
+                (w.shared_memory > 0)
+                    .then(|| format!("{} {} {}", w.partition, w.key, w.shared_memory))
+            },
+        );
+        note("sent in batches (small messages waiting together)", &|w| {
+            (w.batches > 0).then(|| {
                 format!(
                     "{} {} {} frames in {} batches",
                     w.partition, w.key, w.batched, w.batches
                 )
             })
-            .collect();
-        if !batched.is_empty() {
-            let _ = writeln!(
-                out,
-                "sent in batches (small messages waiting together): {}",
-                batched.join(", ")
-            );
-        }
-        let by_producer: Vec<String> = self
-            .wire
-            .iter()
-            .filter(|w| w.sent_by_producer)
-            .map(|w| format!("{} {}", w.partition, w.key))
-            .collect();
-        if !by_producer.is_empty() {
-            let _ = writeln!(
-                out,
-                "put on the wire by the producer's thread (keep-last, no sender thread): {}",
-                by_producer.join(", ")
-            );
-        }
+        });
+        note(
+            "put on the wire by the producer's thread (keep-last, no sender thread)",
+            &|w| {
+                w.sent_by_producer
+                    .then(|| format!("{} {}", w.partition, w.key))
+            },
+        );
     }
 
     fn write_threads(&self, out: &mut String) {
