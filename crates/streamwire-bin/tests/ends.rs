@@ -357,6 +357,18 @@ fn a_worker_stopped_past_the_lease_receives_again_once_resumed() {
         "{stderr}"
     );
     assert!(stdout.contains(&format!("silent: {silent}")), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{e}")))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let listed = json["silent_links"]
+        .as_array()
+        .unwrap_or_else(|| panic!("silent_links in {json}"));
+    assert!(
+        listed
+            .iter()
+            .any(|l| l.as_str().is_some_and(|l| l.starts_with(silent))),
+        "{json}"
+    );
     assert!(
         stderr.contains("(--allow-silent accepts them): exit status 3"),
         "{stderr}"

@@ -180,7 +180,7 @@ pub(crate) fn coordinate(
     // tell the links that went silent.
     let mut previous: Option<streamwire_runtime::RunStats> = None;
     let mut silent = SilentLinks::new(run.silent_link);
-    let report = coordinator.run_observed(
+    let mut report = coordinator.run_observed(
         &command,
         stop,
         &mut |event| eprintln!("coordinator: {event}"),
@@ -199,6 +199,8 @@ pub(crate) fn coordinate(
     for link in &silences {
         println!("silent: {link}");
     }
+    // In the JSON report too (`--report`).
+    report.report.silent_links = silences.iter().map(ToString::to_string).collect();
     println!("{}", crate::commands::run::accounting(&report.report));
     let code = with_silences(exit_code(&report.report), silences.len(), run.allow_silent);
     Ok((code, report.report, Some(report.access)))

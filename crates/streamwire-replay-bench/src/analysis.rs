@@ -480,6 +480,7 @@ pub fn result(
         published_fps: published as f64 / elapsed_s,
         camera_skipped,
         sinks,
+        // infallible: without a report there is no consumer to list
         consumers: report.map(consumers).unwrap_or_default(),
         link: link.map(|l| link_result(l, host, samples, report)),
         upstream_drops,
@@ -520,8 +521,8 @@ fn consumers(report: &RunReport) -> Vec<ConsumerResult> {
                 .iter()
                 .find(|s| s.name == instance)
                 .map(|s| s.host.clone())
-                // infallible: an input's instance is in the report; an empty host
-                // only leaves the column blank
+                // An input's instance is in the report; an empty host only blanks a column.
+                // infallible: see above
                 .unwrap_or_default();
             ConsumerResult {
                 instance,

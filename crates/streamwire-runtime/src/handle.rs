@@ -138,12 +138,7 @@ impl RunHandle {
         self.records.settle();
         let mut stats = self.stats();
         stats.add_wire_terms();
-        RunReport {
-            reason,
-            failure: self.failure.clone(),
-            stragglers,
-            stats,
-        }
+        RunReport::new(reason, self.failure.clone(), stragglers, stats)
     }
 
     /// Waits until the run ends by itself (every module finished, or one failed), `stop`

@@ -511,6 +511,11 @@ pub struct RunReport {
     pub stragglers: Vec<String>,
     /// Every counter, flushed after the threads were joined.
     pub stats: RunStats,
+    /// A distributed run's planned links that received nothing for a while although their
+    /// sender sent, one line each as the coordinator says it (`streamwire run
+    /// --silent-link`); empty for a run of one process.
+    #[serde(default)]
+    pub silent_links: Vec<String>,
 }
 
 impl RunReport {
@@ -527,6 +532,7 @@ impl RunReport {
             failure,
             stragglers,
             stats,
+            silent_links: Vec::new(),
         }
     }
 }
@@ -1250,7 +1256,9 @@ mod tests {
             failure,
             stragglers,
             stats,
+            silent_links,
         } = merged;
+        assert!(silent_links.is_empty(), "the coordinator adds them");
         // The caller's verdict, not the workers'.
         assert_eq!(reason, EndReason::Failed);
         assert_eq!(failure.as_deref(), Some("worker host/b died"));
