@@ -160,8 +160,15 @@ impl Hub {
         demand: Demand,
         sender: SendHere,
     ) -> u64 {
-        self.subscribe_with(queue, Wants::Any, demand, Some(sender))
-            .0
+        // A stream leaves its process as its own message: ready-made bytes published on
+        // it (`publish_encoded`) are decoded once for the sender, as for this process's
+        // pixel consumers; the receiver reads the stream's type under its key.
+        let wants = if self.passthrough.is_some() {
+            Wants::Message(self.message)
+        } else {
+            Wants::Any
+        };
+        self.subscribe_with(queue, wants, demand, Some(sender)).0
     }
 
     fn subscribe_with(

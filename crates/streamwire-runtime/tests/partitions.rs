@@ -214,6 +214,43 @@ fn pass_through_jpeg_bytes_are_identical_after_the_loopback() {
     assert_eq!(inbound.frames, sent.len() as u64 + 1);
 }
 
+/// Ready-made bytes on a raw link to another process (`auto` keeps a same-host link raw)
+/// leave as pixels: decoded once in the producer's process, as for its own pixel
+/// consumers. (They used to leave as bytes under the raw stream's key, which the receiver
+/// could not read: every frame `deserialize failed`.)
+#[test]
+fn ready_made_bytes_on_a_raw_link_leave_as_pixels() {
+    let frames = jpeg_frames(8);
+    let mut bp = Blueprint::new();
+    bp.add(
+        "camera",
+        MjpegCamera {
+            color_image: Out::new(),
+            frames,
+        },
+    );
+    let mut viewer = Viewer::new();
+    viewer.frames = In::new();
+    let viewer = bp.add("viewer", viewer);
+    bp.place(&viewer, Placement::process("ui"));
+    bp.lossy_path(Report::Warn);
+    bp.autoconnect();
+    let report = balanced(start_with(bp, RunOptions::default()).wait_timeout(GUARD));
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    let frames = input(&report.stats, "viewer.frames");
+    assert_eq!(frames.dropped.deserialize_failed, 0, "{report}");
+    assert_eq!(frames.delivered + frames.dropped.queue_full, 8, "{report}");
+    let ready_made = report
+        .stats
+        .codecs
+        .iter()
+        .find(|c| c.codec == "ready-made")
+        .unwrap();
+    assert_eq!(ready_made.done, 8, "one decode a frame: {report}");
+    let raw = wire(&report.stats, WireDirection::In, "ui", "color_image");
+    assert_eq!(raw.frames, 9, "every frame as pixels, and the end: {report}");
+}
+
 /// A tap in another partition is a consumer across the transport: the producer's
 /// partition encodes for it while it is attached, and stops when it detaches.
 #[test]
