@@ -248,7 +248,10 @@ fn ready_made_bytes_on_a_raw_link_leave_as_pixels() {
         .unwrap();
     assert_eq!(ready_made.done, 8, "one decode a frame: {report}");
     let raw = wire(&report.stats, WireDirection::In, "ui", "color_image");
-    assert_eq!(raw.frames, 9, "every frame as pixels, and the end: {report}");
+    assert_eq!(
+        raw.frames, 9,
+        "every frame as pixels, and the end: {report}"
+    );
 }
 
 /// A tap in another partition is a consumer across the transport: the producer's
