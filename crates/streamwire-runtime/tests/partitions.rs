@@ -182,13 +182,7 @@ fn pass_through_jpeg_bytes_are_identical_after_the_loopback() {
     let sent: Vec<Vec<u8>> = frames.iter().map(|f| f.data().to_vec()).collect();
     let received = Arc::new(Mutex::new(Vec::new()));
     let mut bp = Blueprint::new();
-    bp.add(
-        "camera",
-        MjpegCamera {
-            color_image: Out::new(),
-            frames,
-        },
-    );
+    bp.add("camera", MjpegCamera::new(frames));
     let sink = bp.add(
         "recorder",
         ByteSink {
@@ -222,13 +216,7 @@ fn pass_through_jpeg_bytes_are_identical_after_the_loopback() {
 fn ready_made_bytes_on_a_raw_link_leave_as_pixels() {
     let frames = jpeg_frames(8);
     let mut bp = Blueprint::new();
-    bp.add(
-        "camera",
-        MjpegCamera {
-            color_image: Out::new(),
-            frames,
-        },
-    );
+    bp.add("camera", MjpegCamera::new(frames));
     let mut viewer = Viewer::new();
     viewer.frames = In::new();
     let viewer = bp.add("viewer", viewer);
@@ -515,6 +503,16 @@ fn lone_keep_all_messages_are_put_without_waking_the_sender_thread() {
     assert!(sender.woken < COUNT / 2, "{report}");
 }
 
+/// [`idle_camera_plan`] started on a loopback the test can put frames on.
+fn idle_camera_on_a_loopback() -> (Loopback, RunHandle) {
+    let loopback = Loopback::new();
+    let options = RunOptions {
+        transport: Some(Arc::new(loopback.clone())),
+        ..RunOptions::default()
+    };
+    (loopback, start_with(idle_camera_plan(), options))
+}
+
 /// A plan whose only cross-partition stream is the camera's, with the camera idle, so that
 /// the test alone puts frames on the stream's key.
 fn idle_camera_plan() -> Blueprint {
@@ -567,12 +565,7 @@ fn jpeg_frame(link_seq: u64) -> Bytes {
 
 #[test]
 fn hostile_frames_on_the_loopback_are_counted_by_kind_without_large_allocations() {
-    let loopback = Loopback::new();
-    let options = RunOptions {
-        transport: Some(Arc::new(loopback.clone())),
-        ..RunOptions::default()
-    };
-    let handle = start_with(idle_camera_plan(), options);
+    let (loopback, handle) = idle_camera_on_a_loopback();
     let key = "color_image/compressed";
     assert_eq!(
         loopback.subscriber_count(key),
@@ -640,12 +633,7 @@ fn foreign_frames_do_not_balance(report: RunReport) {
 
 #[test]
 fn link_sequence_gaps_are_wire_loss_not_queue_drops() {
-    let loopback = Loopback::new();
-    let options = RunOptions {
-        transport: Some(Arc::new(loopback.clone())),
-        ..RunOptions::default()
-    };
-    let handle = start_with(idle_camera_plan(), options);
+    let (loopback, handle) = idle_camera_on_a_loopback();
     let key = "color_image/compressed";
     // Frames 0, 1 and 5 of a publisher: 2, 3 and 4 never arrived.
     for seq in [0, 1, 5, 6] {
@@ -689,12 +677,7 @@ fn link_sequence_gaps_are_wire_loss_not_queue_drops() {
 /// frame counted lost for it, and the real gaps after it are still counted (issue 31).
 #[test]
 fn forged_link_sequences_are_resets_and_later_gaps_still_count() {
-    let loopback = Loopback::new();
-    let options = RunOptions {
-        transport: Some(Arc::new(loopback.clone())),
-        ..RunOptions::default()
-    };
-    let handle = start_with(idle_camera_plan(), options);
+    let (loopback, handle) = idle_camera_on_a_loopback();
     let key = "color_image/compressed";
     // 2^62 after 2 and 0 after 7 are no loss; 5, 6 and 9 never arrived.
     let sent = [0, 1, 2, 1 << 62, 3, 4, 7, 0, 8, 10];

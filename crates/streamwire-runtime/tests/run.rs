@@ -257,13 +257,7 @@ fn ready_made_bytes_pass_through_unchanged_and_pixels_get_one_decode() {
     let sent: Vec<Vec<u8>> = frames.iter().map(|f| f.data().to_vec()).collect();
     let received = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
     let mut bp = Blueprint::new();
-    bp.add(
-        "camera",
-        MjpegCamera {
-            color_image: Out::new(),
-            frames,
-        },
-    );
+    bp.add("camera", MjpegCamera::new(frames));
     let mut viewer = Viewer::new();
     viewer.frames = In::new();
     bp.add("viewer", viewer);
@@ -309,13 +303,7 @@ fn a_corrupt_frame_is_counted_and_skipped_and_the_stream_goes_on() {
     bytes.truncate(cut);
     frames[2] = CompressedImage::new(good.format(), bytes, 32, 16).unwrap();
     let mut bp = Blueprint::new();
-    bp.add(
-        "camera",
-        MjpegCamera {
-            color_image: Out::new(),
-            frames,
-        },
-    );
+    bp.add("camera", MjpegCamera::new(frames));
     let viewer = bp.add("viewer", Viewer::new());
     bp.place(&viewer, Placement::process("ui"));
     // And one in the camera's process: it gets the ready-made bytes decoded on publish.

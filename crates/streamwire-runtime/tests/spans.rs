@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::{ByteSink, Camera, GUARD, MjpegCamera, Viewer, balanced, jpeg_frames};
 use parking_lot::Mutex;
-use streamwire_core::{In, Out};
+use streamwire_core::In;
 use streamwire_graph::{AutoTable, Blueprint, Locality, Placement, WireFormat};
 use streamwire_runtime::{EndReason, RunOptions, RunReport, Runtime, ThreadKind, WireDirection};
 use tracing::field::{Field, Visit};
@@ -117,13 +117,7 @@ fn codec_and_instance_spans_name_process_stream_and_port() {
 #[test]
 fn a_keep_all_streams_sender_span_names_its_port() {
     let mut bp = Blueprint::new();
-    let camera = bp.add(
-        "camera",
-        MjpegCamera {
-            color_image: Out::new(),
-            frames: jpeg_frames(3),
-        },
-    );
+    let camera = bp.add("camera", MjpegCamera::new(jpeg_frames(3)));
     let sink = bp.add(
         "sink",
         ByteSink {

@@ -168,6 +168,16 @@ pub struct MjpegCamera {
     pub frames: Vec<CompressedImage>,
 }
 
+impl MjpegCamera {
+    /// A camera that publishes `frames`, one every 2 ms, then finishes.
+    pub fn new(frames: Vec<CompressedImage>) -> MjpegCamera {
+        MjpegCamera {
+            color_image: Out::new(),
+            frames,
+        }
+    }
+}
+
 impl Node for MjpegCamera {
     fn trigger(&self) -> Trigger {
         Trigger::Period(Duration::from_millis(2))
