@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use streamwire_graph::PlanSummary;
 
 use crate::BenchError;
-use crate::link::{Link, LinkCounters, LinkProfile, QdiscStats, RelayStats, Side};
+use crate::link::{Link, LinkCounters, LinkProfile, QdiscStats, RelayStats, Side, netns_command};
 use crate::sampler::{Sample, Sampler};
 
 /// How long a run may take beyond its duration (workers joining, then the runtime's
@@ -582,7 +582,7 @@ impl Run {
             let log_path = spec
                 .dir
                 .join(format!("worker-{}.log", process.replace('/', "-")));
-            let mut command = netns_exec(&place.laptop_namespace, exe);
+            let mut command = netns_command(&place.laptop_namespace, exe);
             command
                 .args(spec.worker_args(&process, place, &secret))
                 .stdin(Stdio::null())
@@ -639,13 +639,6 @@ impl Run {
         }
         records
     }
-}
-
-/// `ip netns exec <namespace> <program>`.
-fn netns_exec(namespace: &str, program: &Path) -> Command {
-    let mut command = Command::new("ip");
-    command.args(["netns", "exec", namespace]).arg(program);
-    command
 }
 
 fn create(path: &Path) -> Result<File, BenchError> {

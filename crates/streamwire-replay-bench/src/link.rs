@@ -282,11 +282,7 @@ impl Link {
 
     /// `ip netns exec <ns> <program>`.
     pub fn command(&self, side: Side, program: impl AsRef<OsStr>) -> Command {
-        let mut command = Command::new("ip");
-        command
-            .args(["netns", "exec", self.namespace(side)])
-            .arg(program);
-        command
+        netns_command(self.namespace(side), program)
     }
 
     /// Bytes and packets each way, from the veths' own counters (`robot0` tx is robot to
@@ -380,6 +376,14 @@ impl Drop for Link {
         self.relay = None;
         self.delete_namespaces();
     }
+}
+
+/// `ip netns exec <namespace> <program>`: `program` run in a named network namespace (a
+/// link's, or one whose name a cell was told).
+pub fn netns_command(namespace: &str, program: impl AsRef<OsStr>) -> Command {
+    let mut command = Command::new("ip");
+    command.args(["netns", "exec", namespace]).arg(program);
+    command
 }
 
 /// Runs `f` on a thread of its own that has joined network namespace `ns`
