@@ -101,6 +101,13 @@ fn smoke_run_writes_well_formed_results_summary_and_charts() {
         .status()
         .is_ok_and(|s| s.success());
     if !netns {
+        // The cells then run in the machine's namespace: the smoke test still runs, the
+        // namespace path does not; under STREAMWIRE_REQUIRE=all that is a failure.
+        assert!(
+            !streamwire_testdata::require::required(),
+            "`unshare -n` is not allowed here (STREAMWIRE_REQUIRE=all needs the cells' \
+             namespaces)"
+        );
         println!("`unshare -n` is not allowed here: --no-netns");
         args.push("--no-netns");
     }
