@@ -461,8 +461,17 @@ impl<'de> serde::de::Visitor<'de> for ParamsVisitor {
     }
 }
 
-/// One parameter value of a map: text, or a number or boolean kept as its text.
-struct ParamValue(String);
+/// One parameter value as a file writes it: text, or a number or boolean kept as its
+/// text (`max_bitrate: 6400000` and `max_bitrate: 6.4Mbit/s` alike); written back as text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct ParamValue(pub String);
+
+impl fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 impl<'de> Deserialize<'de> for ParamValue {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

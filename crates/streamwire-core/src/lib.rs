@@ -46,7 +46,7 @@ pub use bind::{
 };
 pub use codec::{
     Adaptation, AdaptationStep, Codec, CodecError, CodecInfo, CodecParams, CodecRegistration,
-    CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity, registered_codecs,
+    CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity, ParamValue, registered_codecs,
 };
 pub use header::{Delivered, Header, Timestamp};
 pub use message::{AnyMessage, Message, MessageInfo, MessageKind, Payload, SerdeMessage};
