@@ -776,8 +776,15 @@ mod tests {
         assert_eq!(cells[0].max_bitrate, None);
         assert_eq!(cells[1].max_bitrate, Some(6_400_000));
         assert_eq!(cells[1].mode, "auto");
-        assert!(cells[1].settings().contains(&"max_bitrate=6400000".to_owned()));
-        assert_eq!(cells[1].dir, PathBuf::from("/o/cells/basic-all-weak-wifi-budget-r0"));
+        assert!(
+            cells[1]
+                .settings()
+                .contains(&"max_bitrate=6400000".to_owned())
+        );
+        assert_eq!(
+            cells[1].dir,
+            PathBuf::from("/o/cells/basic-all-weak-wifi-budget-r0")
+        );
         // Without a link there is no rate to take a share of.
         let one_host = Options {
             links: vec![],
