@@ -394,6 +394,14 @@ fn joins_a_distributed_run_over_zenoh() {
             .unwrap_or_else(|e| panic!("bench.json: {e}\n{bench_out}"));
     assert_eq!(json["summary"]["count"], 5, "{bench_out}");
     assert_eq!(json["message_type"], "streamwire/CompressedImage");
+    // Each JPEG's quality, read back from its tables: the demo's default, 75, unchanged.
+    let jpeg = &json["summary"]["jpeg"];
+    assert_eq!(jpeg["last"]["quality"], 75, "{json}");
+    assert_eq!(
+        (jpeg["quality"]["min"].as_f64(), jpeg["changes"].as_u64()),
+        (Some(75.0), Some(0))
+    );
+    assert!(bench_out.contains("JPEG quality  now 75"), "{bench_out}");
     assert!(
         json["size_meaning"]
             .as_str()

@@ -217,13 +217,18 @@ fn compress_images(value: &str) -> Result<Option<&'static str>, String> {
 }
 
 fn jpeg_quality(value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), String> {
+    quality("jpeg_quality", value, blueprint)
+}
+
+/// A JPEG quality setting (`key`), 1..=100.
+fn quality(key: &str, value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), String> {
     let Ok(quality @ 1..=100) = value.parse::<u8>() else {
         return Err(format!(
-            "invalid jpeg_quality `{value}`: expected a whole number in 1..=100"
+            "invalid {key} `{value}`: expected a whole number in 1..=100"
         ));
     };
     if let Some(blueprint) = blueprint {
-        blueprint.codec_default("jpeg_quality", quality);
+        blueprint.codec_default(key, quality);
     }
     Ok(())
 }
@@ -261,15 +266,7 @@ fn max_bitrate(value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), Str
 }
 
 fn min_quality(value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), String> {
-    let Ok(quality @ 1..=100) = value.parse::<u8>() else {
-        return Err(format!(
-            "invalid min_quality `{value}`: expected a whole number in 1..=100"
-        ));
-    };
-    if let Some(blueprint) = blueprint {
-        blueprint.codec_default("min_quality", quality);
-    }
-    Ok(())
+    quality("min_quality", value, blueprint)
 }
 
 fn lossy_pixels(value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), String> {

@@ -587,12 +587,7 @@ fn write_group_charts(
     let mut cpu_series = Vec::new();
     let mut lag_series = Vec::new();
     for c in cells {
-        let samples_path = c.spec.dir.join("samples.jsonl");
-        let samples: Vec<Sample> = if samples_path.exists() {
-            analysis::read_lines(&samples_path)?
-        } else {
-            Vec::new()
-        };
+        let samples = cell_samples(c)?;
         cpu_series.push((
             c.variant.clone(),
             samples.iter().map(|s| (s.t_s, s.tree_cpu_pct)).collect(),
@@ -648,6 +643,16 @@ fn write_group_charts(
     Ok(written)
 }
 
+/// A cell's host samples (none if it left no file).
+fn cell_samples(c: &CellResult) -> Result<Vec<Sample>, BenchError> {
+    let path = c.spec.dir.join("samples.jsonl");
+    if path.exists() {
+        analysis::read_lines(&path)
+    } else {
+        Ok(Vec::new())
+    }
+}
+
 /// A link group with a `budget` cell: the JPEG quality over time, and the link's traffic
 /// to the laptop each second against the budget, the `budget` cells beside the `auto`
 /// ones (fixed quality 75) of the same run.
@@ -686,13 +691,7 @@ fn write_budget_charts(
             None => vec![(0.0, 75.0), (end, 75.0)],
         };
         quality.push((c.variant.clone(), steps));
-        let samples_path = c.spec.dir.join("samples.jsonl");
-        let samples: Vec<Sample> = if samples_path.exists() {
-            analysis::read_lines(&samples_path)?
-        } else {
-            Vec::new()
-        };
-        let per_second = samples
+        let per_second = cell_samples(c)?
             .windows(2)
             .map(|pair| {
                 let bytes = pair[1].link_tx_bytes.saturating_sub(pair[0].link_tx_bytes);
