@@ -304,6 +304,21 @@ impl fmt::Display for Plan {
             }
         }
 
+        // Who taps which streams beyond its inputs: in a closed run of several processes,
+        // what its process may subscribe to in the others.
+        let taps: Vec<&&InstanceNode> = instances.iter().filter(|i| !i.taps.is_none()).collect();
+        if !taps.is_empty() {
+            writeln!(f, "\ntaps")?;
+            let width = taps.iter().map(|i| i.name.len()).max().unwrap_or(0);
+            for instance in taps {
+                writeln!(
+                    f,
+                    "  {:width$}  {} (at {})",
+                    instance.name, instance.taps, instance.placement
+                )?;
+            }
+        }
+
         self.fmt_qos(f, &instances)?;
 
         // Links grouped by the stream they belong to.
