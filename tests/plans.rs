@@ -443,6 +443,49 @@ fn per_stream_setting_compresses_a_plain_output_with_parameters() {
 }
 
 #[test]
+fn a_bit_rate_budget_is_in_the_plan_with_where_it_came_from() {
+    let mut bp = Blueprint::new();
+    bp.add("cam", camera());
+    let viewer = bp.add("viewer", viewer());
+    bp.place(&viewer, Placement::process("ui").on_host("laptop"));
+    bp.codec_default("max_bitrate", "6.4M");
+    bp.stream(
+        "color_image",
+        StreamSettings::new().param("min_quality", 30),
+    );
+    bp.autoconnect();
+    let plan = build(&bp);
+    assert_eq!(fed_by(&plan, "viewer", "frames"), "decoded jpeg");
+    insta::assert_snapshot!(plan);
+}
+
+#[test]
+fn a_bad_bit_rate_budget_is_refused_at_build_naming_the_stream() {
+    for (key, value) in [
+        ("max_bitrate", "fast"),
+        ("max_bitrate", "0"),
+        ("max_bitrate", "200G"),
+        ("min_quality", "90"),
+    ] {
+        let mut bp = Blueprint::new();
+        bp.add("cam", camera());
+        let viewer = bp.add("viewer", viewer());
+        bp.place(&viewer, Placement::process("ui").on_host("laptop"));
+        let mut settings = StreamSettings::new().param(key, value);
+        if key == "min_quality" {
+            settings = settings.param("max_bitrate", "1M");
+        }
+        bp.stream("color_image", settings);
+        bp.autoconnect();
+        let error = build_error(&bp);
+        assert!(
+            error.contains("color_image") && error.contains(key),
+            "{error}"
+        );
+    }
+}
+
+#[test]
 fn global_on_compresses_in_process_links_and_per_stream_off_beats_it() {
     let mut bp = Blueprint::new();
     bp.add("cam", camera());

@@ -370,6 +370,43 @@ fn demo_graph_shows_the_global_quality() {
 }
 
 #[test]
+fn a_bit_rate_budget_through_o_and_through_a_blueprint_file() {
+    let out = streamwire(&[
+        "graph",
+        "demo",
+        "-o",
+        "max_bitrate=6.4M",
+        "-o",
+        "min_quality=30",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("max_bitrate=6.4Mbit/s, min_quality=30 (blueprint-wide)"),
+        "{stdout}"
+    );
+    let out = streamwire(&["graph", "demo", "-o", "max_bitrate=lots"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("invalid max_bitrate"), "{stderr}");
+    // In a file: blueprint-wide, and per stream.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("budget.yaml");
+    std::fs::write(
+        &file,
+        "max_bitrate: 6400000\nmin_quality: 25\ninstances:\n  camera: { type: SimCamera }\n  \
+         detector: { type: Detector }\nplacement:\n  detector: laptop/perception\n",
+    )
+    .unwrap();
+    let out = streamwire(&["graph", file.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("max_bitrate=6.4Mbit/s, min_quality=25 (blueprint-wide)"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn demo_split_places_five_processes_with_one_encode() {
     let out = streamwire(&["graph", "demo-split", "--format", "json"]);
     assert!(out.status.success());

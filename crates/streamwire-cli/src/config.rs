@@ -2,7 +2,8 @@
 //! each value with where it came from.
 //!
 //! Keys: the global settings, one table of them ([`GLOBAL_SETTINGS`]: `compression`
-//! (`auto|on|off`), `jpeg_quality` (1-100), `max_width` (pixels), `lossy_pixels`
+//! (`auto|on|off`), `jpeg_quality` (1-100), `max_width` (pixels), `max_bitrate` (a bit
+//! rate: the JPEG streams' budget), `min_quality` (its quality floor), `lossy_pixels`
 //! (`ignore|warn|error`), each with its environment variable, aliases, check, default and
 //! how it applies), `streams.<stream>.<setting>` (a stream's `compression`, `codec` or
 //! codec parameter), and the blueprint's own: `<instance>.<field>` for a file's
@@ -167,6 +168,24 @@ pub static GLOBAL_SETTINGS: &[GlobalSetting] = &[
         in_file: |file| file.max_width.map(|w| w.to_string()),
     },
     GlobalSetting {
+        key: "max_bitrate",
+        env: "STREAMWIRE_MAX_BITRATE",
+        aliases: &[],
+        accepts: "a bit rate (6.4Mbit/s, 800k) or none",
+        default: CODEC_DEFAULT,
+        check_apply: max_bitrate,
+        in_file: |file| file.max_bitrate.as_ref().map(ToString::to_string),
+    },
+    GlobalSetting {
+        key: "min_quality",
+        env: "STREAMWIRE_MIN_QUALITY",
+        aliases: &[],
+        accepts: "1..=100",
+        default: CODEC_DEFAULT,
+        check_apply: min_quality,
+        in_file: |file| file.min_quality.map(|q| q.to_string()),
+    },
+    GlobalSetting {
         key: "lossy_pixels",
         env: "STREAMWIRE_LOSSY_PIXELS",
         aliases: &[],
@@ -220,6 +239,35 @@ fn max_width(value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), Strin
     };
     if let Some(blueprint) = blueprint {
         blueprint.codec_default("max_width", width);
+    }
+    Ok(())
+}
+
+/// A budget is range-checked here, before anything starts (1 kbit/s to 100 Gbit/s).
+fn max_bitrate(value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), String> {
+    if value != "none" {
+        let bits = streamwire_msgs::parse_bitrate(value)
+            .map_err(|reason| format!("invalid max_bitrate: {reason}"))?;
+        streamwire_msgs::BitrateBudget::new(
+            bits,
+            streamwire_msgs::BitrateBudget::DEFAULT_MIN_QUALITY,
+        )
+        .map_err(|error| format!("invalid max_bitrate: {error}"))?;
+    }
+    if let Some(blueprint) = blueprint {
+        blueprint.codec_default("max_bitrate", value);
+    }
+    Ok(())
+}
+
+fn min_quality(value: &str, blueprint: Option<&mut Blueprint>) -> Result<(), String> {
+    let Ok(quality @ 1..=100) = value.parse::<u8>() else {
+        return Err(format!(
+            "invalid min_quality `{value}`: expected a whole number in 1..=100"
+        ));
+    };
+    if let Some(blueprint) = blueprint {
+        blueprint.codec_default("min_quality", quality);
     }
     Ok(())
 }
@@ -448,6 +496,8 @@ mod tests {
             ("compression", "off"),
             ("jpeg_quality", "60"),
             ("max_width", "640"),
+            ("max_bitrate", "6.4Mbit/s"),
+            ("min_quality", "30"),
             ("lossy_pixels", "error"),
         ];
         assert_eq!(values.len(), GLOBAL_SETTINGS.len());

@@ -1,5 +1,5 @@
 //! The live status line of `run`: per stream, rate, bandwidth and drops since the last
-//! line.
+//! line, and the quality an encoder under a bit-rate budget has chosen.
 
 use std::collections::BTreeMap;
 
@@ -7,7 +7,9 @@ use streamwire_runtime::RunStats;
 
 /// One line, from two snapshots of the same run (`before`, then `now`): the elapsed time,
 /// then per stream its message rate, its in-process bandwidth (payload bytes over its
-/// links) and the messages its inputs dropped so far.
+/// links) and the messages its inputs dropped so far; for a stream whose encoder keeps a
+/// bit-rate budget, the quality it encodes at now (`q28`, with the width when it narrowed
+/// the frames: `q20@960px`).
 ///
 /// ```
 /// # use streamwire_runtime::RunStats;
@@ -55,6 +57,17 @@ pub fn status_line(before: &RunStats, now: &RunStats) -> String {
             " | {stream} {rate:.1}/s {}/s drops {drops}",
             human_bytes(bandwidth)
         ));
+        let adaptations = now
+            .codecs
+            .iter()
+            .filter(|c| c.stream == stream)
+            .filter_map(|c| c.adaptation.as_ref());
+        for adaptation in adaptations {
+            line.push_str(&format!(" q{}", adaptation.quality));
+            if let Some(width) = adaptation.width {
+                line.push_str(&format!("@{width}px"));
+            }
+        }
     }
     line
 }

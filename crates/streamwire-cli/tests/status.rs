@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use streamwire_cli::status_line;
-use streamwire_runtime::{InputStats, LinkStats, OutputStats, RunStats};
+use streamwire_core::Adaptation;
+use streamwire_runtime::{CodecStats, InputStats, LinkStats, OutputStats, RunStats};
 
 fn output(port: &str, stream: &str, published: u64) -> OutputStats {
     let mut o = OutputStats::default();
@@ -48,6 +49,28 @@ fn status_line_per_stream() {
     let before = snapshot(1_000, 20, 55_000_000, 0);
     let now = snapshot(2_000, 50, 137_800_000, 3);
     insta::assert_snapshot!(status_line(&before, &now), @"2.0 s | color_image 30.0/s 82.8 MB/s drops 3 | detections 15.0/s 0 B/s drops 0");
+}
+
+#[test]
+fn status_line_shows_the_quality_a_budget_chose() {
+    let before = snapshot(1_000, 20, 55_000_000, 0);
+    let mut now = snapshot(2_000, 50, 137_800_000, 3);
+    let mut encoder = CodecStats::default();
+    encoder.stream = "color_image".to_owned();
+    encoder.adaptation = Some(Adaptation {
+        quality: 28,
+        budget_bitrate: 6_400_000,
+        ..Adaptation::default()
+    });
+    now.codecs = vec![encoder.clone()];
+    insta::assert_snapshot!(status_line(&before, &now), @"2.0 s | color_image 30.0/s 82.8 MB/s drops 3 q28 | detections 15.0/s 0 B/s drops 0");
+    encoder.adaptation = Some(Adaptation {
+        quality: 20,
+        width: Some(960),
+        ..Adaptation::default()
+    });
+    now.codecs = vec![encoder];
+    insta::assert_snapshot!(status_line(&before, &now), @"2.0 s | color_image 30.0/s 82.8 MB/s drops 3 q20@960px | detections 15.0/s 0 B/s drops 0");
 }
 
 #[test]

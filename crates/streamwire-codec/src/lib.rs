@@ -64,6 +64,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod budget;
 pub mod jpeg;
 pub mod lossless;
 

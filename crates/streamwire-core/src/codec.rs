@@ -97,6 +97,48 @@ pub trait Codec<M: Message>: Send + Sync + Sized + 'static {
     fn encode(&self, message: &M) -> Result<Self::Encoded, CodecError>;
     /// Decodes one message. Corrupt, truncated or hostile input is an error, never a panic.
     fn decode(&self, encoded: &Self::Encoded) -> Result<M, CodecError>;
+    /// Where an encoder that adapts its setting as it goes stands (JPEG under a
+    /// `max_bitrate`); `None`, the default, for a codec whose setting is fixed.
+    fn adaptation(&self) -> Option<Adaptation> {
+        None
+    }
+}
+
+/// Where an adaptive encoder stands: a JPEG encoder keeping its stream under a bit-rate
+/// budget (`max_bitrate`) by choosing each frame's quality, and under its quality floor
+/// the width. In a run's statistics (each encode node's row), on the status line and in
+/// `topic bench`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Adaptation {
+    /// The quality of the next frame.
+    pub quality: u8,
+    /// The width the next frame is scaled to (`None`: the image's own, or the codec's
+    /// `max_width`).
+    pub width: Option<u32>,
+    /// Settings changed so far.
+    pub changes: u64,
+    /// The budget, in bits per second.
+    pub budget_bitrate: u64,
+    /// The window the budget holds over, in milliseconds.
+    pub window_ms: u64,
+    /// The encoded bits per second over the last window.
+    pub window_bitrate: u64,
+    /// The highest encoded bit rate over any full window after the first (`None` before
+    /// one has ended): what the budget is judged by.
+    pub worst_window_bitrate: Option<u64>,
+    /// The settings over time, each from the stamp of its first frame (the first 4096).
+    pub history: Vec<AdaptationStep>,
+}
+
+/// One setting of an [`Adaptation`], from the stamp of the first frame encoded with it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdaptationStep {
+    /// The stamp of the first frame with this setting, nanoseconds since the epoch.
+    pub stamp_nanos: u64,
+    /// The JPEG quality.
+    pub quality: u8,
+    /// The width (`None`: not narrowed).
+    pub width: Option<u32>,
 }
 
 /// The codec that `Compressed<M>` uses when no codec is written.
@@ -174,6 +216,10 @@ impl<M: Message + DefaultCodec> Codec<M> for DefaultCodecOf<M> {
 
     fn decode(&self, encoded: &Self::Encoded) -> Result<M, CodecError> {
         self.inner()?.decode(encoded)
+    }
+
+    fn adaptation(&self) -> Option<Adaptation> {
+        self.inner().ok()?.adaptation()
     }
 }
 
@@ -415,8 +461,17 @@ impl<'de> serde::de::Visitor<'de> for ParamsVisitor {
     }
 }
 
-/// One parameter value of a map: text, or a number or boolean kept as its text.
-struct ParamValue(String);
+/// One parameter value as a file writes it: text, or a number or boolean kept as its
+/// text (`max_bitrate: 6400000` and `max_bitrate: 6.4Mbit/s` alike); written back as text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct ParamValue(pub String);
+
+impl fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 impl<'de> Deserialize<'de> for ParamValue {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -673,6 +728,8 @@ pub trait DynCodec: Send + Sync {
     fn encode_any(&self, message: &dyn AnyMessage) -> Result<Box<dyn AnyMessage>, CodecError>;
     /// Decodes `encoded`, which must be of the codec's encoded type.
     fn decode_any(&self, encoded: &dyn AnyMessage) -> Result<Box<dyn AnyMessage>, CodecError>;
+    /// [`Codec::adaptation`].
+    fn adaptation(&self) -> Option<Adaptation>;
 }
 
 struct Erased<M, C> {
@@ -689,6 +746,10 @@ impl<M: Message, C: Codec<M>> DynCodec for Erased<M, C> {
     fn decode_any(&self, encoded: &dyn AnyMessage) -> Result<Box<dyn AnyMessage>, CodecError> {
         let encoded = downcast::<C::Encoded>(encoded)?;
         Ok(Box::new(self.codec.decode(encoded)?))
+    }
+
+    fn adaptation(&self) -> Option<Adaptation> {
+        self.codec.adaptation()
     }
 }
 

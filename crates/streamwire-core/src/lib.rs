@@ -45,8 +45,8 @@ pub use bind::{
     Stamped, pair_by_stamp,
 };
 pub use codec::{
-    Codec, CodecError, CodecInfo, CodecParams, CodecRegistration, CodecSummary, DefaultCodec,
-    DefaultCodecOf, Fidelity, registered_codecs,
+    Adaptation, AdaptationStep, Codec, CodecError, CodecInfo, CodecParams, CodecRegistration,
+    CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity, ParamValue, registered_codecs,
 };
 pub use header::{Delivered, Header, Timestamp};
 pub use message::{AnyMessage, Message, MessageInfo, MessageKind, Payload, SerdeMessage};

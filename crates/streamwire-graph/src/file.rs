@@ -5,6 +5,7 @@
 //! auto_table: { same_host: compress }  # what auto does per locality (default raw
 //!                            # in-process and same-host, compress cross-host)
 //! jpeg_quality: 75           # blueprint-wide codec defaults, beaten per stream
+//! max_bitrate: 6.4Mbit/s     # a bit-rate budget for every JPEG stream (min_quality: its floor)
 //! supervision: restart:3     # a worker that dies: stop (default) | restart | restart:N
 //! instances:                 # name -> module (its tag under `type`, then its #[config])
 //!   camera: { type: Camera, fps: 15 }
@@ -57,6 +58,13 @@ pub struct BlueprintFile {
     /// Blueprint-wide maximum width of encoded images (downscaled above it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_width: Option<u32>,
+    /// Blueprint-wide bit-rate budget of every JPEG stream (`6.4Mbit/s`, `800k`): the
+    /// quality, then the width, adapts to stay under it. Checked when the blueprint is built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bitrate: Option<streamwire_core::ParamValue>,
+    /// Blueprint-wide quality floor of the JPEG streams with a budget (1-100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_quality: Option<u8>,
     /// What to do about lossy pixels (`ignore|warn|error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lossy_pixels: Option<Report>,
@@ -470,6 +478,12 @@ impl BlueprintFile {
         }
         if let Some(w) = self.max_width {
             blueprint.codec_default("max_width", w);
+        }
+        if let Some(bitrate) = self.max_bitrate {
+            blueprint.codec_default("max_bitrate", bitrate.0);
+        }
+        if let Some(q) = self.min_quality {
+            blueprint.codec_default("min_quality", q);
         }
         if let Some(s) = self.supervision {
             blueprint.supervision(s);

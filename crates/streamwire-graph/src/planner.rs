@@ -28,8 +28,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 use streamwire_core::{
-    CodecInfo, CodecParams, CodecSummary, Direction, Durability, History, MessageInfo, PortInfo,
-    Qos, Reliability, Transport,
+    CodecError, CodecInfo, CodecParams, CodecSummary, Direction, Durability, History, MessageInfo,
+    PortInfo, Qos, Reliability, Transport,
 };
 
 use crate::blueprint::Blueprint;
@@ -603,11 +603,19 @@ fn resolve_settings(
             let mut global_params = CodecParams::new();
             let user_params = match wire_codec {
                 Some(codec) => {
+                    // A key the codec knows: listed among its defaults, or one it lists only
+                    // when set (`max_bitrate`), which it then does not refuse as unknown (a
+                    // bad value is still reported, below, with the stream's name).
                     let known = codec.summarize(&CodecParams::new()).ok();
+                    let knows = |key: &str, value: &str| {
+                        known.as_ref().is_some_and(|k| k.params.get(key).is_some())
+                            || !matches!(
+                                codec.summarize(&CodecParams::new().with(key, value)),
+                                Err(CodecError::UnknownParam { .. })
+                            )
+                    };
                     for (key, value) in bp.settings.codec_defaults.iter() {
-                        if known.as_ref().is_some_and(|k| k.params.get(key).is_some())
-                            && stream_params.get(key).is_none()
-                        {
+                        if knows(key, value) && stream_params.get(key).is_none() {
                             global_params.set(key, value);
                         }
                     }

@@ -23,6 +23,10 @@ use streamwire_core::{Codec, CodecError, CodecParams, DefaultCodec, Fidelity, Me
 use crate::compressed::{CompressedFormat, Compression, RawEncoding};
 use crate::{CompressedImage, DepthImage, Image, ImageEncoding};
 
+mod budget;
+
+pub use budget::{BitrateBudget, format_bitrate, parse_bitrate};
+
 /// Chroma subsampling and chroma averaging of the JPEG engine, under the names the
 /// `subsampling` and `chroma_downsampling` parameters use.
 pub use streamwire_codec::jpeg::{Backend, ChromaDownsampling, Subsampling, Threads};
@@ -40,9 +44,13 @@ pub use streamwire_codec::jpeg::{Backend, ChromaDownsampling, Subsampling, Threa
 /// decodes on the calling thread), `encoder` (`jpeg-encoder` default; `turbo` for
 /// libjpeg-turbo, accepted only in builds with this crate's `turbo` feature; the pure-Rust
 /// candidates `libjpeg-turbo-rs` and `rusty_jpeg`, only with streamwire-codec's features of
-/// those names). A parameter left
+/// those names), `max_bitrate` (`none` default, or a [`BitrateBudget`] such as `6.4Mbit/s`:
+/// the quality then adapts, frame by frame, within `min_quality..=jpeg_quality` and under
+/// that floor the width narrows, to keep the stream under the budget), `min_quality` (the
+/// budget's quality floor, 1..=`jpeg_quality`, default 20). A parameter left
 /// at its default is not listed by [`Jpeg::params`] when it is one of those added later
-/// (`threads`, `encoder`), so plans read as before.
+/// (`threads`, `encoder`, `max_bitrate`; `min_quality` is listed with a budget), so plans
+/// read as before.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Jpeg {
     /// 1..=100.
@@ -59,6 +67,8 @@ pub struct Jpeg {
     pub threads: Threads,
     /// The library that encodes.
     pub encoder: Backend,
+    /// A bit-rate budget the quality (and under its floor, the width) adapts to.
+    pub budget: Option<BitrateBudget>,
 }
 
 impl Default for Jpeg {
@@ -71,6 +81,7 @@ impl Default for Jpeg {
             drop_alpha: false,
             threads: Threads::Auto,
             encoder: Backend::JpegEncoder,
+            budget: None,
         }
     }
 }
@@ -84,6 +95,8 @@ impl Jpeg {
         "drop_alpha",
         "threads",
         "encoder",
+        "max_bitrate",
+        "min_quality",
     ];
 
     /// Builds a JPEG codec from text parameters (see the type's docs for the keys).
@@ -139,7 +152,37 @@ impl Jpeg {
             }
             jpeg.encoder = encoder;
         }
+        jpeg.budget = Self::budget_from_params(params, jpeg.quality)?;
         Ok(jpeg)
+    }
+
+    /// `max_bitrate` and `min_quality`; `min_quality` alone sets nothing (a blueprint-wide
+    /// floor for the streams that have a budget).
+    fn budget_from_params(
+        params: &CodecParams,
+        quality: u8,
+    ) -> Result<Option<BitrateBudget>, CodecError> {
+        let min_quality = params
+            .parse::<u8>("min_quality")?
+            .unwrap_or(BitrateBudget::DEFAULT_MIN_QUALITY);
+        let max_bitrate = match params.get("max_bitrate").map(str::trim) {
+            None | Some("none") => return Ok(None),
+            Some(text) => parse_bitrate(text).map_err(|reason| CodecError::InvalidParam {
+                key: "max_bitrate".to_owned(),
+                value: text.to_owned(),
+                reason,
+            })?,
+        };
+        if min_quality > quality {
+            return Err(CodecError::InvalidParam {
+                key: "min_quality".to_owned(),
+                value: min_quality.to_string(),
+                reason: format!(
+                    "the budget's quality floor is over the quality it starts from                      (jpeg_quality={quality}): lower min_quality or raise jpeg_quality"
+                ),
+            });
+        }
+        BitrateBudget::new(max_bitrate, min_quality).map(Some)
     }
 
     /// Every parameter, defaults included, except `threads` and `encoder` at their defaults.
@@ -160,15 +203,25 @@ impl Jpeg {
         if self.encoder != Backend::default() {
             params = params.with("encoder", self.encoder);
         }
+        if let Some(budget) = &self.budget {
+            params = params
+                .with("max_bitrate", format_bitrate(budget.max_bitrate()))
+                .with("min_quality", budget.min_quality());
+        }
         params
     }
 
-    /// Lossy; downscaled when `max_width` is set.
+    /// Lossy; downscaled when `max_width` is set or a budget may narrow the width.
     pub fn fidelity(&self) -> Fidelity {
         Fidelity {
             lossy: true,
-            downscaled: self.max_width.is_some(),
+            downscaled: self.max_width.is_some() || self.budget.is_some(),
         }
+    }
+
+    /// Where the budget's controller stands (`None` without a budget).
+    pub fn adaptation(&self) -> Option<streamwire_core::Adaptation> {
+        Some(self.budget.as_ref()?.adaptation(self.quality))
     }
 }
 
@@ -207,6 +260,10 @@ impl<M: JpegPixels> Codec<M> for Jpeg {
 
     fn decode(&self, encoded: &CompressedImage) -> Result<M, CodecError> {
         M::decode_jpeg(self, encoded)
+    }
+
+    fn adaptation(&self) -> Option<streamwire_core::Adaptation> {
+        Jpeg::adaptation(self)
     }
 }
 
@@ -368,11 +425,20 @@ impl JpegPixels for Image {
             self.data(),
         )
         .map_err(encode_error)?;
+        let mut options = jpeg.encode_options();
+        if let Some(budget) = &jpeg.budget {
+            let full_width = jpeg.max_width.map_or(self.width(), |w| w.min(self.width()));
+            let (quality, width) = budget.setting(self.stamp(), full_width, jpeg.quality);
+            options.quality = quality;
+            options.max_width = width.or(options.max_width);
+        }
         // Into a buffer of the process's pool of encoded images, recycled when the
         // message drops.
         let mut file = pools::encoded().take_empty(self.data().len() / 8 + 1024);
-        engine::encode_into(&pixels, &jpeg.encode_options(), file.vec_mut())
-            .map_err(encode_error)?;
+        engine::encode_into(&pixels, &options, file.vec_mut()).map_err(encode_error)?;
+        if let Some(budget) = &jpeg.budget {
+            budget.record(self.stamp(), file.vec_mut().len());
+        }
         let format = CompressedFormat::new(RawEncoding::Image(encoding), Compression::Jpeg);
         let compressed = CompressedImage::new(
             format.to_string(),

@@ -171,7 +171,7 @@ mod perception;
 mod transforms;
 
 pub use cloud::{PointCloud, PointCloudError, PointDatatype, PointField, PointScalar};
-pub use codecs::{Jpeg, JpegPixels, Zstd};
+pub use codecs::{BitrateBudget, Jpeg, JpegPixels, Zstd, format_bitrate, parse_bitrate};
 pub use compressed::{CompressedFormat, CompressedImage, Compression, FormatError, RawEncoding};
 pub use depth::{DepthEncoding, DepthImage};
 pub use image::{Image, ImageEncoding};

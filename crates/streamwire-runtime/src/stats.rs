@@ -451,6 +451,10 @@ pub struct CodecStats {
     pub bytes_out: u64,
     /// Total time spent encoding or decoding.
     pub busy: Duration,
+    /// Where an adaptive encoder stands (JPEG under a `max_bitrate`): its quality, width,
+    /// changes and the bit rate over its window.
+    #[serde(default)]
+    pub adaptation: Option<streamwire_core::Adaptation>,
 }
 
 impl CodecStats {
@@ -700,6 +704,11 @@ fn ms(d: Duration) -> String {
     }
 }
 
+/// Bits per second, in Mbit/s.
+fn bitrate(bits: u64) -> String {
+    format!("{:.2} Mbit/s", bits as f64 / 1e6)
+}
+
 fn bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
     let mut value = n as f64;
@@ -914,6 +923,44 @@ impl RunStats {
         );
     }
 
+    /// The bit-rate budgets: where each adaptive encoder stands (listed only when one
+    /// has a budget).
+    fn write_budgets(&self, out: &mut String) {
+        let rows: Vec<Vec<String>> = self
+            .codecs
+            .iter()
+            .filter_map(|c| Some((c, c.adaptation.as_ref()?)))
+            .map(|(c, a)| {
+                vec![
+                    c.stream.clone(),
+                    c.placement.clone(),
+                    bitrate(a.budget_bitrate),
+                    a.quality.to_string(),
+                    a.width.map_or_else(|| "full".to_owned(), |w| w.to_string()),
+                    a.changes.to_string(),
+                    bitrate(a.window_bitrate),
+                    a.worst_window_bitrate
+                        .map_or_else(|| "-".to_owned(), bitrate),
+                ]
+            })
+            .collect();
+        table(
+            out,
+            "bit-rate budgets (quality and width now; windows of 2 s on the frames' stamps, the worst after the first)",
+            &[
+                "stream",
+                "where",
+                "budget",
+                "quality",
+                "width",
+                "changes",
+                "last window",
+                "worst window",
+            ],
+            &rows,
+        );
+    }
+
     /// The taps table.
     fn write_taps(&self, out: &mut String) {
         let rows: Vec<Vec<String>> = self
@@ -1094,6 +1141,7 @@ impl fmt::Display for RunStats {
         self.write_inputs(&mut out);
         self.write_links(&mut out);
         self.write_codecs(&mut out);
+        self.write_budgets(&mut out);
         self.write_taps(&mut out);
         self.write_wire(&mut out);
         self.write_buffers(&mut out);
@@ -1182,6 +1230,7 @@ mod tests {
                 bytes_in: n + 5,
                 bytes_out: n + 6,
                 busy: d(6),
+                adaptation: None,
             }],
             taps: vec![TapStats {
                 stream: format!("image{n}"),

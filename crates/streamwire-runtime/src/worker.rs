@@ -423,7 +423,7 @@ pub(crate) struct CodecWorker {
     /// Its `tracing` span (`process`, `stream`, `port`, `role`, `codec`).
     pub(crate) span: tracing::Span,
     pub(crate) role: CodecRole,
-    pub(crate) codec: Box<dyn DynCodec>,
+    pub(crate) codec: Arc<dyn DynCodec>,
     /// The encoded message's wire name (what an encoder passes through unchanged).
     pub(crate) encoded_type: &'static str,
     pub(crate) input: Arc<InputQueue>,

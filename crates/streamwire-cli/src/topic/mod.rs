@@ -15,12 +15,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
+use streamwire_codec::jpeg::{JpegDecoder, estimate_quality};
 use streamwire_core::{
     AnyMessage, Context, Durability, History, Node, NodeResult, Out, Reliability, Timestamp,
     Trigger,
 };
 use streamwire_graph::Blueprint;
 use streamwire_macros::{Message, Module};
+use streamwire_msgs::{CompressedImage, Compression};
 use streamwire_runtime::{AnyTap, RunHandle, RunOptions, Runtime};
 
 use stats::{Engine, Report, Sample, StopReason, live_line};
@@ -673,6 +675,7 @@ pub(crate) fn bench(
             arrived: arrival.arrived.saturating_duration_since(origin),
             bytes: arrival.bytes,
             latency,
+            jpeg: arrival.message.as_deref().and_then(jpeg_seen),
         });
         if terminal {
             eprint!("\r{:<80}", live_line(&live));
@@ -725,6 +728,21 @@ pub(crate) fn bench(
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
     }
     Ok(report)
+}
+
+/// A JPEG message's quality (read back from its quantization table) and width: what an
+/// encoder under a bit-rate budget chose for it.
+fn jpeg_seen(message: &dyn AnyMessage) -> Option<stats::JpegSeen> {
+    let image = message.as_any().downcast_ref::<CompressedImage>()?;
+    let format = image.format_info().ok()?;
+    if format.compression != Compression::Jpeg {
+        return None;
+    }
+    let header = JpegDecoder::default().read_header(image.data()).ok()?;
+    Some(stats::JpegSeen {
+        quality: estimate_quality(image.data())?,
+        width: header.width,
+    })
 }
 
 /// A tap whose stream closed answers at once: wait out the rest of the poll instead of

@@ -21,6 +21,17 @@ pub(crate) struct Sample {
     pub(crate) arrived: Duration,
     pub(crate) bytes: u64,
     pub(crate) latency: Option<Duration>,
+    /// For a JPEG: its quality (read from its tables) and width.
+    pub(crate) jpeg: Option<JpegSeen>,
+}
+
+/// What a JPEG message says of how it was encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct JpegSeen {
+    /// The quality its luminance table was scaled for.
+    pub(crate) quality: u8,
+    /// Its width in pixels.
+    pub(crate) width: u32,
 }
 
 /// The instant and windowed-average figures after the latest message.
@@ -40,6 +51,8 @@ pub(crate) struct Live {
     pub(crate) bytes: u64,
     /// The latest message's latency.
     pub(crate) latency: Option<Duration>,
+    /// The latest JPEG's quality and width.
+    pub(crate) jpeg: Option<JpegSeen>,
 }
 
 /// Smallest, largest, and the running sum for a mean.
@@ -90,6 +103,18 @@ pub(crate) struct Engine {
     /// Windowed averages, once the window has filled.
     average_hz: Range,
     average_bps: Range,
+    jpeg: JpegSummary,
+}
+
+/// The JPEG settings seen over a run (an encoder under a bit-rate budget changes them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub(crate) struct JpegSummary {
+    /// The latest JPEG's.
+    pub(crate) last: Option<JpegSeen>,
+    pub(crate) quality: Range,
+    pub(crate) width: Range,
+    /// Messages whose quality or width differed from the one before.
+    pub(crate) changes: u64,
 }
 
 impl Engine {
@@ -107,6 +132,7 @@ impl Engine {
             latency: Range::default(),
             average_hz: Range::default(),
             average_bps: Range::default(),
+            jpeg: JpegSummary::default(),
         }
     }
 
@@ -119,10 +145,18 @@ impl Engine {
         if let Some(latency) = sample.latency {
             self.latency.add(latency.as_secs_f64());
         }
+        if let Some(seen) = sample.jpeg {
+            let jpeg = &mut self.jpeg;
+            jpeg.changes += u64::from(jpeg.last.is_some_and(|last| last != seen));
+            jpeg.last = Some(seen);
+            jpeg.quality.add(f64::from(seen.quality));
+            jpeg.width.add(f64::from(seen.width));
+        }
         let mut live = Live {
             count: self.count,
             bytes: sample.bytes,
             latency: sample.latency,
+            jpeg: sample.jpeg,
             ..Live::default()
         };
         match self.last {
@@ -197,6 +231,7 @@ impl Engine {
             size: self.size,
             latency: self.latency,
             total_bytes: self.total_bytes,
+            jpeg: self.jpeg,
         }
     }
 }
@@ -218,6 +253,8 @@ pub(crate) struct Summary {
     /// Seconds.
     pub(crate) latency: Range,
     pub(crate) total_bytes: u64,
+    /// The JPEG settings seen (none for other messages).
+    pub(crate) jpeg: JpegSummary,
 }
 
 /// A size in adaptive decimal units: `812 B`, `42.50 KB`, `2.76 MB`, `1.20 GB`.
@@ -253,7 +290,8 @@ fn millis(seconds: f64) -> String {
 
 /// The live line, at most 80 columns:
 /// `#12 | Freq 62.10/ 64.91 Hz | BW 1746.47/1825.71 Mbps | 3.52 MB | 0.42 ms`
-/// (instant/average frequency and bandwidth, the latest size and latency).
+/// (instant/average frequency and bandwidth, the latest size and latency), then for a
+/// JPEG its quality, and its width: `| q28 960px`.
 pub(crate) fn live_line(live: &Live) -> String {
     let latency = live.latency.map_or_else(
         || "-".to_owned(),
@@ -270,7 +308,11 @@ pub(crate) fn live_line(live: &Live) -> String {
         latency
     );
     // Fixed width: the widest figures still fit; anything wider is cut, never wrapped.
-    line.chars().take(80).collect()
+    let mut line: String = line.chars().take(80).collect();
+    if let Some(jpeg) = live.jpeg {
+        line.push_str(&format!(" | q{} {}px", jpeg.quality, jpeg.width));
+    }
+    line
 }
 
 /// Why `topic bench` stopped.
@@ -435,6 +477,24 @@ impl std::fmt::Display for Report {
                 },
             );
             row(&mut out, "total data", &size_text(s.total_bytes as f64));
+            if let Some(last) = s.jpeg.last {
+                row(
+                    &mut out,
+                    "JPEG quality",
+                    &format!(
+                        "now {} (read from each frame's tables), lowest {}, highest {}; {} changes",
+                        last.quality, s.jpeg.quality.min, s.jpeg.quality.max, s.jpeg.changes
+                    ),
+                );
+                row(
+                    &mut out,
+                    "JPEG width",
+                    &format!(
+                        "now {} px, narrowest {} px, widest {} px",
+                        last.width, s.jpeg.width.min, s.jpeg.width.max
+                    ),
+                );
+            }
         }
         let share = if self.wall_seconds > 0.0 {
             self.cpu_seconds / self.wall_seconds * 100.0
@@ -466,6 +526,7 @@ mod tests {
             arrived: Duration::from_millis(ms),
             bytes,
             latency: Some(Duration::from_micros(500)),
+            jpeg: None,
         }
     }
 
@@ -553,9 +614,33 @@ mod tests {
                 arrived: Duration::from_micros(1_000_000 + n * 33_333),
                 bytes: 2_764_800,
                 latency: Some(Duration::from_micros(400 + n * 10)),
+                jpeg: None,
             });
         }
         (engine, live)
+    }
+
+    #[test]
+    fn jpeg_settings_are_followed_and_their_changes_counted() {
+        let mut engine = Engine::new(4);
+        let mut live = Live::default();
+        for (n, (quality, width)) in [(75, 1280), (75, 1280), (28, 1280), (20, 960), (20, 960)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut sample = at(1000 + 50 * n as u64, 20_000);
+            sample.jpeg = Some(JpegSeen { quality, width });
+            live = engine.record(sample);
+        }
+        let jpeg = engine.summary().jpeg;
+        assert_eq!(jpeg.changes, 2);
+        assert_eq!((jpeg.quality.min, jpeg.quality.max), (20.0, 75.0));
+        assert_eq!((jpeg.width.min, jpeg.width.max), (960.0, 1280.0));
+        assert!(
+            live_line(&live).ends_with(" | q20 960px"),
+            "{}",
+            live_line(&live)
+        );
     }
 
     #[test]
@@ -571,6 +656,7 @@ mod tests {
             average_bps: Some(99_999.99e6),
             bytes: 999_990_000_000,
             latency: Some(Duration::from_secs(999)),
+            jpeg: None,
         };
         assert!(live_line(&widest).chars().count() <= 80);
         insta::assert_snapshot!(

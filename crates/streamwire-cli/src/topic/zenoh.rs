@@ -330,7 +330,12 @@ impl Feed for ZenohFeed {
                 // The sender stopped with its run: a frame without a message.
                 continue;
             }
-            let message = if self.decode {
+            // `topic bench` reads a compressed image's JPEG settings too (its payload is
+            // the bytes themselves, parts of the frame: no copy, no pixels decoded).
+            let wanted = self.decode
+                || parsed.head.wire_name
+                    == <streamwire_msgs::CompressedImage as streamwire_core::Message>::TYPE_NAME;
+            let message = if wanted {
                 parsed.read_message().ok().map(Arc::from)
             } else {
                 None

@@ -30,6 +30,7 @@ mod ljt_rs;
 mod markers;
 mod parallel_decode;
 mod pixels;
+mod quality;
 #[cfg(feature = "rusty_jpeg")]
 mod rusty;
 mod strips;
@@ -43,6 +44,7 @@ use std::str::FromStr;
 pub use decode::{DecodeLimits, DecodedJpeg, JpegDecoder, JpegHeader};
 pub use encode::{EncodedJpeg, encode, encode_into, max_encoded_len};
 pub use pixels::{LayoutError, PixelFormat, PixelsRef};
+pub use quality::estimate_quality;
 
 /// Chroma subsampling of a colour JPEG (greyscale JPEGs have no chroma).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -200,6 +200,8 @@ const FILE_KEYS: &[&str] = &[
     "auto_table",
     "jpeg_quality",
     "max_width",
+    "max_bitrate",
+    "min_quality",
     "lossy_pixels",
     "supervision",
     "instances",
@@ -353,6 +355,10 @@ fn read_section(
         "auto_table" => file.auto_table = problems.read(entry, "`auto_table`"),
         "jpeg_quality" => file.jpeg_quality = problems.read(entry, "`jpeg_quality` (1-100)"),
         "max_width" => file.max_width = problems.read(entry, "`max_width`"),
+        "max_bitrate" => {
+            file.max_bitrate = problems.read(entry, "`max_bitrate` (a bit rate, e.g. `6.4Mbit/s`)")
+        }
+        "min_quality" => file.min_quality = problems.read(entry, "`min_quality` (1-100)"),
         "lossy_pixels" => file.lossy_pixels = problems.read(entry, "`lossy_pixels`"),
         "supervision" => file.supervision = problems.read(entry, "`supervision`"),
         "placement" => file.placement = read_by_instance(problems, names, entry, "placement"),

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 
+use streamwire_core::codec::DynCodec;
 use streamwire_core::{CodecInfo, CodecParams, History, Qos};
 use streamwire_graph::{CodecKind, InstanceIndex, Plan, PlanPort};
 use streamwire_transport::Transport;
@@ -39,9 +40,11 @@ impl RunBuilder {
                         node: codec_label(node),
                         error,
                     })?;
+            let engine: Arc<dyn DynCodec> = Arc::from(engine);
             let counters = Arc::new(CodecCounters::default());
             self.records.codecs.push(CodecRecord {
                 role: codec_role(node),
+                engine: Some(engine.clone()),
                 codec: node.codec.name(),
                 stream: node.stream.clone(),
                 placement: node.placement.to_string(),
@@ -137,9 +140,11 @@ impl RunBuilder {
         let signal = self.make.signal();
         let queue = self.make.queue_bounded(Bound::KeepLast(1), &signal);
         let (id, _) = producer.subscribe(queue.clone(), Wants::Any, Demand::Via(hub.clone()));
+        let engine: Arc<dyn DynCodec> = Arc::from(engine);
         let counters = Arc::new(CodecCounters::default());
         self.records.codecs.push(CodecRecord {
             role: CodecRole::Encode,
+            engine: Some(engine.clone()),
             codec: codec.name(),
             stream: port.stream.clone(),
             placement: "for taps".to_owned(),
@@ -179,6 +184,7 @@ impl RunBuilder {
         for output in outputs.iter().filter(|o| o.hub.passthrough.is_some()) {
             codecs.push(CodecRecord {
                 role: CodecRole::Decode,
+                engine: None,
                 codec: "ready-made",
                 stream: output.hub.stream.clone(),
                 placement: format!("in {}", output.port),

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use streamwire_core::DropReason;
 use streamwire_core::buffer::{BufferPool, PoolStats, pools};
+use streamwire_core::codec::DynCodec;
 
 use crate::clock::Signal;
 use crate::hub::{Hub, LinkCounters};
@@ -116,6 +117,9 @@ pub(crate) struct LinkRecord {
 pub(crate) struct CodecRecord {
     /// Encode or decode.
     pub(crate) role: CodecRole,
+    /// The codec its thread runs (none for the decode of ready-made bytes), asked where
+    /// an adaptive encoder stands.
+    pub(crate) engine: Option<Arc<dyn DynCodec>>,
     /// The codec's name.
     pub(crate) codec: &'static str,
     /// The stream it encodes or decodes.
@@ -401,6 +405,7 @@ impl CodecRecord {
             bytes_in: n.bytes_in.load(Ordering::Relaxed),
             bytes_out: n.bytes_out.load(Ordering::Relaxed),
             busy: Duration::from_nanos(n.busy_nanos.load(Ordering::Relaxed)),
+            adaptation: self.engine.as_ref().and_then(|engine| engine.adaptation()),
         }
     }
 }
