@@ -236,7 +236,10 @@ fn taps_declared_by_a_module_are_in_the_plan() {
     assert_eq!(taps("census"), Some(streamwire::Taps::All));
     assert_eq!(taps("viewer"), Some(streamwire::Taps::None));
     let summary = serde_json::to_value(plan.summary()).unwrap();
-    assert_eq!(summary["instances"][2]["taps"], serde_json::json!({"streams": ["color_image"]}));
+    assert_eq!(
+        summary["instances"][2]["taps"],
+        serde_json::json!({"streams": ["color_image"]})
+    );
     assert_eq!(summary["instances"][3]["taps"], "all");
     assert!(summary["instances"][1].get("taps").is_none(), "{summary}");
     insta::assert_snapshot!(plan);
