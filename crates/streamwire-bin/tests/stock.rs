@@ -407,6 +407,57 @@ fn a_bit_rate_budget_through_o_and_through_a_blueprint_file() {
 }
 
 #[test]
+fn a_run_under_a_bit_rate_budget_reports_the_quality_it_chose() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let args = [
+        "run",
+        "demo",
+        "--in-process",
+        "--duration",
+        "5",
+        "-o",
+        "web.port=0",
+        "-o",
+        "max_bitrate=1M",
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    let out = streamwire(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("bit-rate budgets"), "{stdout}");
+    let json = balanced_report(&report, &stdout);
+    let codecs = json["stats"]["codecs"].as_array().unwrap();
+    let encoders: Vec<&serde_json::Value> = codecs
+        .iter()
+        .filter(|c| c["adaptation"].is_object())
+        .collect();
+    assert_eq!(encoders.len(), 1, "one encoder adapts: {codecs:?}");
+    let (encoder, adaptation) = (encoders[0], &encoders[0]["adaptation"]);
+    assert_eq!(
+        (encoder["role"].as_str(), encoder["stream"].as_str()),
+        (Some("Encode"), Some("color_image"))
+    );
+    assert_eq!(adaptation["budget_bitrate"], 1_000_000);
+    // The demo's 1280x720 frames at q75 are over 1 Mbit/s at its rate: the encoder came
+    // down from q75, counting each change, and held the budget after the first window.
+    let history = adaptation["history"].as_array().unwrap();
+    assert_eq!(history[0]["quality"], 75);
+    let changes = adaptation["changes"].as_u64().unwrap();
+    assert!(changes >= 1);
+    assert_eq!(history.len() as u64, changes + 1);
+    let quality = adaptation["quality"].as_u64().unwrap();
+    assert!((20..=75).contains(&quality), "{adaptation}");
+    let worst = adaptation["worst_window_bitrate"].as_u64().unwrap();
+    assert!(worst <= 1_000_000, "{adaptation}");
+}
+
+#[test]
 fn demo_split_places_five_processes_with_one_encode() {
     let out = streamwire(&["graph", "demo-split", "--format", "json"]);
     assert!(out.status.success());

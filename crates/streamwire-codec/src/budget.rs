@@ -7,9 +7,11 @@
 //!
 //! # The rule
 //!
-//! The settings form one ladder, smallest output first: the narrower widths of
-//! [`WIDTH_STEPS`] at `min_quality`, then the full width at each quality from `min_quality`
-//! to `max_quality`. A run starts at the top. Before each frame the controller predicts the
+//! The settings form one ladder, smallest output first: at each narrower width of
+//! [`WIDTH_STEPS`] the qualities from `min_quality` up to where the next wider width at
+//! `min_quality` would be smaller (so the ladder's predicted sizes only rise), then the
+//! full width at each quality from `min_quality` to `max_quality`. Quality goes first,
+//! width only under the quality floor. A run starts at the top. Before each frame the controller predicts the
 //! stream's bit rate at the current setting: the mean size of the last frames encoded with
 //! it (an exponential average, a quarter weight to the newest) times the frame rate seen
 //! over the window. Then:
@@ -109,6 +111,24 @@ pub struct BudgetState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Level(usize);
 
+/// The settings from smallest to largest, as quality and width-step index: at each
+/// narrower width the qualities from `min_quality` up to the last one the prior puts under
+/// the next wider width at `min_quality` (so the ladder's sizes only rise), then the full
+/// width at every quality up to `max_quality`.
+fn ladder(min_quality: u8, max_quality: u8) -> Vec<(u8, usize)> {
+    let mut ladder = Vec::new();
+    for step in (1..WIDTH_STEPS.len()).rev() {
+        let wider = size_at_quality(min_quality) * SIZE_BY_WIDTH_STEP[step - 1];
+        ladder.extend(
+            (min_quality..=max_quality)
+                .take_while(|&q| size_at_quality(q) * SIZE_BY_WIDTH_STEP[step] < wider)
+                .map(|q| (q, step)),
+        );
+    }
+    ladder.extend((min_quality..=max_quality).map(|q| (q, 0)));
+    ladder
+}
+
 /// The controller of one stream. Not thread-safe by itself: an encoder holds it behind a
 /// lock, asks [`Controller::setting`] before a frame and tells [`Controller::record`] after.
 #[derive(Clone, Debug)]
@@ -133,6 +153,8 @@ pub struct Controller {
     history: Vec<Step>,
     full_width: u32,
     last_stamp: Option<u64>,
+    /// Every setting, smallest first ([`ladder`]); a level is an index into it.
+    ladder: Vec<(u8, usize)>,
 }
 
 impl Controller {
@@ -162,6 +184,7 @@ impl Controller {
             history: Vec::new(),
             full_width: 0,
             last_stamp: None,
+            ladder: ladder(budget.min_quality, budget.max_quality),
         };
         controller.level = controller.top();
         controller.up_hold = controller.window_nanos() / 2;
@@ -330,23 +353,16 @@ impl Controller {
         }
     }
 
-    fn narrow_steps() -> usize {
-        WIDTH_STEPS.len() - 1
-    }
-
     fn top(&self) -> Level {
-        Level(Self::narrow_steps() + usize::from(self.budget.max_quality - self.budget.min_quality))
+        Level(self.ladder.len().saturating_sub(1))
     }
 
     /// The quality and width-step index of `level`.
     fn quality_and_step(&self, level: Level) -> (u8, usize) {
-        let narrow = Self::narrow_steps();
-        if level.0 < narrow {
-            (self.budget.min_quality, narrow - level.0)
-        } else {
-            let above = u8::try_from(level.0 - narrow).unwrap_or(u8::MAX);
-            (self.budget.min_quality.saturating_add(above), 0)
-        }
+        self.ladder
+            .get(level.0)
+            .copied()
+            .unwrap_or((self.budget.max_quality, 0))
     }
 
     fn resolve(&self, level: Level) -> (u8, Option<u32>) {
@@ -434,7 +450,7 @@ mod tests {
         let mut controller = Controller::new(budget(500_000));
         run(&mut controller, 200, model);
         let state = controller.state();
-        assert_eq!(state.quality, 20);
+        assert!((20..=75).contains(&state.quality), "{state:?}");
         assert!(state.width.is_some_and(|w| w < 1280), "{state:?}");
         assert!(
             state.worst_window_bitrate.is_some_and(|w| w <= 500_000),
@@ -480,6 +496,21 @@ mod tests {
         let after = controller.state();
         assert_eq!((after.quality, after.width), (before.quality, before.width));
         assert_eq!(after.window_bitrate, 0);
+    }
+
+    #[test]
+    fn the_ladder_rises_and_ends_at_full_width_from_the_floor_to_the_top() {
+        let ladder = ladder(20, 75);
+        let sizes: Vec<f64> = ladder
+            .iter()
+            .map(|&(q, step)| size_at_quality(q) * SIZE_BY_WIDTH_STEP[step])
+            .collect();
+        assert!(sizes.windows(2).all(|w| w[0] < w[1]), "{ladder:?}");
+        assert_eq!(ladder[0], (20, WIDTH_STEPS.len() - 1));
+        assert_eq!(
+            ladder[ladder.len() - 56..],
+            (20..=75).map(|q| (q, 0)).collect::<Vec<_>>()[..]
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use streamwire_core::Adaptation;
 use streamwire_runtime::{RunReport, WireDirection};
 
 use streamwire_graph::PlanSummary;
@@ -97,6 +98,11 @@ pub struct LinkResult {
     pub to_robot_mbit_s: f64,
     /// Robot to laptop, the busiest second, Mbit/s.
     pub to_laptop_peak_mbit_s: f64,
+    /// Robot to laptop, the busiest two seconds after the first two of traffic, Mbit/s:
+    /// what a budget on the colour stream is judged against on the wire (every byte the
+    /// link carried, headers and other streams included).
+    #[serde(default)]
+    pub to_laptop_worst_2s_mbit_s: Option<f64>,
     /// Frames the laptop's processes received.
     pub laptop_frames: u64,
     /// Of those, frames that arrived through shared memory (none can: another host).
@@ -138,6 +144,10 @@ pub struct CellResult {
     /// Across a link: the link's figures.
     #[serde(default)]
     pub link: Option<LinkResult>,
+    /// The colour encoder's bit-rate budget, where it stood at the end (the `budget`
+    /// mode): quality, changes, its windows, and its settings over time.
+    #[serde(default)]
+    pub adaptation: Option<Adaptation>,
     /// Colour-stream drops before the sinks, by where and why (`wire lost at robot/ui`,
     /// `encode dropped`, ...).
     pub upstream_drops: Vec<(String, u64)>,
@@ -483,6 +493,7 @@ pub fn result(
         // infallible: without a report there is no consumer to list
         consumers: report.map(consumers).unwrap_or_default(),
         link: link.map(|l| link_result(l, host, samples, report)),
+        adaptation: report.and_then(colour_adaptation),
         upstream_drops,
         cpu_pct: host.tree_cpu_s / wall_s * 100.0,
         cpu_pct_sampled: median(samples.iter().map(|s| s.tree_cpu_pct).collect()),
@@ -576,6 +587,7 @@ fn link_result(
         to_laptop_mbit_s: mbit(last.map_or(0, |s| s.link_tx_bytes), wall_s),
         to_robot_mbit_s: mbit(last.map_or(0, |s| s.link_rx_bytes), wall_s),
         to_laptop_peak_mbit_s: peak,
+        to_laptop_worst_2s_mbit_s: worst_two_seconds(samples),
         laptop_frames: laptop_in().map(|w| w.frames).sum(),
         laptop_shared_memory_frames: laptop_in().map(|w| w.shared_memory).sum(),
         overlimits: files.record.qdiscs.iter().map(|q| q.overlimits).sum(),
@@ -583,6 +595,35 @@ fn link_result(
         relay: files.record.relay,
         workers: host.workers.clone(),
     }
+}
+
+/// The colour stream's encoder's adaptation, when it keeps a budget.
+fn colour_adaptation(report: &RunReport) -> Option<Adaptation> {
+    report
+        .stats
+        .codecs
+        .iter()
+        .filter(|c| c.stream == IMAGE_STREAM)
+        .find_map(|c| c.adaptation.clone())
+}
+
+/// Robot to laptop over the busiest window of two seconds (between samples about two
+/// seconds apart), from two seconds after the first sample that saw traffic, Mbit/s.
+fn worst_two_seconds(samples: &[Sample]) -> Option<f64> {
+    let first_traffic = samples.iter().find(|s| s.link_tx_bytes > 0)?.t_s;
+    let mut worst: Option<f64> = None;
+    for (i, start) in samples.iter().enumerate() {
+        if start.t_s < first_traffic + 2.0 {
+            continue;
+        }
+        let Some(end) = samples[i + 1..].iter().find(|e| e.t_s - start.t_s >= 1.95) else {
+            break;
+        };
+        let bytes = end.link_tx_bytes.saturating_sub(start.link_tx_bytes);
+        let rate = bytes as f64 * 8.0 / 1e6 / (end.t_s - start.t_s);
+        worst = Some(worst.map_or(rate, |w| w.max(rate)));
+    }
+    worst
 }
 
 /// The median lag of the last quarter of `arrivals` (in arrival order) over that of the
@@ -699,6 +740,7 @@ mod tests {
             netns: true,
             link: None,
             place: None,
+            max_bitrate: None,
             dir: "/nowhere".into(),
         }
     }

@@ -125,6 +125,9 @@ pub struct CellSpec {
     /// Where that link is, once the driver made it.
     #[serde(default)]
     pub place: Option<LinkPlace>,
+    /// The colour stream's bit-rate budget, bit/s (the `budget` mode).
+    #[serde(default)]
+    pub max_bitrate: Option<u64>,
     /// The cell's folder.
     pub dir: PathBuf,
 }
@@ -147,9 +150,12 @@ pub struct LinkPlace {
 pub const COORDINATOR_PORT: u16 = 7447;
 
 impl CellSpec {
-    /// `raw`, `raw-tcp` (raw without shared memory) or `codec`: the variant a table row
-    /// names.
+    /// `raw-shm`, `raw-tcp` (raw without shared memory), `codec`, `auto` or `budget` (auto
+    /// under a bit-rate budget): the variant a table row names.
     pub fn variant(&self) -> String {
+        if self.max_bitrate.is_some() {
+            return "budget".to_owned();
+        }
         match (self.mode.as_str(), self.shared_memory) {
             ("raw", false) => "raw-tcp".to_owned(),
             ("raw", true) => "raw-shm".to_owned(),
@@ -194,6 +200,9 @@ impl CellSpec {
         }
         if let Some(fps) = self.fps {
             set.push(format!("fps={fps}"));
+        }
+        if let Some(bits) = self.max_bitrate {
+            set.push(format!("max_bitrate={bits}"));
         }
         set
     }
@@ -755,6 +764,7 @@ mod tests {
             netns: true,
             link: None,
             place: None,
+            max_bitrate: None,
             dir: "/out/c".into(),
         };
         assert_eq!(spec.label(), "heavy-constrained-raw-tcp-r1");

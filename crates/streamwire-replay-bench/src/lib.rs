@@ -95,7 +95,13 @@ pub enum Variant {
     /// `auto`: pixels between the processes of one host (shared memory), JPEG across a
     /// link to another host.
     Auto,
+    /// `auto` with a bit-rate budget on the colour stream (`max_bitrate`) of
+    /// [`BUDGET_SHARE`] of the link's rate: only across a link.
+    Budget,
 }
+
+/// The share of the link's rate a `budget` cell gives the colour stream.
+pub const BUDGET_SHARE: f64 = 0.8;
 
 impl Variant {
     /// The variants of a one-host cell, in table order.
@@ -106,7 +112,7 @@ impl Variant {
     fn mode(self) -> &'static str {
         match self {
             Variant::Codec => "codec",
-            Variant::Auto => "auto",
+            Variant::Auto | Variant::Budget => "auto",
             Variant::RawShm | Variant::RawTcp => "raw",
         }
     }
@@ -123,6 +129,7 @@ impl fmt::Display for Variant {
             Variant::RawTcp => "raw-tcp",
             Variant::Codec => "codec",
             Variant::Auto => "auto",
+            Variant::Budget => "budget",
         })
     }
 }
@@ -135,8 +142,9 @@ impl FromStr for Variant {
             "raw-tcp" => Ok(Variant::RawTcp),
             "codec" => Ok(Variant::Codec),
             "auto" => Ok(Variant::Auto),
+            "budget" => Ok(Variant::Budget),
             _ => Err(BenchError::Usage(format!(
-                "unknown mode `{s}`: expected raw (raw-shm), raw-tcp, codec or auto"
+                "unknown mode `{s}`: expected raw (raw-shm), raw-tcp, codec, auto or budget"
             ))),
         }
     }
@@ -240,6 +248,9 @@ impl Options {
                                 netns: self.netns,
                                 link: link.cloned(),
                                 place: None,
+                                max_bitrate: link
+                                    .filter(|_| variant == Variant::Budget)
+                                    .map(|l| (l.rate_mbit_s * 1e6 * BUDGET_SHARE).round() as u64),
                                 dir: PathBuf::new(),
                             };
                             let work = if self.work_ms.len() > 1 {
@@ -273,6 +284,12 @@ impl Options {
         }
         if self.blueprints.is_empty() || self.variants.is_empty() || self.profiles.is_empty() {
             return usage("nothing to run: no blueprint, mode or profile".to_owned());
+        }
+        if self.links.is_empty() && self.variants.contains(&Variant::Budget) {
+            return usage(
+                "mode budget gives the colour stream a share of a link's rate: it needs --link"
+                    .to_owned(),
+            );
         }
         if !self.links.is_empty() && !self.netns {
             return usage(
@@ -599,6 +616,9 @@ fn write_group_charts(
         lag_series.push((c.variant.clone(), charts::cdf(lags, 400)));
     }
     let slug = g.replace(' ', "-");
+    if cells.iter().any(|c| c.variant == "budget") {
+        written.extend(write_budget_charts(out, g, &slug, cells)?);
+    }
     let stem = format!("cpu-over-time-{slug}");
     charts::write_lines(
         out,
@@ -628,6 +648,99 @@ fn write_group_charts(
     Ok(written)
 }
 
+/// A link group with a `budget` cell: the JPEG quality over time, and the link's traffic
+/// to the laptop each second against the budget, the `budget` cells beside the `auto`
+/// ones (fixed quality 75) of the same run.
+fn write_budget_charts(
+    out: &Path,
+    g: &str,
+    slug: &str,
+    cells: &[&CellResult],
+) -> Result<Vec<PathBuf>, BenchError> {
+    let compared: Vec<&&CellResult> = cells
+        .iter()
+        .filter(|c| c.variant == "budget" || c.variant == "auto")
+        .collect();
+    let mut quality = Vec::new();
+    let mut traffic = Vec::new();
+    let mut budget_bits = None;
+    for c in &compared {
+        let end = c.elapsed_s;
+        let steps: Vec<(f64, f64)> = match &c.adaptation {
+            Some(a) => {
+                budget_bits = Some(a.budget_bitrate);
+                let start = a.history.first().map_or(0, |h| h.stamp_nanos);
+                let mut points: Vec<(f64, f64)> = Vec::new();
+                for h in &a.history {
+                    let t = h.stamp_nanos.saturating_sub(start) as f64 / 1e9;
+                    if let Some(&(_, before)) = points.last() {
+                        points.push((t, before));
+                    }
+                    points.push((t, f64::from(h.quality)));
+                }
+                if let Some(&(_, last)) = points.last() {
+                    points.push((end, last));
+                }
+                points
+            }
+            None => vec![(0.0, 75.0), (end, 75.0)],
+        };
+        quality.push((c.variant.clone(), steps));
+        let samples_path = c.spec.dir.join("samples.jsonl");
+        let samples: Vec<Sample> = if samples_path.exists() {
+            analysis::read_lines(&samples_path)?
+        } else {
+            Vec::new()
+        };
+        let per_second = samples
+            .windows(2)
+            .map(|pair| {
+                let bytes = pair[1].link_tx_bytes.saturating_sub(pair[0].link_tx_bytes);
+                (
+                    pair[1].t_s,
+                    bytes as f64 * 8.0 / 1e6 / (pair[1].t_s - pair[0].t_s).max(1e-3),
+                )
+            })
+            .collect();
+        traffic.push((c.variant.clone(), per_second));
+    }
+    if let Some(bits) = budget_bits {
+        let end = compared.iter().map(|c| c.elapsed_s).fold(0.0, f64::max);
+        traffic.push((
+            "budget".to_owned() + " (max_bitrate)",
+            vec![(0.0, bits as f64 / 1e6), (end, bits as f64 / 1e6)],
+        ));
+    }
+    let mut written = Vec::new();
+    let stem = format!("quality-over-time-{slug}");
+    charts::write_lines(
+        out,
+        &stem,
+        &charts::Lines {
+            title: &format!("JPEG quality of the colour stream over time: {g}"),
+            x_label: "s since the first frame (budget) or the run's start (auto)",
+            y_label: "JPEG quality",
+            series: &quality,
+            log_x: false,
+        },
+    )?;
+    written.push(out.join(stem));
+    let stem = format!("link-over-time-{slug}");
+    charts::write_lines(
+        out,
+        &stem,
+        &charts::Lines {
+            title: &format!("Link traffic to the laptop, each second: {g}"),
+            x_label: "s since the run started",
+            y_label: "Mbit/s",
+            series: &traffic,
+            log_x: false,
+        },
+    )?;
+    written.push(out.join(stem));
+    Ok(written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,6 +758,39 @@ mod tests {
         let second_rep = cells.iter().find(|c| c.rep == 1).map(CellSpec::variant);
         assert_eq!(second_rep.as_deref(), Some("raw-tcp"));
         assert_eq!(cells[0].dir, PathBuf::from("/o/cells/basic-all-raw-shm-r0"));
+    }
+
+    #[test]
+    fn a_budget_cell_gives_the_colour_stream_four_fifths_of_its_link() {
+        let options = Options {
+            variants: vec![Variant::Auto, "budget".parse().unwrap()],
+            links: vec![LinkProfile::weak_wifi()],
+            blueprints: vec!["basic".into()],
+            out: "/o".into(),
+            ..Options::default()
+        };
+        assert!(options.check().is_ok());
+        let cells = options.cells();
+        let variants: Vec<String> = cells.iter().map(CellSpec::variant).collect();
+        assert_eq!(variants, ["auto", "budget"]);
+        assert_eq!(cells[0].max_bitrate, None);
+        assert_eq!(cells[1].max_bitrate, Some(6_400_000));
+        assert_eq!(cells[1].mode, "auto");
+        assert!(
+            cells[1]
+                .settings()
+                .contains(&"max_bitrate=6400000".to_owned())
+        );
+        assert_eq!(
+            cells[1].dir,
+            PathBuf::from("/o/cells/basic-all-weak-wifi-budget-r0")
+        );
+        // Without a link there is no rate to take a share of.
+        let one_host = Options {
+            links: vec![],
+            ..options
+        };
+        assert!(matches!(one_host.check(), Err(BenchError::Usage(m)) if m.contains("--link")));
     }
 
     #[test]

@@ -288,6 +288,69 @@ pub fn link_table(rows: &[Row]) -> String {
     out
 }
 
+/// The bit-rate budget, cell by cell (markdown): every `budget` cell beside the `auto`
+/// cells (fixed quality) on the same links; empty without a `budget` cell.
+pub fn budget_table(cells: &[CellResult]) -> String {
+    let mut out = String::new();
+    if !cells.iter().any(|c| c.variant == "budget") {
+        return out;
+    }
+    out.push_str(
+        "| cell | budget Mbit/s | JPEG quality at the end (lowest-highest) | width | changes | \
+         encoded, worst 2 s after the first, Mbit/s | link to laptop, worst 2 s, Mbit/s | \
+         frames delivered per consumer % |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    let mbit = |bits: u64| format!("{:.2}", bits as f64 / 1e6);
+    for c in cells
+        .iter()
+        .filter(|c| c.link.is_some() && (c.variant == "budget" || c.variant == "auto"))
+    {
+        let delivered: Vec<String> = c
+            .consumers
+            .iter()
+            .map(|k| {
+                let pct = k.delivered as f64 / c.published.max(1) as f64 * 100.0;
+                format!("{}@{} {pct:.1}", k.instance, k.host)
+            })
+            .collect();
+        let link_worst = c
+            .link
+            .as_ref()
+            .and_then(|l| l.to_laptop_worst_2s_mbit_s)
+            .map_or_else(|| "-".to_owned(), |m| format!("{m:.2}"));
+        let (budget, quality, width, changes, worst) = match &c.adaptation {
+            Some(a) => {
+                let qualities = a.history.iter().map(|h| h.quality);
+                let (low, high) = (
+                    qualities.clone().min().unwrap_or(a.quality),
+                    qualities.max().unwrap_or(a.quality),
+                );
+                (
+                    mbit(a.budget_bitrate),
+                    format!("{} ({low}-{high})", a.quality),
+                    a.width.map_or_else(|| "full".to_owned(), |w| w.to_string()),
+                    a.changes.to_string(),
+                    a.worst_window_bitrate.map_or_else(|| "-".to_owned(), mbit),
+                )
+            }
+            None => (
+                "none".to_owned(),
+                "75 (fixed)".to_owned(),
+                "full".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {budget} | {quality} | {width} | {changes} | {worst} | {link_worst} | {} |",
+            c.label,
+            delivered.join(", ")
+        );
+    }
+    out
+}
+
 /// Every cell's sinks, one line each (markdown).
 pub fn sink_table(cells: &[CellResult]) -> String {
     let mut out = String::from(
@@ -388,6 +451,10 @@ pub fn markdown(
         "# {title}\n\n{context}\n\n## Medians\n\n{}",
         table(rows) + &link_table(rows)
     );
+    let budgets = budget_table(cells);
+    if !budgets.is_empty() {
+        let _ = write!(out, "\n## Bit-rate budget, cell by cell\n\n{budgets}");
+    }
     let problems: Vec<&String> = rows.iter().flat_map(|r| &r.problems).collect();
     out.push_str("\n## Cells that did not keep up\n\n");
     if problems.is_empty() {
@@ -438,6 +505,7 @@ mod tests {
             netns: true,
             link: None,
             place: None,
+            max_bitrate: None,
             dir: "/x".into(),
         };
         CellResult {
@@ -466,6 +534,7 @@ mod tests {
                 not_delivered: 0,
                 lag_growth: 1.1,
             }],
+            adaptation: None,
             consumers: vec![],
             link: None,
             upstream_drops: vec![],
@@ -536,6 +605,7 @@ mod tests {
                 to_laptop_mbit_s: mbit,
                 to_robot_mbit_s: 0.5,
                 to_laptop_peak_mbit_s: mbit * 1.5,
+                to_laptop_worst_2s_mbit_s: Some(mbit * 1.2),
                 laptop_frames: 600,
                 laptop_shared_memory_frames: 0,
                 overlimits: 10,

@@ -76,7 +76,8 @@ pub(crate) struct ReplayArgs {
     )]
     blueprint: Vec<String>,
     /// raw (pixels, shared memory on), raw-tcp (pixels, shared memory off), codec
-    /// (JPEG q75), auto (pixels within a host, JPEG across a link), comma-separated
+    /// (JPEG q75), auto (pixels within a host, JPEG across a link), budget (auto with the
+    /// colour stream's max_bitrate at 80% of the link's rate; with --link), comma-separated
     /// (default: raw, raw-tcp and codec; with --link raw, codec and auto).
     #[arg(long, value_name = "MODE,..", value_delimiter = ',')]
     mode: Vec<String>,
@@ -235,9 +236,10 @@ fn replay(cli: &Cli, args: ReplayArgs, cx: &mut Context<'_>) -> anyhow::Result<E
     })?;
     write!(
         cx.out,
-        "{}{}\n{}\nsummary: {}\n",
+        "{}{}{}\n{}\nsummary: {}\n",
         streamwire_replay_bench::summary::table(&outcome.rows),
         streamwire_replay_bench::summary::link_table(&outcome.rows),
+        streamwire_replay_bench::summary::budget_table(&outcome.cells),
         streamwire_replay_bench::summary::bars(&outcome.rows),
         outcome.summary.display()
     )?;

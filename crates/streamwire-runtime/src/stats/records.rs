@@ -405,7 +405,12 @@ impl CodecRecord {
             bytes_in: n.bytes_in.load(Ordering::Relaxed),
             bytes_out: n.bytes_out.load(Ordering::Relaxed),
             busy: Duration::from_nanos(n.busy_nanos.load(Ordering::Relaxed)),
-            adaptation: self.engine.as_ref().and_then(|engine| engine.adaptation()),
+            // An encoder's: a decoder built from the same parameters adapts nothing.
+            adaptation: self
+                .engine
+                .as_ref()
+                .filter(|_| self.role == CodecRole::Encode)
+                .and_then(|engine| engine.adaptation()),
         }
     }
 }
