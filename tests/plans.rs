@@ -86,6 +86,24 @@ pub struct ImageOnPoints {
     pub frames: In<Image>,
 }
 
+/// Taps the streams it names while it runs (every stream when none), as a recorder does:
+/// no ports, a declaration.
+#[derive(Module)]
+pub struct Tapper {
+    #[config]
+    pub streams: Vec<String>,
+}
+
+impl Node for Tapper {
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        Ok(())
+    }
+
+    fn taps(&self) -> streamwire::Taps {
+        streamwire::Taps::streams_or_all(&self.streams)
+    }
+}
+
 fn camera() -> Camera {
     Camera {
         color_image: Out::new(),
@@ -187,6 +205,43 @@ fn compressed_to_pixels_across_hosts() {
         (1, 1)
     );
     assert_eq!(fed_by(&plan, "viewer", "frames"), "decoded jpeg");
+    insta::assert_snapshot!(plan);
+}
+
+/// A module that taps streams while it runs says so in the plan: the printed plan lists
+/// it under `taps` with its process (which a closed run lets subscribe to them), the
+/// summary carries it; a module that declares none shows nothing.
+#[test]
+fn taps_declared_by_a_module_are_in_the_plan() {
+    let mut bp = Blueprint::new();
+    bp.add("cam", camera());
+    let viewer = bp.add("viewer", viewer());
+    bp.place(&viewer, Placement::process("ui").on_host("laptop"));
+    let recorder = bp.add(
+        "recorder",
+        Tapper {
+            streams: vec!["color_image".to_owned()],
+        },
+    );
+    bp.place(&recorder, Placement::process("rec").on_host("laptop"));
+    let census = bp.add("census", Tapper { streams: vec![] });
+    bp.place(&census, Placement::process("rec").on_host("laptop"));
+    bp.autoconnect();
+    let plan = build(&bp);
+    let taps = |name: &str| plan.instance_named(name).map(|i| i.taps().clone());
+    assert_eq!(
+        taps("recorder"),
+        Some(streamwire::Taps::Streams(vec!["color_image".to_owned()]))
+    );
+    assert_eq!(taps("census"), Some(streamwire::Taps::All));
+    assert_eq!(taps("viewer"), Some(streamwire::Taps::None));
+    let summary = serde_json::to_value(plan.summary()).unwrap();
+    assert_eq!(
+        summary["instances"][2]["taps"],
+        serde_json::json!({"streams": ["color_image"]})
+    );
+    assert_eq!(summary["instances"][3]["taps"], "all");
+    assert!(summary["instances"][1].get("taps").is_none(), "{summary}");
     insta::assert_snapshot!(plan);
 }
 

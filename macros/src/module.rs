@@ -135,6 +135,11 @@ fn generate(model: &ModuleDef, file_support: bool) -> TokenStream {
                 #krate::__private::probe::Probe(self).erase_node()
             }
 
+            fn taps(&self) -> #krate::Taps {
+                use #krate::__private::probe::{IsNodeRef as _, NotNodeRef as _};
+                #krate::__private::probe::RefProbe(self).node_taps()
+            }
+
             #as_config
             #check_config
         }

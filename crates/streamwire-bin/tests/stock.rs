@@ -740,40 +740,115 @@ fn read_report(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A closed run of several processes cannot be recorded (its access control lets the
-/// recorder's process subscribe only to what the plan's links bring it): `run --record`
-/// says so and how to record instead, before anything starts.
+/// `run --record` of a closed run of several processes (the demo over its workers: a
+/// certificate each, mutual TLS, access control from the plan). The recorder, a process
+/// of its own, declares that it taps every stream, so the plan's access control lets its
+/// process subscribe to the other processes' streams: the file holds each of them, as
+/// many messages as the report says were recorded, and recorded plus dropped is what was
+/// published (less what its sender never sent, on the sender's wire row).
 #[test]
-fn record_refuses_a_closed_run_of_several_processes() {
+fn record_a_closed_run_of_several_processes() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let file = dir.path().join("demo.mcap");
-    let file_arg = file.display().to_string();
+    let file = dir.path().join("closed.mcap");
+    let report_path = dir.path().join("closed.json");
+    let (file_arg, report_arg) = (
+        file.display().to_string(),
+        report_path.display().to_string(),
+    );
     let out = streamwire(&[
         "run",
         "demo",
         "--duration",
-        "1",
+        "3",
         "-o",
         "web.enabled=false",
+        "-o",
+        "camera.width=320",
+        "-o",
+        "camera.height=240",
         "--record",
         &file_arg,
+        "--report",
+        &report_arg,
     ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let closed = "closed: a certificate per process, mutual TLS, access control from the plan";
     assert!(
-        stderr.contains("--record in a closed run of several processes")
-            && stderr.contains("--in-process")
-            && stderr.contains("--insecure"),
+        stderr.contains(&format!("coordinator: access {closed}")),
         "{stderr}"
     );
-    assert!(
-        !stderr.contains("started (pid"),
-        "a worker started: {stderr}"
-    );
-    assert!(!file.exists(), "a recording was started");
+    assert!(!stderr.contains("INSECURE"), "{stderr}");
+    let report = read_report(&report_path);
+    assert_eq!(report["access"], closed, "{stdout}");
+    let instances = report["stats"]["instances"].as_array().cloned();
+    let process_of = |instance: &str| {
+        instances
+            .iter()
+            .flatten()
+            .find(|i| i["name"] == instance)
+            .map(|i| {
+                format!(
+                    "{}/{}",
+                    i["host"].as_str().unwrap_or("?"),
+                    i["process"].as_str().unwrap_or("?")
+                )
+            })
+            .unwrap_or_else(|| panic!("no instance {instance} in the report"))
+    };
+    let recorder = process_of("mcap_recorder");
+    let inventory = streamwire_mcap::scan(&file).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(inventory.cut_short, None);
+    let mut recorded_total = 0;
+    for stream in [
+        "color_image",
+        "depth",
+        "cloud",
+        "odometry",
+        "detections",
+        "map",
+    ] {
+        // Produced in another process than the recorder's.
+        let producer = report["stats"]["outputs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|o| o["stream"] == stream)
+            .and_then(|o| o["port"].as_str())
+            .and_then(|port| port.split('.').next())
+            .unwrap_or_else(|| panic!("no producer of {stream} in the report"));
+        assert_ne!(process_of(producer), recorder, "{stream}");
+        let recorded = report_counter(&report, "mcap_recorder", &format!("recorded:{stream}"))
+            .unwrap_or_else(|| panic!("no recorded:{stream} in the report"));
+        let dropped = report_counter(&report, "mcap_recorder", &format!("dropped:{stream}"))
+            .unwrap_or_else(|| panic!("no dropped:{stream} in the report"));
+        let published = report_published(&report, stream);
+        let unseen = published.checked_sub(recorded + dropped);
+        let tail = report_sender_tail(&report, stream);
+        assert!(
+            unseen.is_some_and(|unseen| unseen <= tail),
+            "{stream}: published {published}, recorded {recorded}, dropped {dropped}, \
+             left at the sender {tail}"
+        );
+        assert!(recorded > 0, "{stream}: nothing recorded\n{stderr}");
+        // The file holds what the report says was recorded (a stream that travels
+        // compressed as its bytes: `/color_image/compressed`).
+        let in_file: u64 = inventory
+            .topics
+            .iter()
+            .filter(|t| {
+                t.topic == format!("/{stream}") || t.topic == format!("/{stream}/compressed")
+            })
+            .map(|t| t.count)
+            .sum();
+        assert_eq!(in_file, recorded, "{stream}: {inventory:?}");
+        recorded_total += recorded;
+    }
+    assert_eq!(inventory.messages, recorded_total, "{inventory:?}");
 }
 
-/// `run --record` (the demo over its workers, an insecure run: see above), `info`, then
+/// `run --record` (the demo over its workers, an insecure run), `info`, then
 /// `run --replay FILE.mcap`: the recording holds what the report says was recorded,
 /// recorded plus dropped is what was published, and the replay plays every message of the
 /// file.

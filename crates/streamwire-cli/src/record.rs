@@ -28,7 +28,9 @@ impl RecordArgs {
     /// Adds the recorder to `built` when `--record` is given, with the plan and the
     /// resolved configuration as the recording's metadata. A distributed run's workers
     /// get the same flags ([`RecordArgs::to_args`]) and add the same recorder, so that
-    /// their plans are the coordinator's.
+    /// their plans are the coordinator's. The recorder declares the streams it taps
+    /// (every stream, or `--streams`), so a closed run's access control lets its process
+    /// subscribe to them in the other processes.
     pub(crate) fn add_recorder(&self, target: &str, built: &mut Built) -> anyhow::Result<()> {
         let Some(path) = &self.record else {
             return Ok(());
@@ -37,11 +39,6 @@ impl RecordArgs {
         let configuration =
             crate::commands::config::render_settings(target, &built.settings, &built.accepts);
         add(self, path, target, plan.to_string(), configuration, built)
-    }
-
-    /// Whether `--record` was given.
-    pub(crate) fn is_set(&self) -> bool {
-        self.record.is_some()
     }
 
     /// The flags as given, for a worker's command line.

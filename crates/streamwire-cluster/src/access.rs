@@ -11,7 +11,8 @@
 //! **Access control**, enforced by zenoh on every session of the run, generated from the
 //! plan ([`AccessRules::from_plan`]), `default_permission: deny`: what a member may send
 //! a session is listed by its common name. A process may put only on the streams it
-//! produces and subscribe only to those it consumes; only the coordinator may answer
+//! produces and subscribe only to those it consumes or its instances declare they tap
+//! (a recorder's, `Node::taps`); only the coordinator may answer
 //! on the control keys, and each worker may ask only its own
 //! (`streamwire/<run>/@cluster/{join,state,report}/<host>/<process>`); a tool may only
 //! read. What a session sends is not restricted (the receiver judges it).
@@ -31,6 +32,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 use serde_json::json;
+use streamwire_core::Taps;
 use streamwire_core::port::Direction;
 use streamwire_graph::{CodecKind, Plan};
 
@@ -377,7 +379,9 @@ struct Member {
 impl AccessRules {
     /// The rules of run `run_id` of `plan`: each process may put on the streams its
     /// instances' outputs and its encoders produce, and subscribe to the streams that
-    /// reach it from another process.
+    /// reach it from another process and to those its instances tap
+    /// ([`InstanceNode::taps`](streamwire_graph::InstanceNode::taps): a recorder's), in
+    /// every form they travel.
     pub fn from_plan(plan: &Plan, run_id: &str) -> AccessRules {
         let mut members: Vec<Member> = plan
             .processes()
@@ -419,6 +423,34 @@ impl AccessRules {
             {
                 members[at].consumes.insert(link.stream.clone());
             }
+        }
+        // A module that taps streams while it runs (a recorder) declares them in the plan:
+        // its process may subscribe to each where another process puts it, in every form
+        // it travels (`color_image/compressed` from the encoder of `color_image`).
+        let encoded_from: Vec<(&str, &str)> = plan
+            .codec_nodes()
+            .filter(|node| node.kind == CodecKind::Encode)
+            .map(|node| (node.encoded_stream.as_str(), node.stream.as_str()))
+            .collect();
+        let tapped = |taps: &Taps, stream: &str| {
+            taps.covers(stream)
+                || encoded_from
+                    .iter()
+                    .any(|(encoded, raw)| *encoded == stream && taps.covers(raw))
+        };
+        for instance in plan.instances().filter(|i| !i.taps().is_none()) {
+            let placement = instance.placement.to_string();
+            let Some(at) = member_of(&members, placement.clone()) else {
+                continue;
+            };
+            let elsewhere: Vec<String> = members
+                .iter()
+                .filter(|m| m.process != placement)
+                .flat_map(|m| &m.produces)
+                .filter(|stream| tapped(instance.taps(), stream))
+                .cloned()
+                .collect();
+            members[at].consumes.extend(elsewhere);
         }
         AccessRules {
             prefix: format!("streamwire/{run_id}"),
@@ -552,6 +584,140 @@ fn member_grants<'a>(p: &str, m: &Member) -> Vec<(Vec<&'a str>, Vec<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use streamwire_core::{Compressed, Context, In, Node, NodeResult, Out};
+    use streamwire_graph::{Blueprint, Placement};
+    use streamwire_macros::Module;
+    use streamwire_msgs::{Image, Odometry};
+
+    #[derive(Module)]
+    #[module(crate = streamwire_core)]
+    struct Camera {
+        color_image: Out<Compressed<Image>>,
+        odometry: Out<Odometry>,
+    }
+
+    #[derive(Module)]
+    #[module(crate = streamwire_core)]
+    struct Viewer {
+        color_image: In<Image>,
+    }
+
+    /// Taps the streams it names (every stream when none), as a recorder does.
+    #[derive(Module)]
+    #[module(crate = streamwire_core)]
+    struct Tapper {
+        #[config]
+        streams: Vec<String>,
+    }
+
+    impl Node for Tapper {
+        fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+            Ok(())
+        }
+
+        fn taps(&self) -> Taps {
+            Taps::streams_or_all(&self.streams)
+        }
+    }
+
+    /// Taps nothing it declares: a module without `Node::taps`.
+    #[derive(Module)]
+    #[module(crate = streamwire_core)]
+    struct Silent {}
+
+    impl Node for Silent {
+        fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+            Ok(())
+        }
+    }
+
+    /// A camera on the robot (its colour encoded for the laptop's viewer, its odometry
+    /// read by nobody), and `tapper` on the base station.
+    fn rules_with(tapper: Option<Tapper>) -> AccessRules {
+        let mut blueprint = Blueprint::new();
+        let camera = blueprint.add(
+            "camera",
+            Camera {
+                color_image: Out::new(),
+                odometry: Out::new(),
+            },
+        );
+        let viewer = blueprint.add(
+            "viewer",
+            Viewer {
+                color_image: In::new(),
+            },
+        );
+        blueprint.place(&camera, Placement::process("sensors").on_host("robot"));
+        blueprint.place(&viewer, Placement::process("ui").on_host("laptop"));
+        let base = Placement::process("base").on_host("base_station");
+        match tapper {
+            Some(tapper) => {
+                let tapper = blueprint.add("tapper", tapper);
+                blueprint.place(&tapper, base);
+            }
+            None => {
+                let silent = blueprint.add("silent", Silent {});
+                blueprint.place(&silent, base);
+            }
+        }
+        blueprint.autoconnect();
+        AccessRules::from_plan(&blueprint.build().unwrap(), "lab")
+    }
+
+    fn consumes(rules: &AccessRules, process: &str) -> Vec<String> {
+        let member = rules.members.iter().find(|m| m.process == process).unwrap();
+        member.consumes.iter().cloned().collect()
+    }
+
+    #[test]
+    fn a_tapping_instance_may_subscribe_to_the_streams_it_taps_in_every_form() {
+        let rules = rules_with(Some(Tapper {
+            streams: vec!["color_image".to_owned()],
+        }));
+        // The colour in both forms, not the odometry it does not record.
+        assert_eq!(
+            consumes(&rules, "base_station/base"),
+            ["color_image", "color_image/compressed"]
+        );
+        // The viewer's process keeps what its link brings it, nothing more.
+        assert_eq!(consumes(&rules, "laptop/ui"), ["color_image/compressed"]);
+        assert!(consumes(&rules, "robot/sensors").is_empty());
+        // As zenoh reads it: the base station's process may declare the subscriptions.
+        let json = rules.to_json();
+        let subscribe = json["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == "process0-1")
+            .unwrap();
+        assert_eq!(
+            subscribe["key_exprs"],
+            json!([
+                "streamwire/lab/color_image",
+                "streamwire/lab/color_image/compressed"
+            ])
+        );
+        assert_eq!(
+            json["subjects"][2],
+            json!({ "id": "process0", "cert_common_names": ["base_station/base"] })
+        );
+    }
+
+    #[test]
+    fn a_tap_of_every_stream_may_subscribe_to_every_other_process_stream() {
+        let rules = rules_with(Some(Tapper { streams: vec![] }));
+        assert_eq!(
+            consumes(&rules, "base_station/base"),
+            ["color_image", "color_image/compressed", "odometry"]
+        );
+    }
+
+    #[test]
+    fn an_instance_that_declares_no_tap_may_subscribe_to_nothing_more() {
+        let rules = rules_with(None);
+        assert!(consumes(&rules, "base_station/base").is_empty());
+    }
 
     #[test]
     fn a_credential_reads_back_from_its_text_and_leaves_what_follows() {

@@ -53,7 +53,7 @@ pub use message::{AnyMessage, Message, MessageInfo, MessageKind, Payload, SerdeM
 pub use module::{InstanceId, Module, ModuleValue};
 pub use node::{
     Context, Counter, Node, NodeError, NodeResult, PortRef, RunContext, RunNode, StreamTap,
-    TapService, Trigger,
+    TapService, Taps, Trigger,
 };
 pub use port::{
     Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,

@@ -88,6 +88,12 @@ pub trait Module: Send + 'static {
     fn check_config(&self) -> Vec<crate::ConfigProblem> {
         Vec::new()
     }
+
+    /// The streams the module taps while it runs: its [`Node::taps`] when its type
+    /// implements [`Node`], nothing otherwise. The derive writes this.
+    fn taps(&self) -> crate::Taps {
+        crate::Taps::None
+    }
 }
 
 /// A module value with its type erased: what a blueprint holds and hands to a runtime.
@@ -108,6 +114,8 @@ pub trait ModuleValue: Send {
     fn check_config(&self) -> Vec<crate::ConfigProblem>;
     /// See [`Module::CONFIG_RANGES`].
     fn config_ranges(&self) -> &'static [crate::FieldRange];
+    /// See [`Module::taps`].
+    fn taps(&self) -> crate::Taps;
 }
 
 impl<M: Module> ModuleValue for M {
@@ -137,6 +145,10 @@ impl<M: Module> ModuleValue for M {
 
     fn config_ranges(&self) -> &'static [crate::FieldRange] {
         M::CONFIG_RANGES
+    }
+
+    fn taps(&self) -> crate::Taps {
+        Module::taps(self)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -223,6 +235,28 @@ pub mod probe {
     impl<'a, T: ?Sized> NotNode<'a> for &Probe<'a, T> {
         fn erase_node(self) -> Option<&'a mut dyn Node> {
             None
+        }
+    }
+
+    /// Wraps the module, shared, for probing what it declares.
+    pub struct RefProbe<'a, T: ?Sized>(pub &'a T);
+
+    /// Picked when the module implements `Node`: its declared taps.
+    pub trait IsNodeRef {
+        fn node_taps(self) -> crate::Taps;
+    }
+    impl<T: Node> IsNodeRef for RefProbe<'_, T> {
+        fn node_taps(self) -> crate::Taps {
+            Node::taps(self.0)
+        }
+    }
+    /// Picked for a module without behaviour: it taps nothing.
+    pub trait NotNodeRef {
+        fn node_taps(self) -> crate::Taps;
+    }
+    impl<T: ?Sized> NotNodeRef for &RefProbe<'_, T> {
+        fn node_taps(self) -> crate::Taps {
+            crate::Taps::None
         }
     }
 }

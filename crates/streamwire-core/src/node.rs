@@ -75,6 +75,101 @@ pub trait Node: Send + 'static {
     fn stop(&mut self, _cx: &mut Context<'_>) -> NodeResult {
         Ok(())
     }
+
+    /// The streams this module taps while it runs ([`Context::taps`]) beyond what its
+    /// input ports bring it. The plan carries the declaration (`graph` prints it), so a
+    /// closed distributed run's access control lets the module's process subscribe to
+    /// those streams in the other processes; an undeclared tap there reaches only the
+    /// streams of its own process and those the plan's links bring it. Asked when the
+    /// blueprint is built, from the module's settings. The default taps nothing.
+    ///
+    /// ```
+    /// # use streamwire::prelude::*;
+    /// # use streamwire::Taps;
+    /// /// Counts every message of the run.
+    /// #[derive(Module, Default)]
+    /// struct Census {
+    ///     /// The streams to count (empty: every stream).
+    ///     #[config]
+    ///     streams: Vec<String>,
+    /// }
+    ///
+    /// impl Node for Census {
+    ///     fn trigger(&self) -> Trigger {
+    ///         Trigger::rate(1.0)
+    ///     }
+    ///     fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+    ///         Ok(())
+    ///     }
+    ///     fn taps(&self) -> Taps {
+    ///         Taps::streams_or_all(&self.streams)
+    ///     }
+    /// }
+    ///
+    /// let mut blueprint = Blueprint::new();
+    /// blueprint.add("census", Census::default());
+    /// let plan = blueprint.build()?;
+    /// assert_eq!(plan.instance_named("census").map(|i| i.taps()), Some(&Taps::All));
+    /// # Ok::<(), streamwire::BuildError>(())
+    /// ```
+    fn taps(&self) -> Taps {
+        Taps::None
+    }
+}
+
+/// The streams a module taps while it runs, as it declares them ([`Node::taps`]): what
+/// a plan carries so that a closed distributed run lets the module's process subscribe
+/// to them. A tapped stream includes its encoded forms (`color_image/compressed`), which
+/// is how an image that travels compressed is tapped.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Taps {
+    /// No tap.
+    #[default]
+    None,
+    /// Every stream of the run.
+    All,
+    /// These streams, by their resolved names (`left/color_image`).
+    Streams(Vec<String>),
+}
+
+impl Taps {
+    /// [`Taps::All`] for an empty list (a recorder's "every stream"), the streams
+    /// otherwise.
+    pub fn streams_or_all(streams: &[String]) -> Taps {
+        if streams.is_empty() {
+            Taps::All
+        } else {
+            Taps::Streams(streams.to_vec())
+        }
+    }
+
+    /// True for [`Taps::None`].
+    pub fn is_none(&self) -> bool {
+        *self == Taps::None
+    }
+
+    /// Whether `stream` is declared: every stream, or this one by name (a leading `/`
+    /// ignored on both sides). Its encoded forms go with it: who reads the declaration
+    /// knows them (a plan's encode nodes).
+    pub fn covers(&self, stream: &str) -> bool {
+        let stream = stream.trim_start_matches('/');
+        match self {
+            Taps::None => false,
+            Taps::All => true,
+            Taps::Streams(streams) => streams.iter().any(|s| s.trim_start_matches('/') == stream),
+        }
+    }
+}
+
+impl fmt::Display for Taps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Taps::None => f.write_str("nothing"),
+            Taps::All => f.write_str("every stream"),
+            Taps::Streams(streams) => f.write_str(&streams.join(", ")),
+        }
+    }
 }
 
 /// An input named by a trigger: its port index, known once the port is bound.

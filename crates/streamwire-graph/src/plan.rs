@@ -9,7 +9,8 @@ use petgraph::graph::{DiGraph, EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 use streamwire_core::{
-    CodecInfo, CodecParams, Direction, Fidelity, MessageInfo, MessageKind, PortInfo, Qos, Transport,
+    CodecInfo, CodecParams, Direction, Fidelity, MessageInfo, MessageKind, PortInfo, Qos, Taps,
+    Transport,
 };
 
 use crate::settings::{AutoTable, Compression, Locality, Placement, Report, WireFormat};
@@ -158,6 +159,8 @@ pub struct InstanceNode {
     /// Its `#[config]` fields as (field, value as JSON text), as a blueprint file holds
     /// them.
     pub(crate) settings: Vec<(String, String)>,
+    /// The streams it taps while it runs, as its module declares them.
+    pub(crate) taps: Taps,
 }
 
 impl InstanceNode {
@@ -180,6 +183,13 @@ impl InstanceNode {
     /// them (empty for a module a file cannot hold).
     pub fn settings(&self) -> &[(String, String)] {
         &self.settings
+    }
+
+    /// The streams it taps while it runs ([`Node::taps`](streamwire_core::Node::taps)):
+    /// in a closed distributed run its process may subscribe to them in the other
+    /// processes, encoded forms included.
+    pub fn taps(&self) -> &Taps {
+        &self.taps
     }
 }
 

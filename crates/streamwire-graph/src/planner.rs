@@ -69,6 +69,7 @@ pub(crate) fn plan(bp: &Blueprint) -> Result<Plan, BuildError> {
             placement: entry.placement.clone(),
             ports,
             settings: settings_of(&*entry.module),
+            taps: entry.module.taps(),
         })
         .collect();
     Ok(Plan {

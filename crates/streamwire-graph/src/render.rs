@@ -304,6 +304,7 @@ impl fmt::Display for Plan {
             }
         }
 
+        fmt_taps(f, &instances)?;
         self.fmt_qos(f, &instances)?;
 
         // Links grouped by the stream they belong to.
@@ -443,6 +444,25 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// Who taps which streams beyond its inputs: in a closed run of several processes, what
+/// its process may subscribe to in the others. Nothing when no instance taps.
+fn fmt_taps(f: &mut fmt::Formatter<'_>, instances: &[&InstanceNode]) -> fmt::Result {
+    let taps: Vec<&&InstanceNode> = instances.iter().filter(|i| !i.taps.is_none()).collect();
+    if taps.is_empty() {
+        return Ok(());
+    }
+    writeln!(f, "\ntaps")?;
+    let width = taps.iter().map(|i| i.name.len()).max().unwrap_or(0);
+    for instance in taps {
+        writeln!(
+            f,
+            "  {:width$}  {} (at {})",
+            instance.name, instance.taps, instance.placement
+        )?;
+    }
+    Ok(())
 }
 
 fn count(n: usize, what: &str) -> String {

@@ -1,7 +1,7 @@
 //! A serializable summary of a plan, for tools (`graph --format json`) and files.
 
 use serde::{Deserialize, Serialize};
-use streamwire_core::{CodecParams, Direction, Fidelity, Qos};
+use streamwire_core::{CodecParams, Direction, Fidelity, Qos, Taps};
 
 use crate::plan::{
     CodecKind, CodecNodeId, Endpoint, InstanceIndex, LinkId, LinkPayload, Plan, PortIndex,
@@ -51,6 +51,9 @@ pub struct InstanceSummary {
     pub placement: String,
     /// Its ports, in field order.
     pub ports: Vec<PortSummary>,
+    /// The streams it taps while it runs (left out when none).
+    #[serde(default, skip_serializing_if = "Taps::is_none")]
+    pub taps: Taps,
 }
 
 /// A port of an [`InstanceSummary`].
@@ -165,6 +168,7 @@ impl Plan {
                             qos_origin: p.qos_origin,
                         })
                         .collect(),
+                    taps: i.taps.clone(),
                 })
                 .collect(),
             codec_nodes: self

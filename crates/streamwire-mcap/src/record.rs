@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use streamwire_core::log::{BurstLog, chain, more_since};
-use streamwire_core::{Context, Counter, Envelope, Message as _, Node, NodeResult, StreamTap};
+use streamwire_core::{
+    Context, Counter, Envelope, Message as _, Node, NodeResult, StreamTap, Taps,
+};
 use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image};
 
@@ -42,6 +44,11 @@ const POLL: Duration = Duration::from_millis(100);
 /// record `streamwire`,
 /// key `counts`), rosbag2's metadata record, and the summary. It finishes by itself once
 /// every stream it records has ended.
+///
+/// It declares the streams it records as its taps (`Node::taps`: every stream, or
+/// `streams`), which the plan carries, so that in a closed run of several processes its
+/// process may subscribe to them wherever they are produced: placed in a blueprint, it
+/// records the other processes' streams with nothing more to set.
 ///
 /// `metadata` is written at start as the `streamwire` metadata record (`run` puts the plan
 /// and the resolved configuration there).
@@ -280,6 +287,14 @@ impl Node for McapRecorder {
             cx.finish();
         }
         Ok(())
+    }
+
+    /// The streams it records (every stream when none is named): declared so that a
+    /// closed run of several processes lets the recorder's process subscribe to the
+    /// other processes' streams, an image's encoded form included (what it records of
+    /// a stream that travels compressed).
+    fn taps(&self) -> Taps {
+        Taps::streams_or_all(&self.streams)
     }
 
     fn stop(&mut self, _cx: &mut Context<'_>) -> NodeResult {

@@ -154,16 +154,6 @@ pub(crate) fn run(cli: &Cli, mut args: Args, cx: &mut Context<'_>) -> anyhow::Re
     let runnable = built.blueprint.into_runnable()?;
     let processes = runnable.plan().processes().len();
     let (code, report, access) = if cli.distributed && processes > 1 && !args.placement.in_process {
-        if args.record.is_set() && !args.placement.insecure && args.placement.zenoh_config.is_none()
-        {
-            anyhow::bail!(
-                "--record in a closed run of several processes: its access control, made \
-                 from the plan, lets the recorder's process subscribe only to the streams \
-                 the plan's links bring it, so it could not record the other processes' \
-                 streams; record with --in-process (one process) or --insecure (workers, \
-                 no access control)"
-            );
-        }
         let coordinate = Distributed {
             args: &args,
             verbose: cx.verbose,
