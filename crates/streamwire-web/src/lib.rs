@@ -98,7 +98,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use streamwire_core::{Context, Node, NodeResult, Out, Trigger};
+use streamwire_core::{Context, Node, NodeResult, Out, Taps, Trigger};
 use streamwire_macros::Module;
 use streamwire_msgs::{LogLevel, Twist};
 
@@ -459,6 +459,15 @@ impl Node for WebRelay {
             running.report_drops(cx);
         }
         Ok(())
+    }
+
+    /// The streams browsers may ask for: in a closed run of several processes, the plan's
+    /// access control lets the relay's process subscribe to them (and to nothing else).
+    fn taps(&self) -> Taps {
+        match &self.config.streams {
+            Some(streams) => Taps::Streams(streams.clone()),
+            None => Taps::All,
+        }
     }
 }
 
