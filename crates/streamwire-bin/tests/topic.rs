@@ -394,14 +394,7 @@ fn joins_a_distributed_run_over_zenoh() {
             .unwrap_or_else(|e| panic!("bench.json: {e}\n{bench_out}"));
     assert_eq!(json["summary"]["count"], 5, "{bench_out}");
     assert_eq!(json["message_type"], "streamwire/CompressedImage");
-    // Each JPEG's quality, read back from its tables: the demo's default, 75, unchanged.
-    let jpeg = &json["summary"]["jpeg"];
-    assert_eq!(jpeg["last"]["quality"], 75, "{json}");
-    assert_eq!(
-        (jpeg["quality"]["min"].as_f64(), jpeg["changes"].as_u64()),
-        (Some(75.0), Some(0))
-    );
-    assert!(bench_out.contains("JPEG quality  now 75"), "{bench_out}");
+    check_jpeg_quality(&json, &bench_out);
     assert!(
         json["size_meaning"]
             .as_str()
@@ -414,6 +407,18 @@ fn joins_a_distributed_run_over_zenoh() {
             .is_some_and(|s| s.contains(&format!("streamwire/{run_id}/color_image/compressed"))),
         "{json}"
     );
+}
+
+/// Each JPEG's quality, read back from its tables by `topic bench`: the demo's default,
+/// 75, unchanged.
+fn check_jpeg_quality(json: &serde_json::Value, bench_out: &str) {
+    let jpeg = &json["summary"]["jpeg"];
+    assert_eq!(jpeg["last"]["quality"], 75, "{json}");
+    assert_eq!(
+        (jpeg["quality"]["min"].as_f64(), jpeg["changes"].as_u64()),
+        (Some(75.0), Some(0))
+    );
+    assert!(bench_out.contains("JPEG quality  now 75"), "{bench_out}");
 }
 
 /// `topic list --connect` of demo-split: every stream published, received or not.
