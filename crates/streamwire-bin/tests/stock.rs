@@ -696,6 +696,30 @@ fn run_demo_replays_a_folder() {
 }
 
 /// A counter of `instance` in a report written by `--report`.
+/// The recorder's accounting of `stream` (recorded + dropped = published, up to what
+/// never left its sender), and what it recorded (at least one message).
+///
+/// What the recorder never saw at all is still on a counter: a message of a stream
+/// produced in another process that was in its sender's queue when the run stopped (or
+/// dropped there, or sent while no one listened) never reached the recorder's process,
+/// and is on the sender's wire row instead.
+fn recorder_accounts_for(report: &serde_json::Value, stream: &str) -> u64 {
+    let recorded = report_counter(report, "mcap_recorder", &format!("recorded:{stream}"))
+        .unwrap_or_else(|| panic!("no recorded:{stream} in the report"));
+    let dropped = report_counter(report, "mcap_recorder", &format!("dropped:{stream}"))
+        .unwrap_or_else(|| panic!("no dropped:{stream} in the report"));
+    let published = report_published(report, stream);
+    let unseen = published.checked_sub(recorded + dropped);
+    let tail = report_sender_tail(report, stream);
+    assert!(
+        unseen.is_some_and(|unseen| unseen <= tail),
+        "{stream}: published {published}, recorded {recorded}, dropped {dropped}, \
+         left at the sender {tail}"
+    );
+    assert!(recorded > 0, "{stream}: nothing recorded");
+    recorded
+}
+
 fn report_counter(report: &serde_json::Value, instance: &str, name: &str) -> Option<u64> {
     report["stats"]["instances"]
         .as_array()?
@@ -819,19 +843,7 @@ fn record_a_closed_run_of_several_processes() {
             .and_then(|port| port.split('.').next())
             .unwrap_or_else(|| panic!("no producer of {stream} in the report"));
         assert_ne!(process_of(producer), recorder, "{stream}");
-        let recorded = report_counter(&report, "mcap_recorder", &format!("recorded:{stream}"))
-            .unwrap_or_else(|| panic!("no recorded:{stream} in the report"));
-        let dropped = report_counter(&report, "mcap_recorder", &format!("dropped:{stream}"))
-            .unwrap_or_else(|| panic!("no dropped:{stream} in the report"));
-        let published = report_published(&report, stream);
-        let unseen = published.checked_sub(recorded + dropped);
-        let tail = report_sender_tail(&report, stream);
-        assert!(
-            unseen.is_some_and(|unseen| unseen <= tail),
-            "{stream}: published {published}, recorded {recorded}, dropped {dropped}, \
-             left at the sender {tail}"
-        );
-        assert!(recorded > 0, "{stream}: nothing recorded\n{stderr}");
+        let recorded = recorder_accounts_for(&report, stream);
         // The file holds what the report says was recorded (a stream that travels
         // compressed as its bytes: `/color_image/compressed`).
         let in_file: u64 = inventory
@@ -895,23 +907,7 @@ fn record_inspect_and_replay_an_mcap_file() {
     ];
     let mut recorded_total = 0;
     for stream in streams {
-        let recorded = report_counter(&report, "mcap_recorder", &format!("recorded:{stream}"))
-            .unwrap_or_else(|| panic!("no recorded:{stream} in the report"));
-        let dropped = report_counter(&report, "mcap_recorder", &format!("dropped:{stream}"))
-            .unwrap_or_else(|| panic!("no dropped:{stream} in the report"));
-        // What the recorder never saw at all is still on a counter: a message of a stream
-        // produced in another process that was in its sender's queue when the run
-        // stopped (or dropped there, or sent while no one listened) never reached the
-        // recorder's process, and is on the sender's wire row instead.
-        let published = report_published(&report, stream);
-        let unseen = published.checked_sub(recorded + dropped);
-        let tail = report_sender_tail(&report, stream);
-        assert!(
-            unseen.is_some_and(|unseen| unseen <= tail),
-            "{stream}: published {published}, recorded {recorded}, dropped {dropped}, \
-             left at the sender {tail}"
-        );
-        assert!(recorded > 0, "{stream}: nothing recorded");
+        let recorded = recorder_accounts_for(&report, stream);
         recorded_total += recorded;
     }
 
