@@ -218,10 +218,16 @@ pub fn parse_bitrate(text: &str) -> Result<u64, String> {
 /// Writes a bit rate the way [`parse_bitrate`] reads it: `6.4Mbit/s`, `800kbit/s`,
 /// `1500bit/s` (the largest prefix that keeps three significant digits exact).
 pub fn format_bitrate(bits: u64) -> String {
-    for (scale, prefix) in [(1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")] {
-        if bits >= scale && (bits * 1000 / scale) * scale == bits * 1000 {
-            let value = bits as f64 / scale as f64;
-            return format!("{value}{prefix}bit/s");
+    for (scale, prefix) in [(1_000_000_000u64, "G"), (1_000_000, "M"), (1_000, "k")] {
+        let thousandths = u128::from(bits % scale) * 1000;
+        if bits >= scale && thousandths % u128::from(scale) == 0 {
+            let whole = bits / scale;
+            let fraction = thousandths / u128::from(scale);
+            if fraction == 0 {
+                return format!("{whole}{prefix}bit/s");
+            }
+            let digits = format!("{fraction:03}");
+            return format!("{whole}.{}{prefix}bit/s", digits.trim_end_matches('0'));
         }
     }
     format!("{bits}bit/s")
@@ -247,9 +253,21 @@ mod tests {
             assert_eq!(parse_bitrate(&format_bitrate(bits)), Ok(bits));
         }
         assert_eq!(format_bitrate(6_400_000), "6.4Mbit/s");
-        for bad in ["", "fast", "6.4X", "-3M", "M"] {
+        for bad in [
+            "",
+            "fast",
+            "6.4X",
+            "-3M",
+            "M",
+            "1e30",
+            "99999999999999999999999",
+        ] {
             assert!(parse_bitrate(bad).is_err(), "{bad}");
         }
+        // Out of a budget's range, said without overflowing.
+        assert_eq!(format_bitrate(u64::MAX), "18446744073709551.615kbit/s");
+        let huge = parse_bitrate("18000000000000000000").unwrap();
+        assert!(BitrateBudget::new(huge, 20).is_err());
     }
 
     #[test]
