@@ -839,6 +839,39 @@ mod tests {
     }
 
     #[test]
+    fn the_links_worst_two_seconds_start_two_seconds_into_its_traffic() {
+        let at = |t_s: f64, mbit_so_far: f64| Sample {
+            t_s,
+            tree_cpu_pct: 0.0,
+            tree_rss_mb: 0.0,
+            processes: 0,
+            host_cpu_pct: 0.0,
+            lo_bytes: 0,
+            link_tx_bytes: (mbit_so_far * 1e6 / 8.0) as u64,
+            link_rx_bytes: 0,
+        };
+        // Silent for a second, a burst of 36 Mbit in the first two seconds of traffic (not
+        // judged), then 6 Mbit/s, then 8 Mbit/s over the last two seconds.
+        let samples = [
+            at(0.0, 0.0),
+            at(1.0, 0.0),
+            at(2.0, 10.0),
+            at(3.0, 40.0),
+            at(4.0, 46.0),
+            at(5.0, 52.0),
+            at(6.0, 60.0),
+            at(7.0, 68.0),
+        ];
+        let worst = worst_two_seconds(&samples).unwrap();
+        assert!((worst - 8.0).abs() < 1e-6, "{worst}");
+        assert_eq!(
+            worst_two_seconds(&samples[..2]),
+            None,
+            "no traffic, no window"
+        );
+    }
+
+    #[test]
     fn quantiles_and_medians() {
         assert_eq!(median(vec![]), 0.0);
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);

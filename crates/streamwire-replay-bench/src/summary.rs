@@ -629,5 +629,38 @@ mod tests {
         assert_eq!(rows[1].consumers[0], ("viewer@laptop".to_owned(), 99.5));
         insta::assert_snapshot!(table(&rows));
         insta::assert_snapshot!(link_table(&rows));
+        assert_eq!(budget_table(&cells), "", "no budget cell, no budget table");
+        // A budget cell beside the auto cell: its quality, range, changes and windows.
+        let mut fixed = across("codec", 0, 7.9, 1.0);
+        fixed.variant = "auto".into();
+        let mut budget = across("codec", 0, 6.0, 1.0);
+        budget.variant = "budget".into();
+        budget.adaptation = Some(streamwire_core::Adaptation {
+            quality: 40,
+            changes: 2,
+            budget_bitrate: 6_400_000,
+            worst_window_bitrate: Some(5_690_000),
+            history: [(0, 75), (50, 46), (9_000, 40)]
+                .into_iter()
+                .map(|(ms, quality)| streamwire_core::AdaptationStep {
+                    stamp_nanos: ms * 1_000_000,
+                    quality,
+                    width: None,
+                })
+                .collect(),
+            ..streamwire_core::Adaptation::default()
+        });
+        let text = budget_table(&[cell("codec", 0, 20.0, 60.0), fixed, budget]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines.len(),
+            4,
+            "a header, its rule, then the auto and budget cells: {text}"
+        );
+        assert!(lines[2].contains("| none | 75 (fixed) |"), "{text}");
+        assert!(
+            lines[3].contains("| 6.40 | 40 (40-75) | full | 2 | 5.69 | 7.20 |"),
+            "{text}"
+        );
     }
 }
