@@ -971,3 +971,56 @@ fn record_inspect_and_replay_an_mcap_file() {
     }
     assert_eq!(report_counter(&replay, "camera", "cut_short"), Some(0));
 }
+
+/// The row of `port` in the report's `section` (`outputs`, `buffers`, ...), by `key`.
+fn report_row<'a>(
+    report: &'a serde_json::Value,
+    section: &str,
+    key: &str,
+    port: &str,
+) -> Option<&'a serde_json::Value> {
+    report["stats"][section]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|row| row[key] == port)
+}
+
+/// Raw frames cross processes by reference on the path users run (issue 51): with
+/// compression off, the demo's camera (in robot/sensors) writes every 720p frame into a
+/// shared-memory loan that its worker's transport sends as it is, so its buffers row says
+/// `shared` = published and `pooled` 0. A worker's transport that lost the loans (a
+/// wrapper forwarding everything but `loans()`) makes every frame a pooled heap buffer
+/// that zenoh then copies: the receivers alone cannot tell (zenoh's own copy arrives
+/// through shared memory too), so this is checked on the sending side.
+#[test]
+fn raw_frames_leave_the_camera_by_reference() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let report_path = dir.path().join("report.json");
+    let report_arg = report_path.display().to_string();
+    let out = streamwire(&[
+        "run",
+        "demo",
+        "--duration",
+        "3",
+        "-o",
+        "compression=off",
+        "-o",
+        "web.port=0",
+        "--report",
+        &report_arg,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let report = balanced_report(&report_path, &stdout);
+    let published = report_row(&report, "outputs", "port", "camera.color_image")
+        .and_then(|o| o["published"].as_u64())
+        .unwrap_or(0);
+    let buffers = report_row(&report, "buffers", "name", "camera.color_image")
+        .unwrap_or_else(|| panic!("no buffers row for the camera: {stdout}"));
+    assert!(published > 0, "{stdout}");
+    assert_eq!(buffers["shared"].as_u64(), Some(published), "{stdout}");
+    assert_eq!(buffers["pooled"].as_u64(), Some(0), "{stdout}");
+    assert_eq!(buffers["loan_fallback"].as_u64(), Some(0), "{stdout}");
+}

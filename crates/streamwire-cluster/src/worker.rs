@@ -515,5 +515,9 @@ impl Transport for KeepOpen {
         self.0.announce_publisher(key, partition);
     }
 
+    fn loans(&self) -> Option<Arc<dyn streamwire_core::buffer::LoanSource>> {
+        self.0.loans()
+    }
+
     fn close(&self) {}
 }

@@ -263,3 +263,28 @@ proptest! {
         }
     }
 }
+
+/// The case the property test above found (issue 52): without serde_json's
+/// `float_roundtrip` this translation came back from JSON as `-1.1283377609032157`. Every
+/// JSON path of the workspace (blueprint files, the relay, recordings) reads floats through
+/// the same serde_json, so this is their regression test too.
+#[test]
+fn a_float_comes_back_from_json_bit_for_bit() {
+    let x = -1.128_337_760_903_215_5_f64;
+    let tf = Transforms::new(vec![TransformStamped {
+        stamp: Timestamp::from_nanos(1),
+        parent_frame_id: "a".into(),
+        child_frame_id: "b".into(),
+        translation: Vector3::new(x, 0.0, 0.0),
+        rotation: Quaternion::new(0.0, 0.0, 0.0, 1.0),
+    }])
+    .expect("a finite transform with a unit rotation");
+    let json = serde_json::to_string(&tf).expect("serializes");
+    let back: Transforms = serde_json::from_str(&json).expect("parses");
+    assert_eq!(back, tf);
+    let through_value: serde_json::Value = serde_json::from_str(&json).expect("parses");
+    let back: Transforms = serde_json::from_value(through_value).expect("reads");
+    assert_eq!(back, tf);
+    let value: f64 = serde_json::from_str("-1.1283377609032155").expect("parses");
+    assert_eq!(value.to_bits(), x.to_bits());
+}

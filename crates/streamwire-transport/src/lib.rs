@@ -127,27 +127,26 @@ pub trait Transport: Send + Sync + 'static {
     /// [`TransportError::Closed`] and no sink is called after this returns.
     fn close(&self);
 
+    // The three capabilities below have no default body on purpose: a transport that
+    // wraps another (a worker's `KeepOpen`) must say what it does with each, so one it
+    // forgets does not compile. A default `loans()` of `None` once made every worker of a
+    // distributed run copy frames it could have lent (issue 51).
+
     /// Says that `partition` receives `key`; called after [`subscribe`](Transport::subscribe).
     /// A transport whose subscriptions reach publishers asynchronously uses it so that a
-    /// publisher can tell which partitions it reaches ([`Publisher::reaches`]). The default
-    /// does nothing.
-    fn announce(&self, key: &str, partition: &str) {
-        let _ = (key, partition);
-    }
+    /// publisher can tell which partitions it reaches ([`Publisher::reaches`]); one whose
+    /// subscriptions are in place when `subscribe` returns does nothing.
+    fn announce(&self, key: &str, partition: &str);
 
     /// Says that `partition` publishes `key`; called after [`publisher`](Transport::publisher).
     /// A transport that tools join uses it so that they can list every stream on it and
-    /// who produces it, received or not. The default does nothing.
-    fn announce_publisher(&self, key: &str, partition: &str) {
-        let _ = (key, partition);
-    }
+    /// who produces it, received or not; one that no tool joins does nothing.
+    fn announce_publisher(&self, key: &str, partition: &str);
 
     /// Buffers for large messages that this transport sends without copying them (zenoh's
     /// shared memory), if it has them: an output whose stream it sends lends them to its
-    /// producer ([`streamwire_core::buffer`]). The default: none.
-    fn loans(&self) -> Option<Arc<dyn streamwire_core::buffer::LoanSource>> {
-        None
-    }
+    /// producer ([`streamwire_core::buffer`]). `None` when it has none.
+    fn loans(&self) -> Option<Arc<dyn streamwire_core::buffer::LoanSource>>;
 }
 
 /// The sending end of one key. Numbers its frames (the *link sequence*, separate from the

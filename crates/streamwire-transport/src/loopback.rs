@@ -227,6 +227,19 @@ impl Transport for Loopback {
         }))
     }
 
+    fn announce(&self, _key: &str, _partition: &str) {
+        // A loopback subscription is in place when `subscribe` returns: nothing to say.
+    }
+
+    fn announce_publisher(&self, _key: &str, _partition: &str) {
+        // No tool joins a loopback: nothing to say.
+    }
+
+    fn loans(&self) -> Option<Arc<dyn streamwire_core::buffer::LoanSource>> {
+        // Frames stay in this process: nothing to lend.
+        None
+    }
+
     fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         let keys: Vec<String> = {
