@@ -1020,7 +1020,13 @@ fn raw_frames_leave_the_camera_by_reference() {
     let buffers = report_row(&report, "buffers", "name", "camera.color_image")
         .unwrap_or_else(|| panic!("no buffers row for the camera: {stdout}"));
     assert!(published > 0, "{stdout}");
-    assert_eq!(buffers["shared"].as_u64(), Some(published), "{stdout}");
+    // Every frame published was a shared-memory loan; a loan counts when it is taken, so
+    // the one the camera held when the run stopped may be counted and never published.
+    let shared = buffers["shared"].as_u64().unwrap_or(0);
+    assert!(
+        (published..=published + 1).contains(&shared),
+        "shared {shared}, published {published}: {stdout}"
+    );
     assert_eq!(buffers["pooled"].as_u64(), Some(0), "{stdout}");
     assert_eq!(buffers["loan_fallback"].as_u64(), Some(0), "{stdout}");
 }
