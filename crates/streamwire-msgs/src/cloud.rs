@@ -303,6 +303,8 @@ struct CloudLayout {
     row_step: usize,
 }
 
+crate::header::stamp_and_frame_id!(impl PointCloud);
+
 impl PointCloud {
     /// A cloud of `height` rows of `width` points, each `point_step` bytes laid out as
     /// `fields` say, rows `row_step` bytes apart, in `data` (exactly `height * row_step`
@@ -390,18 +392,6 @@ impl PointCloud {
         self
     }
 
-    /// This cloud with the sensor time `stamp`.
-    pub fn with_stamp(mut self, stamp: Timestamp) -> PointCloud {
-        self.stamp = stamp;
-        self
-    }
-
-    /// This cloud with the coordinate frame `frame_id`.
-    pub fn with_frame_id(mut self, frame_id: impl Into<Arc<str>>) -> PointCloud {
-        self.frame_id = frame_id.into();
-        self
-    }
-
     /// The fields of each point.
     pub fn fields(&self) -> &[PointField] {
         &self.fields
@@ -445,16 +435,6 @@ impl PointCloud {
     /// All `height * row_step` bytes.
     pub fn data(&self) -> &Bytes {
         &self.data
-    }
-
-    /// The sensor time.
-    pub fn stamp(&self) -> Timestamp {
-        self.stamp
-    }
-
-    /// The coordinate frame (empty when not set).
-    pub fn frame_id(&self) -> &str {
-        &self.frame_id
     }
 
     /// The number of points, `width * height`.

@@ -20,7 +20,8 @@ use streamwire_codec::lossless;
 use streamwire_core::buffer::pools;
 use streamwire_core::{Codec, CodecError, CodecParams, DefaultCodec, Fidelity, Message};
 
-use crate::compressed::{CompressedFormat, Compression, RawEncoding};
+use crate::compressed::{CompressedFormat, ImageCompression, RawEncoding};
+use crate::raster::{Raster, RasterEncoding, RasterMessage};
 use crate::{CompressedImage, DepthImage, Image, ImageEncoding};
 
 mod budget;
@@ -439,7 +440,7 @@ impl JpegPixels for Image {
         if let Some(budget) = &jpeg.budget {
             budget.record(self.stamp(), file.vec_mut().len());
         }
-        let format = CompressedFormat::new(RawEncoding::Image(encoding), Compression::Jpeg);
+        let format = CompressedFormat::new(RawEncoding::Image(encoding), ImageCompression::Jpeg);
         let compressed = CompressedImage::new(
             format.to_string(),
             file.freeze(),
@@ -459,8 +460,8 @@ impl JpegPixels for Image {
         let format = compressed.format_info().map_err(decode_error)?;
         let decoder = JpegDecoder::default().with_threads(jpeg.threads);
         let named = match (format.compression, format.encoding) {
-            (Compression::Jpeg, Some(RawEncoding::Image(encoding))) => Some(encoding),
-            (Compression::Jpeg, None) => None,
+            (ImageCompression::Jpeg, Some(RawEncoding::Image(encoding))) => Some(encoding),
+            (ImageCompression::Jpeg, None) => None,
             _ => return Err(wrong_format("jpeg", "Image", compressed)),
         };
         // Read once: the pixel format of a legacy plain "jpeg", and the size of the buffer.
@@ -519,7 +520,7 @@ impl CompressedImage {
         } else {
             ImageEncoding::Rgb8
         };
-        let format = CompressedFormat::new(RawEncoding::Image(encoding), Compression::Jpeg);
+        let format = CompressedFormat::new(RawEncoding::Image(encoding), ImageCompression::Jpeg);
         CompressedImage::new(format.to_string(), data, header.width, header.height)
             .map_err(decode_error)
     }
@@ -557,7 +558,7 @@ impl Zstd {
     ) -> Result<CompressedImage, CodecError> {
         let total = Zstd::packed_len(width, height, bytes_per_pixel).map_err(encode_error)?;
         let data = lossless::compress_rows(rows, total, self.level).map_err(encode_error)?;
-        let format = CompressedFormat::new(encoding, Compression::Zstd);
+        let format = CompressedFormat::new(encoding, ImageCompression::Zstd);
         CompressedImage::new(format.to_string(), data, width, height).map_err(encode_error)
     }
 
@@ -576,9 +577,11 @@ impl Zstd {
     }
 }
 
-impl Codec<DepthImage> for Zstd {
+/// One impl for both raster messages: `"<encoding>; zstd"` (`"16UC1; zstd"`, `"rgb8; zstd"`,
+/// ...) holding the packed rows (little-endian values), exactly.
+impl<M: RasterMessage> Codec<M> for Zstd {
     const NAME: &'static str = "zstd";
-    const STREAM_SUFFIX: &'static str = "compressedDepth";
+    const STREAM_SUFFIX: &'static str = <M::Encoding as RasterEncoding>::COMPRESSED_SUFFIX;
     type Encoded = CompressedImage;
 
     fn from_params(params: &CodecParams) -> Result<Self, CodecError> {
@@ -593,83 +596,43 @@ impl Codec<DepthImage> for Zstd {
         Fidelity::LOSSLESS
     }
 
-    /// `"16UC1; zstd"` or `"32FC1; zstd"`: the packed little-endian rows, exactly.
-    fn encode(&self, depth: &DepthImage) -> Result<CompressedImage, CodecError> {
-        let encoding = depth.encoding();
-        let size = (depth.width(), depth.height(), encoding.bytes_per_pixel());
+    fn encode(&self, raster: &M) -> Result<CompressedImage, CodecError> {
+        let encoding = raster.encoding();
+        let size = (raster.width(), raster.height(), encoding.bytes_per_pixel());
         Ok(self
-            .compress(depth.rows(), RawEncoding::Depth(encoding), size)?
-            .with_stamp(depth.stamp())
-            .with_frame_id(depth.frame_id_shared()))
+            .compress(raster.rows(), encoding.raw(), size)?
+            .with_stamp(raster.stamp())
+            .with_frame_id(raster.frame_id_shared()))
     }
 
-    fn decode(&self, compressed: &CompressedImage) -> Result<DepthImage, CodecError> {
+    fn decode(&self, compressed: &CompressedImage) -> Result<M, CodecError> {
         let encoding = match compressed.format_info().map_err(decode_error)? {
             CompressedFormat {
-                encoding: Some(RawEncoding::Depth(encoding)),
-                compression: Compression::Zstd,
-            } => encoding,
-            _ => return Err(wrong_format("zstd", "DepthImage", compressed)),
+                encoding: Some(raw),
+                compression: ImageCompression::Zstd,
+            } => <M::Encoding as RasterEncoding>::from_raw(raw),
+            _ => None,
+        };
+        let Some(encoding) = encoding else {
+            return Err(wrong_format(
+                "zstd",
+                <M::Encoding as RasterEncoding>::MESSAGE,
+                compressed,
+            ));
         };
         let data = Zstd::decompress(compressed, encoding.bytes_per_pixel())?;
-        let depth = DepthImage::from_packed(
+        let raster = Raster::from_packed(
             compressed.original_width(),
             compressed.original_height(),
             encoding,
             data,
         )
         .map_err(decode_error)?;
-        Ok(depth
-            .with_stamp(compressed.stamp())
-            .with_frame_id(compressed.frame_id_shared()))
-    }
-}
-
-impl Codec<Image> for Zstd {
-    const NAME: &'static str = "zstd";
-    type Encoded = CompressedImage;
-
-    fn from_params(params: &CodecParams) -> Result<Self, CodecError> {
-        Zstd::from_params(params)
-    }
-
-    fn params(&self) -> CodecParams {
-        Zstd::params(self)
-    }
-
-    fn fidelity(&self) -> Fidelity {
-        Fidelity::LOSSLESS
-    }
-
-    /// `"<encoding>; zstd"`, e.g. `"rgb8; zstd"`: the packed rows, exactly.
-    fn encode(&self, image: &Image) -> Result<CompressedImage, CodecError> {
-        let encoding = image.encoding();
-        let size = (image.width(), image.height(), encoding.bytes_per_pixel());
-        Ok(self
-            .compress(image.rows(), RawEncoding::Image(encoding), size)?
-            .with_stamp(image.stamp())
-            .with_frame_id(image.frame_id_shared()))
-    }
-
-    fn decode(&self, compressed: &CompressedImage) -> Result<Image, CodecError> {
-        let encoding = match compressed.format_info().map_err(decode_error)? {
-            CompressedFormat {
-                encoding: Some(RawEncoding::Image(encoding)),
-                compression: Compression::Zstd,
-            } => encoding,
-            _ => return Err(wrong_format("zstd", "Image", compressed)),
-        };
-        let data = Zstd::decompress(compressed, encoding.bytes_per_pixel())?;
-        let image = Image::from_packed(
-            compressed.original_width(),
-            compressed.original_height(),
-            encoding,
-            data,
-        )
-        .map_err(decode_error)?;
-        Ok(image
-            .with_stamp(compressed.stamp())
-            .with_frame_id(compressed.frame_id_shared()))
+        Ok(M::from(
+            raster
+                .with_stamp(compressed.stamp())
+                .with_frame_id(compressed.frame_id_shared()),
+        ))
     }
 }
 

@@ -25,13 +25,13 @@ use crate::{DepthEncoding, ImageEncoding};
 /// camera intrinsics; the decoded image reports its own, real size.
 ///
 /// ```
-/// use streamwire::msgs::{Compression, CompressedImage, ImageEncoding, RawEncoding};
+/// use streamwire::msgs::{ImageCompression, CompressedImage, ImageEncoding, RawEncoding};
 ///
 /// // Bytes straight from a camera that emits JPEG: pass them through as they are.
 /// let jpeg_bytes = vec![0xFF, 0xD8, 0xFF, 0xD9];
 /// let frame = CompressedImage::new("rgb8; jpeg compressed bgr8", jpeg_bytes, 1280, 720)?;
 /// let format = frame.format_info()?;
-/// assert_eq!(format.compression, Compression::Jpeg);
+/// assert_eq!(format.compression, ImageCompression::Jpeg);
 /// assert_eq!(format.encoding, Some(RawEncoding::Image(ImageEncoding::Rgb8)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -103,18 +103,6 @@ impl CompressedImage {
         })
     }
 
-    /// This message with the sensor time `stamp` (of the image it encodes).
-    pub fn with_stamp(mut self, stamp: Timestamp) -> CompressedImage {
-        self.stamp = stamp;
-        self
-    }
-
-    /// This message with the coordinate frame `frame_id` (of the image it encodes).
-    pub fn with_frame_id(mut self, frame_id: impl Into<Arc<str>>) -> CompressedImage {
-        self.frame_id = frame_id.into();
-        self
-    }
-
     /// The format string as written by the producer.
     pub fn format(&self) -> &str {
         &self.format
@@ -128,16 +116,6 @@ impl CompressedImage {
     /// The encoded bytes.
     pub fn data(&self) -> &Bytes {
         &self.data
-    }
-
-    /// The sensor time of the encoded image.
-    pub fn stamp(&self) -> Timestamp {
-        self.stamp
-    }
-
-    /// The coordinate frame of the encoded image (empty when not set).
-    pub fn frame_id(&self) -> &str {
-        &self.frame_id
     }
 
     /// The frame id, shared (codecs pass it on without copying the string).
@@ -156,21 +134,24 @@ impl CompressedImage {
     }
 }
 
-/// How the bytes of a [`CompressedImage`] are compressed.
+crate::header::stamp_and_frame_id!(impl CompressedImage);
+
+/// How the bytes of a [`CompressedImage`] are compressed (named apart from the graph's
+/// `Compression` setting, which says whether a link compresses at all).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Compression {
+pub enum ImageCompression {
     /// A JPEG (JFIF) image.
     Jpeg,
     /// A zstd frame of the packed rows (little-endian values).
     Zstd,
 }
 
-impl fmt::Display for Compression {
+impl fmt::Display for ImageCompression {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Compression::Jpeg => "jpeg",
-            Compression::Zstd => "zstd",
+            ImageCompression::Jpeg => "jpeg",
+            ImageCompression::Zstd => "zstd",
         })
     }
 }
@@ -217,11 +198,11 @@ impl FromStr for RawEncoding {
 /// unsupported. [`Display`](fmt::Display) writes the canonical form.
 ///
 /// ```
-/// use streamwire::msgs::{CompressedFormat, Compression, DepthEncoding, FormatError, RawEncoding};
+/// use streamwire::msgs::{CompressedFormat, ImageCompression, DepthEncoding, FormatError, RawEncoding};
 ///
 /// let depth: CompressedFormat = "16UC1; zstd".parse()?;
 /// assert_eq!(depth.encoding, Some(RawEncoding::Depth(DepthEncoding::Mm16)));
-/// assert_eq!(depth.compression, Compression::Zstd);
+/// assert_eq!(depth.compression, ImageCompression::Zstd);
 ///
 /// let legacy: CompressedFormat = "jpeg".parse()?;
 /// assert_eq!(legacy.encoding, None);
@@ -235,12 +216,12 @@ pub struct CompressedFormat {
     /// The encoding before compression; `None` for the legacy plain `"jpeg"`.
     pub encoding: Option<RawEncoding>,
     /// How the bytes are compressed.
-    pub compression: Compression,
+    pub compression: ImageCompression,
 }
 
 impl CompressedFormat {
     /// A format with a known encoding.
-    pub const fn new(encoding: RawEncoding, compression: Compression) -> CompressedFormat {
+    pub const fn new(encoding: RawEncoding, compression: ImageCompression) -> CompressedFormat {
         CompressedFormat {
             encoding: Some(encoding),
             compression,
@@ -253,11 +234,13 @@ impl fmt::Display for CompressedFormat {
         match (self.encoding, self.compression) {
             (None, compression) => compression.fmt(f),
             // ROS writes the JPEG's own colour layout after "compressed": empty for grey.
-            (Some(RawEncoding::Image(ImageEncoding::Mono8)), Compression::Jpeg) => {
+            (Some(RawEncoding::Image(ImageEncoding::Mono8)), ImageCompression::Jpeg) => {
                 f.write_str("mono8; jpeg compressed ")
             }
-            (Some(encoding), Compression::Jpeg) => write!(f, "{encoding}; jpeg compressed bgr8"),
-            (Some(encoding), Compression::Zstd) => write!(f, "{encoding}; zstd"),
+            (Some(encoding), ImageCompression::Jpeg) => {
+                write!(f, "{encoding}; jpeg compressed bgr8")
+            }
+            (Some(encoding), ImageCompression::Zstd) => write!(f, "{encoding}; zstd"),
         }
     }
 }
@@ -275,7 +258,7 @@ impl FromStr for CompressedFormat {
             return match format.to_ascii_lowercase().as_str() {
                 "jpeg" | "jpg" => Ok(CompressedFormat {
                     encoding: None,
-                    compression: Compression::Jpeg,
+                    compression: ImageCompression::Jpeg,
                 }),
                 "zstd" => Err(FormatError::MissingEncoding {
                     compression: "zstd",
@@ -295,7 +278,7 @@ impl FromStr for CompressedFormat {
                 // "jpeg compressed <colour layout of the JPEG>": the tail does not change
                 // how we decode (the decoder converts to the original encoding).
                 match words.next() {
-                    None | Some("compressed") => Compression::Jpeg,
+                    None | Some("compressed") => ImageCompression::Jpeg,
                     Some(_) => {
                         return Err(FormatError::UnknownCompression {
                             compression: layout::clip(rest.trim()),
@@ -303,7 +286,7 @@ impl FromStr for CompressedFormat {
                     }
                 }
             }
-            Some("zstd") if words.next().is_none() => Compression::Zstd,
+            Some("zstd") if words.next().is_none() => ImageCompression::Zstd,
             Some(word @ ("png" | "compressedDepth" | "webp" | "avif")) => {
                 return Err(FormatError::Unsupported {
                     compression: word.to_owned(),

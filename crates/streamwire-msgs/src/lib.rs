@@ -15,6 +15,10 @@
 //! | [`Transforms`] | `tf2_msgs/TFMessage` (frame transforms, `/tf`) | `streamwire/Transforms` |
 //! | [`LogRecord`] | `rcl_interfaces/Log` (a log line, `/rosout`) | `streamwire/LogRecord` |
 //!
+//! [`Image`] and [`DepthImage`] are one raster: each is a message (its own type name) around
+//! a [`Raster`] of its [`RasterEncoding`], which holds the size check, the accessors and the
+//! wire form once; generic code over both takes a [`RasterMessage`].
+//!
 //! Every message is cheap to clone (pixels and points are shared [`bytes::Bytes`], names
 //! are `Arc<str>`), has a sensor `stamp` and a `frame_id`, and is valid by construction:
 //! the constructors check sizes with overflow-checked arithmetic and return an error
@@ -162,17 +166,21 @@ mod cloud;
 pub mod codecs;
 mod compressed;
 mod depth;
+mod header;
 mod image;
 mod layout;
 mod log;
 mod odometry;
 pub mod pcd;
 mod perception;
+mod raster;
 mod transforms;
 
 pub use cloud::{PointCloud, PointCloudError, PointDatatype, PointField, PointScalar};
 pub use codecs::{BitrateBudget, Jpeg, JpegPixels, Zstd, format_bitrate, parse_bitrate};
-pub use compressed::{CompressedFormat, CompressedImage, Compression, FormatError, RawEncoding};
+pub use compressed::{
+    CompressedFormat, CompressedImage, FormatError, ImageCompression, RawEncoding,
+};
 pub use depth::{DepthEncoding, DepthImage};
 pub use image::{Image, ImageEncoding};
 pub use layout::{LayoutError, ParseEncodingError};
@@ -182,6 +190,7 @@ pub use odometry::{
 };
 pub use pcd::PcdError;
 pub use perception::{DetectionBox, Detections, OccupancyGrid, PerceptionError};
+pub use raster::{Raster, RasterEncoding, RasterMessage};
 pub use transforms::{TransformError, TransformStamped, Transforms};
 
 /// Every built-in message carries its sensor stamp, so inputs of them can be paired by
@@ -196,14 +205,8 @@ macro_rules! stamped {
     };
 }
 
-stamped!(
-    Image,
-    DepthImage,
-    CompressedImage,
-    PointCloud,
-    Odometry,
-    OccupancyGrid
-);
+// Image and DepthImage: `raster_message!`.
+stamped!(CompressedImage, PointCloud, Odometry, OccupancyGrid);
 
 impl streamwire_core::Stamped for LogRecord {
     fn stamp(&self) -> streamwire_core::Timestamp {

@@ -6,10 +6,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use streamwire_core::{AnyMessage, Message, Timestamp};
 use streamwire_msgs::{
-    CompressedFormat, CompressedImage, Compression, DepthEncoding, DepthImage, FormatError, Image,
-    ImageEncoding, LayoutError, LogLevel, LogRecord, Odometry, OdometryError, PointCloud,
-    PointCloudError, PointDatatype, PointField, Pose, Quaternion, RawEncoding, TransformError,
-    TransformStamped, Transforms, Twist, Vector3,
+    CompressedFormat, CompressedImage, DepthEncoding, DepthImage, FormatError, Image,
+    ImageCompression, ImageEncoding, LayoutError, LogLevel, LogRecord, Odometry, OdometryError,
+    PointCloud, PointCloudError, PointDatatype, PointField, Pose, Quaternion, RawEncoding,
+    TransformError, TransformStamped, Transforms, Twist, Vector3,
 };
 
 fn padded_image() -> Image {
@@ -368,7 +368,7 @@ fn format_strings_parse_in_the_ros_convention() {
     let jpeg = |e| {
         Ok(CompressedFormat::new(
             RawEncoding::Image(e),
-            Compression::Jpeg,
+            ImageCompression::Jpeg,
         ))
     };
     assert_eq!(
@@ -389,28 +389,28 @@ fn format_strings_parse_in_the_ros_convention() {
         parse("jpeg"),
         Ok(CompressedFormat {
             encoding: None,
-            compression: Compression::Jpeg
+            compression: ImageCompression::Jpeg
         })
     );
     assert_eq!(
         parse("16UC1; zstd"),
         Ok(CompressedFormat::new(
             RawEncoding::Depth(DepthEncoding::Mm16),
-            Compression::Zstd
+            ImageCompression::Zstd
         ))
     );
     assert_eq!(
         parse("32FC1; zstd"),
         Ok(CompressedFormat::new(
             RawEncoding::Depth(DepthEncoding::M32F),
-            Compression::Zstd
+            ImageCompression::Zstd
         ))
     );
     assert_eq!(
         parse("rgb8; zstd"),
         Ok(CompressedFormat::new(
             RawEncoding::Image(ImageEncoding::Rgb8),
-            Compression::Zstd
+            ImageCompression::Zstd
         ))
     );
     assert!(matches!(parse("png"), Err(FormatError::Unsupported { .. })));

@@ -6,7 +6,8 @@ use streamwire_core::Timestamp;
 use streamwire_msgs::{
     CompressedImage, DepthEncoding, DepthImage, DetectionBox, Detections, Image, ImageEncoding,
     LogLevel, LogRecord, OccupancyGrid, Odometry, PointCloud, PointDatatype, PointField, Pose,
-    Quaternion, TransformStamped, Transforms, Twist, Vector3,
+    Quaternion, Raster, RasterEncoding, RasterMessage, RawEncoding, TransformStamped, Transforms,
+    Twist, Vector3,
 };
 
 use crate::cdr::{CdrReader, CdrWriter};
@@ -38,143 +39,146 @@ pub enum SensorImage {
     Depth(DepthImage),
 }
 
-/// The fields of `sensor_msgs/msg/Image` (the same layout for colour and depth).
-struct RawImage<'a> {
-    stamp: Timestamp,
-    frame_id: &'a str,
-    height: u32,
-    width: u32,
-    encoding: &'a str,
-    step: u32,
-    data: &'a bytes::Bytes,
-}
-
-fn write_image(w: &mut CdrWriter, image: RawImage<'_>) -> Result<(), EncodeError> {
-    write_header(w, image.stamp, image.frame_id)?;
-    w.u32(image.height);
-    w.u32(image.width);
-    w.string(image.encoding, "encoding")?;
-    // Streamwire's pixels are bytes or little-endian values.
-    w.u8(0);
-    w.u32(image.step);
-    w.bytes(image.data, "data")?;
-    Ok(())
-}
-
 impl RosMessage for SensorImage {
     const ROS_TYPE: &'static str = IMAGE;
 
     fn write_cdr(&self, w: &mut CdrWriter) -> Result<(), EncodeError> {
         match self {
-            SensorImage::Color(image) => image.write_cdr(w),
-            SensorImage::Depth(depth) => depth.write_cdr(w),
+            SensorImage::Color(image) => write_raster(w, image),
+            SensorImage::Depth(depth) => write_raster(w, depth),
         }
     }
 
     fn read_cdr(r: &mut CdrReader) -> Result<SensorImage, DecodeError> {
-        let (stamp, frame_id) = read_header(r, IMAGE)?;
-        let height = r.u32("height")?;
-        let width = r.u32("width")?;
-        let encoding = r.string("encoding")?;
-        let is_bigendian = r.u8("is_bigendian")?;
-        let step = r.u32("step")?;
-        let data = r.bytes("data")?;
-        if let Ok(depth_encoding) = encoding.parse::<DepthEncoding>() {
-            if is_bigendian != 0 {
-                return Err(DecodeError::Unmapped {
-                    ros_type: IMAGE,
-                    field: "is_bigendian",
-                    value: is_bigendian.to_string(),
-                    rule: "depth values are little-endian in streamwire",
-                });
-            }
-            let depth = DepthImage::new(width, height, depth_encoding, step, data)
-                .map_err(|e| DecodeError::invalid(IMAGE, e))?;
-            return Ok(SensorImage::Depth(
-                depth.with_stamp(stamp).with_frame_id(frame_id),
-            ));
+        RosImage::read(r)?.into_sensor_image()
+    }
+}
+
+impl SensorImage {
+    /// The refusal of this image by a reader of the other kind.
+    fn wrong_kind(self) -> DecodeError {
+        let (value, rule) = match self {
+            SensorImage::Color(image) => (
+                image.encoding().to_string(),
+                "a colour encoding is an Image, not a DepthImage",
+            ),
+            SensorImage::Depth(depth) => (
+                depth.encoding().to_string(),
+                "a depth encoding is a DepthImage, not an Image",
+            ),
+        };
+        DecodeError::Unmapped {
+            ros_type: IMAGE,
+            field: "encoding",
+            value,
+            rule,
         }
-        let Ok(image_encoding) = encoding.parse::<ImageEncoding>() else {
+    }
+}
+
+/// The fields of `sensor_msgs/msg/Image` as read, before the encoding picks the message
+/// (the same layout for colour and depth).
+struct RosImage {
+    stamp: Timestamp,
+    frame_id: Arc<str>,
+    height: u32,
+    width: u32,
+    encoding: Arc<str>,
+    is_bigendian: u8,
+    step: u32,
+    data: bytes::Bytes,
+}
+
+impl RosImage {
+    fn read(r: &mut CdrReader) -> Result<RosImage, DecodeError> {
+        let (stamp, frame_id) = read_header(r, IMAGE)?;
+        Ok(RosImage {
+            stamp,
+            frame_id,
+            height: r.u32("height")?,
+            width: r.u32("width")?,
+            encoding: r.string("encoding")?,
+            is_bigendian: r.u8("is_bigendian")?,
+            step: r.u32("step")?,
+            data: r.bytes("data")?,
+        })
+    }
+
+    fn into_sensor_image(self) -> Result<SensorImage, DecodeError> {
+        if let Ok(encoding) = self.encoding.parse::<DepthEncoding>() {
+            return self.into_raster(encoding).map(SensorImage::Depth);
+        }
+        let Ok(encoding) = self.encoding.parse::<ImageEncoding>() else {
             return Err(DecodeError::Unmapped {
                 ros_type: IMAGE,
                 field: "encoding",
-                value: clip(&encoding),
+                value: clip(&self.encoding),
                 rule: "images are rgb8, bgr8, rgba8, bgra8, mono8 (colour) or 16UC1, 32FC1 (depth)",
             });
         };
-        // One byte per channel: the byte order does not matter.
-        let image = Image::new(width, height, image_encoding, step, data)
+        self.into_raster(encoding).map(SensorImage::Color)
+    }
+
+    /// The image as the raster message `M`, whose encoding `encoding` is.
+    fn into_raster<M: RasterMessage>(self, encoding: M::Encoding) -> Result<M, DecodeError> {
+        // Colour has one byte per channel, where the byte order does not matter.
+        if matches!(encoding.raw(), RawEncoding::Depth(_)) && self.is_bigendian != 0 {
+            return Err(DecodeError::Unmapped {
+                ros_type: IMAGE,
+                field: "is_bigendian",
+                value: self.is_bigendian.to_string(),
+                rule: "depth values are little-endian in streamwire",
+            });
+        }
+        let raster = Raster::new(self.width, self.height, encoding, self.step, self.data)
             .map_err(|e| DecodeError::invalid(IMAGE, e))?;
-        Ok(SensorImage::Color(
-            image.with_stamp(stamp).with_frame_id(frame_id),
+        Ok(M::from(
+            raster.with_stamp(self.stamp).with_frame_id(self.frame_id),
         ))
     }
 }
 
-impl RosMessage for Image {
-    const ROS_TYPE: &'static str = IMAGE;
+fn write_raster<M: RasterMessage>(w: &mut CdrWriter, image: &M) -> Result<(), EncodeError> {
+    write_header(w, image.stamp(), image.frame_id())?;
+    w.u32(image.height());
+    w.u32(image.width());
+    w.string(image.encoding().as_str(), "encoding")?;
+    // Streamwire's pixels are bytes or little-endian values.
+    w.u8(0);
+    w.u32(image.step());
+    w.bytes(image.data(), "data")?;
+    Ok(())
+}
 
-    fn write_cdr(&self, w: &mut CdrWriter) -> Result<(), EncodeError> {
-        write_image(
-            w,
-            RawImage {
-                stamp: self.stamp(),
-                frame_id: self.frame_id(),
-                height: self.height(),
-                width: self.width(),
-                encoding: self.encoding().as_str(),
-                step: self.step(),
-                data: self.data(),
-            },
-        )
-    }
-
-    /// Reads a colour or greyscale image; a depth encoding is refused (read it as
-    /// [`DepthImage`] or [`SensorImage`]).
-    fn read_cdr(r: &mut CdrReader) -> Result<Image, DecodeError> {
-        match SensorImage::read_cdr(r)? {
-            SensorImage::Color(image) => Ok(image),
-            SensorImage::Depth(depth) => Err(DecodeError::Unmapped {
-                ros_type: IMAGE,
-                field: "encoding",
-                value: depth.encoding().to_string(),
-                rule: "a depth encoding is a DepthImage, not an Image",
-            }),
-        }
+/// Reads an image of `M`'s encodings; one of the other kind is refused, after the checks
+/// a read of that kind makes (read it as the other message or as [`SensorImage`]).
+fn read_raster<M: RasterMessage>(r: &mut CdrReader) -> Result<M, DecodeError> {
+    let image = RosImage::read(r)?;
+    match image.encoding.parse::<M::Encoding>() {
+        Ok(encoding) => image.into_raster(encoding),
+        Err(_) => Err(image.into_sensor_image()?.wrong_kind()),
     }
 }
 
-impl RosMessage for DepthImage {
-    const ROS_TYPE: &'static str = IMAGE;
+/// `Image` and `DepthImage` are one raster (`streamwire_msgs::Raster`), mapped once.
+macro_rules! raster_ros_message {
+    ($($message:ty),+) => {$(
+        impl RosMessage for $message {
+            const ROS_TYPE: &'static str = IMAGE;
 
-    fn write_cdr(&self, w: &mut CdrWriter) -> Result<(), EncodeError> {
-        write_image(
-            w,
-            RawImage {
-                stamp: self.stamp(),
-                frame_id: self.frame_id(),
-                height: self.height(),
-                width: self.width(),
-                encoding: self.encoding().as_str(),
-                step: self.step(),
-                data: self.data(),
-            },
-        )
-    }
+            fn write_cdr(&self, w: &mut CdrWriter) -> Result<(), EncodeError> {
+                write_raster(w, self)
+            }
 
-    /// Reads a `16UC1` or `32FC1` image; any other encoding is refused.
-    fn read_cdr(r: &mut CdrReader) -> Result<DepthImage, DecodeError> {
-        match SensorImage::read_cdr(r)? {
-            SensorImage::Depth(depth) => Ok(depth),
-            SensorImage::Color(image) => Err(DecodeError::Unmapped {
-                ros_type: IMAGE,
-                field: "encoding",
-                value: image.encoding().to_string(),
-                rule: "a colour encoding is an Image, not a DepthImage",
-            }),
+            /// Reads an image of this message's encodings; the other kind is refused.
+            fn read_cdr(r: &mut CdrReader) -> Result<$message, DecodeError> {
+                read_raster(r)
+            }
         }
-    }
+    )+};
 }
+
+raster_ros_message!(Image, DepthImage);
 
 // ---- sensor_msgs/msg/CompressedImage --------------------------------------------------
 

@@ -22,7 +22,7 @@ use streamwire_core::{
 };
 use streamwire_graph::Blueprint;
 use streamwire_macros::{Message, Module};
-use streamwire_msgs::{CompressedImage, Compression};
+use streamwire_msgs::{CompressedImage, ImageCompression};
 use streamwire_runtime::{AnyTap, RunHandle, RunOptions, Runtime};
 
 use stats::{Engine, Report, Sample, StopReason, live_line};
@@ -735,7 +735,7 @@ pub(crate) fn bench(
 fn jpeg_seen(message: &dyn AnyMessage) -> Option<stats::JpegSeen> {
     let image = message.as_any().downcast_ref::<CompressedImage>()?;
     let format = image.format_info().ok()?;
-    if format.compression != Compression::Jpeg {
+    if format.compression != ImageCompression::Jpeg {
         return None;
     }
     let header = JpegDecoder::default().read_header(image.data()).ok()?;
