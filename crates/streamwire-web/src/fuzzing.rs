@@ -12,24 +12,24 @@ use streamwire_msgs::{
 use streamwire_ros2::RosMessage;
 use streamwire_ros2::schema::RosSchema;
 
-use crate::protocol::{self, Op};
+use crate::rosbridge::client_to_server::{self, Op};
 use crate::wire;
 
 /// Reads a text frame as the relay does: the op (its debug form) or the status text it
 /// answers with; a `publish` also reads its `msg` as the `Twist` the relay accepts.
 pub fn op_text(text: &str) -> Result<String, String> {
-    read_op(protocol::parse_text(text))
+    read_op(client_to_server::parse_text(text))
 }
 
 /// Reads a binary frame (CBOR) as the relay does (see [`op_text`]).
 pub fn op_cbor(bytes: &[u8]) -> Result<String, String> {
-    read_op(protocol::parse_cbor(bytes))
+    read_op(client_to_server::parse_cbor(bytes))
 }
 
-fn read_op(op: Result<Op, protocol::Refused>) -> Result<String, String> {
+fn read_op(op: Result<Op, client_to_server::Refused>) -> Result<String, String> {
     let op = op.map_err(|refused| format!("{:?}: {}", refused.id, refused.msg))?;
     if let Op::Publish { msg, .. } = &op {
-        protocol::twist(msg)?;
+        client_to_server::twist(msg)?;
     }
     Ok(format!("{op:?}"))
 }

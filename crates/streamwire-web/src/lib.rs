@@ -87,7 +87,6 @@ mod foxglove;
 #[doc(hidden)]
 pub mod fuzzing;
 mod listener;
-mod protocol;
 mod rosbridge;
 mod server;
 mod typedefs;

@@ -28,7 +28,6 @@ mod server_to_client;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::TrySendError;
 
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{Message, WebSocketUpgrade};
@@ -46,11 +45,8 @@ pub(crate) use server_to_client::message_data;
 
 use crate::RelayConfig;
 use crate::listener::Connection;
-use crate::protocol;
 use crate::rosbridge::topics::Topic;
-use crate::server::{
-    Client, ClientTopic, Dialect, Shared, accept_client, clip, end_subscription, subscribe_entry,
-};
+use crate::server::{self, Client, ClientTopic, Dialect, Shared, accept_client, clip};
 use streamwire_core::log::{BurstLog, chain, more_since};
 
 /// Where the relay serves the protocol.
@@ -227,7 +223,7 @@ impl Session {
             ClientOp::Unsubscribe { subscription_ids } => {
                 for id in subscription_ids {
                     match self.subscriptions.remove(&id) {
-                        Some(entry) => end_subscription(shared, client, &entry),
+                        Some(entry) => server::unsubscribe(shared, client, &entry),
                         None => refuse(
                             shared,
                             client,
@@ -296,7 +292,7 @@ impl Session {
             id,
             SUBSCRIPTION_QUEUE,
         ));
-        subscribe_entry(shared, client, &channel.topic, entry.clone())?;
+        server::subscribe(shared, client, &channel.topic, entry.clone())?;
         self.subscriptions.insert(id, entry);
         Ok(())
     }
@@ -356,15 +352,10 @@ impl Session {
             Publish::Cdr => Twist::from_cdr(payload.to_vec()).map_err(|e| chain(&e).to_string()),
             Publish::Json => serde_json::from_slice(payload)
                 .map_err(|e| e.to_string())
-                .and_then(|value| protocol::twist(&value)),
+                .and_then(|value| crate::rosbridge::client_to_server::twist(&value)),
         }
         .map_err(|why| format!("not a geometry_msgs/msg/Twist: {why}"))?;
-        match shared.commands.try_send(twist) {
-            Ok(()) => shared.counters.commands.increment(),
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                shared.counters.commands_dropped.increment();
-            }
-        }
+        shared.command(twist);
         Ok(())
     }
 }

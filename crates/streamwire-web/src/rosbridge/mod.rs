@@ -2,9 +2,11 @@
 //! their ROS 2 shapes (read from the same CDR that `cbor-raw` sends), and the wire forms
 //! rosbridge_suite's ROS 2 branch writes.
 
+pub(crate) mod client_to_server;
 pub(crate) mod outgoing;
 pub(crate) mod rosapi;
 pub(crate) mod run_graph;
+mod session;
 pub(crate) mod shape;
 pub(crate) mod subscription;
 pub(crate) mod topics;
@@ -16,6 +18,8 @@ use streamwire_core::AnyMessage;
 
 use crate::wire;
 use topics::Topic;
+
+pub(crate) use session::Session;
 
 /// One message of a topic, in the forms its subscribers asked for, each made once
 /// whatever the number of subscribers.

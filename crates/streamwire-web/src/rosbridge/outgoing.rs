@@ -23,9 +23,11 @@ use ciborium::Value as Cbor;
 
 use crate::wire::{self, Value};
 
-/// The compressions rosbridge clients ask for.
+/// The forms of a `publish` rosbridge clients ask for with a subscribe's `compression`
+/// (named so apart from the workspace's other `Compression`s: the graph's pixel links,
+/// MCAP's chunks, a compressed image's format).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Compression {
+pub(crate) enum PublishFormat {
     /// JSON text frames (`none`).
     Json,
     /// The JSON text as a PNG (`png`).
@@ -36,25 +38,25 @@ pub(crate) enum Compression {
     CborRaw,
 }
 
-impl Compression {
-    /// The compression named `name` by a subscribe (`None` for an unknown one).
-    pub(crate) fn named(name: Option<&str>) -> Option<Compression> {
+impl PublishFormat {
+    /// The form a subscribe names in its `compression` (`None` for an unknown one).
+    pub(crate) fn named(name: Option<&str>) -> Option<PublishFormat> {
         Some(match name {
-            None | Some("" | "none") => Compression::Json,
-            Some("png") => Compression::Png,
-            Some("cbor") => Compression::Cbor,
-            Some("cbor-raw") => Compression::CborRaw,
+            None | Some("" | "none") => PublishFormat::Json,
+            Some("png") => PublishFormat::Png,
+            Some("cbor") => PublishFormat::Cbor,
+            Some("cbor-raw") => PublishFormat::CborRaw,
             Some(_) => return None,
         })
     }
 
     /// Whether the frames are the message's shape (not its CDR).
     pub(crate) fn wants_value(self) -> bool {
-        self != Compression::CborRaw
+        self != PublishFormat::CborRaw
     }
 }
 
-/// Why a message could not be written in a compression.
+/// Why a message could not be written in a form.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum OutgoingError {

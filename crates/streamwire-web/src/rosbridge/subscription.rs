@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::rosbridge::outgoing::Compression;
+use crate::rosbridge::outgoing::PublishFormat;
 
 /// One `subscribe`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,7 +19,7 @@ pub(crate) struct Subscription {
     /// `queue_length`, at least 1.
     pub(crate) queue_length: usize,
     /// `compression`.
-    pub(crate) compression: Compression,
+    pub(crate) compression: PublishFormat,
     /// `fragment_size`.
     pub(crate) fragment_size: Option<usize>,
 }
@@ -32,7 +32,7 @@ pub(crate) struct Effective {
     /// The most messages kept for the client.
     pub(crate) queue_length: usize,
     /// The form of the frames.
-    pub(crate) compression: Compression,
+    pub(crate) compression: PublishFormat,
     /// The longest text frame before it is fragmented.
     pub(crate) fragment_size: Option<usize>,
 }
@@ -100,7 +100,7 @@ mod tests {
         id: &str,
         throttle_ms: u64,
         queue_length: usize,
-        compression: Compression,
+        compression: PublishFormat,
     ) -> Subscription {
         Subscription {
             id: Some(id.to_owned()),
@@ -114,18 +114,18 @@ mod tests {
     #[test]
     fn several_ids_combine_and_leave_one_by_one() {
         let mut subs = Subscriptions::default();
-        subs.add(sub("slow", 1000, 1, Compression::Json));
+        subs.add(sub("slow", 1000, 1, PublishFormat::Json));
         subs.add(Subscription {
             fragment_size: Some(500),
-            ..sub("fast", 100, 4, Compression::Cbor)
+            ..sub("fast", 100, 4, PublishFormat::Cbor)
         });
         let both = subs.effective().expect("two");
         assert_eq!(both.throttle, Duration::from_millis(100));
         assert_eq!(both.queue_length, 4);
-        assert_eq!(both.compression, Compression::Cbor);
+        assert_eq!(both.compression, PublishFormat::Cbor);
         assert_eq!(both.fragment_size, Some(500));
         // The same id again replaces its subscription.
-        subs.add(sub("fast", 200, 2, Compression::Json));
+        subs.add(sub("fast", 200, 2, PublishFormat::Json));
         assert_eq!(
             subs.effective().map(|e| e.throttle),
             Some(Duration::from_millis(200))
@@ -144,16 +144,16 @@ mod tests {
     #[test]
     fn the_richest_compression_wins() {
         let mut subs = Subscriptions::default();
-        subs.add(sub("a", 0, 1, Compression::Png));
-        subs.add(sub("b", 0, 1, Compression::Json));
+        subs.add(sub("a", 0, 1, PublishFormat::Png));
+        subs.add(sub("b", 0, 1, PublishFormat::Json));
         assert_eq!(
             subs.effective().map(|e| e.compression),
-            Some(Compression::Png)
+            Some(PublishFormat::Png)
         );
-        subs.add(sub("c", 0, 1, Compression::CborRaw));
+        subs.add(sub("c", 0, 1, PublishFormat::CborRaw));
         assert_eq!(
             subs.effective().map(|e| e.compression),
-            Some(Compression::CborRaw)
+            Some(PublishFormat::CborRaw)
         );
     }
 }

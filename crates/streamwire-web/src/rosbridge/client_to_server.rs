@@ -1,11 +1,12 @@
-//! What clients send: rosbridge v2 operations, parsed from JSON text or CBOR.
+//! What rosbridge clients send: their operations, parsed from JSON text or CBOR (the
+//! rosbridge side of what `crate::foxglove::client_to_server` is for Foxglove clients).
 
 use std::time::Duration;
 
 use serde_json::Value;
 use streamwire_msgs::{Twist, Vector3};
 
-pub(crate) use crate::rosbridge::outgoing::Compression;
+use crate::rosbridge::outgoing::PublishFormat;
 
 /// The largest `queue_length` honoured (a client asking for more gets this many).
 pub(crate) const MAX_QUEUE_LENGTH: usize = 16;
@@ -20,7 +21,7 @@ pub(crate) enum Op {
         ros_type: Option<String>,
         throttle: Duration,
         queue_length: usize,
-        compression: Compression,
+        compression: PublishFormat,
         /// The longest text frame before it goes in `fragment`s.
         fragment_size: Option<usize>,
     },
@@ -129,7 +130,7 @@ fn parse(value: Value) -> Result<Op, Refused> {
                 .unwrap_or(1)
                 .clamp(1, MAX_QUEUE_LENGTH as u64) as usize;
             let asked = value.get("compression").and_then(Value::as_str);
-            let Some(compression) = Compression::named(asked) else {
+            let Some(compression) = PublishFormat::named(asked) else {
                 return Err(refuse(
                     &id,
                     format!(
