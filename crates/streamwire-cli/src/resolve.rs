@@ -1,8 +1,8 @@
 //! A target (a registered blueprint's name, or a blueprint file) made into a blueprint with
 //! every layer of configuration applied: the blueprint's own values, the environment, `-o`.
 //!
-//! One path for both kinds once the blueprint exists: the global layers (the keys of
-//! [`config::GLOBAL_SETTINGS`] and `streams.*`) are applied to the built [`Blueprint`] by
+//! One path for both kinds once the blueprint exists: the global layers (the rows of
+//! [`global_keys`] and `streams.*`) are applied to the built [`Blueprint`] by
 //! [`apply_globals`], whether code or a file made it. What differs is what comes before:
 //! a blueprint's own keys (a code blueprint's config type fields, a file's
 //! `<instance>.<field>`) are applied before it is built, because they are what builds it,
@@ -17,9 +17,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use streamwire_core::ModuleConfig;
-use streamwire_graph::{Blueprint, BlueprintFile, FileFormat, KeyLines, Problem};
+use streamwire_graph::{
+    Blueprint, BlueprintFile, FileFormat, KeyLines, Problem, global_key, global_keys, keys,
+};
 
-use crate::config::{self, ConfigError, GLOBAL_SETTINGS, Setting, Source};
+use crate::config::{self, ConfigError, Setting, Source};
 use crate::{Cli, IntoBlueprint};
 
 /// How a code blueprint is made from the layers.
@@ -183,7 +185,7 @@ where
         let (globals, own): (Vec<Setting>, Vec<Setting>) = layers
             .iter()
             .cloned()
-            .partition(|s| config::is_global(&s.key));
+            .partition(|s| keys::is_global(&s.key));
         let (object, mut effective) = own_code_keys(&name, &defaults, &own)?;
         let config: C = serde_json::from_value(unflatten(object))
             .map_err(|e| anyhow!("invalid configuration of blueprint `{name}`: {e}"))?;
@@ -253,10 +255,10 @@ fn apply_globals(
             message,
         };
         if s.key.starts_with("streams.") {
-            let (stream, settings) = config::check_stream(&s.key, &s.value).map_err(err)?;
+            let (stream, settings) = keys::stream_key(&s.key, &s.value).map_err(err)?;
             blueprint.stream_override(&stream, &settings);
         } else {
-            match config::global(&s.key) {
+            match global_key(&s.key) {
                 Some(global) => global.apply(blueprint, &s.value).map_err(err)?,
                 None => return Err(err(format!("`{}` is not a global setting", s.key)).into()),
             }
@@ -268,16 +270,14 @@ fn apply_globals(
 
 /// What each global key accepts.
 fn global_accepts() -> BTreeMap<String, &'static str> {
-    GLOBAL_SETTINGS
-        .iter()
+    global_keys()
         .map(|g| (g.key.to_owned(), g.accepts))
         .collect()
 }
 
 /// Every global key at its default: a code blueprint's lowest layer.
 fn default_globals() -> Vec<Setting> {
-    GLOBAL_SETTINGS
-        .iter()
+    global_keys()
         .map(|g| Setting {
             key: g.key.to_owned(),
             value: g.default.to_owned(),
@@ -302,7 +302,7 @@ fn from_file(
     let (globals, own): (Vec<Setting>, Vec<Setting>) = layers
         .iter()
         .cloned()
-        .partition(|s| config::is_global(&s.key));
+        .partition(|s| keys::is_global(&s.key));
     let base = file_globals(&file, &at);
     let mut effective = own_file_keys(&mut file, &own, &at)?;
     let mut accepts = global_accepts();
@@ -323,9 +323,8 @@ fn from_file(
 /// A file's own values of the global keys (or their defaults) and of its streams' settings:
 /// a file blueprint's lowest layer.
 fn file_globals(file: &BlueprintFile, at: &dyn Fn(&[&str]) -> Source) -> Vec<Setting> {
-    let mut out: Vec<Setting> = GLOBAL_SETTINGS
-        .iter()
-        .map(|g| match g.in_file(file) {
+    let mut out: Vec<Setting> = global_keys()
+        .map(|g| match file.globals.get(g.key) {
             Some(value) => Setting {
                 key: g.key.to_owned(),
                 value,
@@ -542,5 +541,68 @@ fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CLI with one registered blueprint file, `yaml`.
+    fn cli(yaml: &str) -> Cli {
+        Cli::new("streamwire", "test").blueprint_file("bp", "a test blueprint", yaml)
+    }
+
+    /// The setting of `key` that `config` lists for `bp`, given `env` and `flags`.
+    fn listed(cli: &Cli, env: &[(&str, &str)], flags: &[String], key: &str) -> Setting {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let built = cli.resolve("bp", &env, flags).unwrap();
+        assert_eq!(built.accepts.get(key), global_key(key).map(|g| &g.accepts));
+        built.settings.into_iter().find(|s| s.key == key).unwrap()
+    }
+
+    /// Every row of the table is read by every reader (a blueprint file's top level, the
+    /// environment, `-o`) and shown by `config` (its table and its help): a key known to
+    /// one of them and not another fails here.
+    #[test]
+    fn every_global_key_is_known_to_every_reader() {
+        let empty = cli("instances: {}\n");
+        let help = config::help_text();
+        for row in global_keys() {
+            let key = row.key;
+            let default = listed(&empty, &[], &[], key);
+            assert_eq!(
+                (default.value.as_str(), default.source),
+                (row.default, Source::Default)
+            );
+            let file = cli(&format!("{key}: {}\ninstances: {{}}\n", row.example));
+            let from_file = listed(&file, &[], &[], key);
+            let at_line_1 = Source::File {
+                path: "<blueprint bp>".to_owned(),
+                line: Some(1),
+            };
+            assert_eq!(
+                (from_file.value.as_str(), from_file.source),
+                (row.example, at_line_1)
+            );
+            let from_env = listed(&empty, &[(row.env, row.example)], &[], key);
+            let env = Source::Env(row.env.to_owned());
+            assert_eq!(
+                (from_env.value.as_str(), from_env.source),
+                (row.example, env)
+            );
+            let flag = [format!("{key}={}", row.example)];
+            let from_flag = listed(&empty, &[], &flag, key);
+            assert_eq!(
+                (from_flag.value.as_str(), from_flag.source),
+                (row.example, Source::Flag)
+            );
+            assert!(help.contains(key) && help.contains(row.env), "{help}");
+            assert!(config::valid_keys([]).contains(&key.to_owned()), "{key}");
+            assert!(config::env_vars().contains(&row.env), "{key}");
+        }
     }
 }

@@ -26,6 +26,7 @@
 //!   message (separate from a message's own sensor stamp).
 
 mod bind;
+pub mod bitrate;
 pub mod blob;
 pub mod buffer;
 pub mod codec;

@@ -108,6 +108,16 @@ pub enum Problem {
         /// Which rule it breaks.
         reason: String,
     },
+    /// A global key's value that its row cannot set (a [`GlobalValues`](crate::keys::GlobalValues)
+    /// holds only values its rows read, so this is a bug, reported rather than dropped).
+    InvalidGlobal {
+        /// The key.
+        key: String,
+        /// Its value, as text.
+        value: String,
+        /// Why it cannot be set.
+        reason: String,
+    },
     /// An instance or namespace name breaks the naming rules.
     InvalidInstanceName {
         /// The name given.
@@ -375,6 +385,9 @@ impl fmt::Display for Problem {
                 "instance `{instance}` is placed at `{placement}`, which cannot name a process: \
                  {reason}"
             ),
+            Problem::InvalidGlobal { key, value, reason } => {
+                write!(f, "global key `{key}` = `{value}` cannot be set: {reason}")
+            }
             Problem::InvalidInstanceName { name, reason } => {
                 write!(f, "invalid instance name `{name}`: {reason}")
             }

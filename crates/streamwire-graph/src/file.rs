@@ -35,39 +35,26 @@ use streamwire_core::ModuleConfig;
 use crate::blueprint::Blueprint;
 
 mod load;
-use crate::settings::{AutoTable, Compression, Placement, Report, StreamSettings, Supervision};
+use crate::keys::GlobalValues;
+use crate::settings::{AutoTable, Placement, StreamSettings, Supervision};
 pub use load::FileProblem;
 
 /// The contents of a blueprint file.
+// Unknown keys are refused by `globals`, which reads every key the others leave (serde
+// does not combine `deny_unknown_fields` with `flatten`).
 #[derive(Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub struct BlueprintFile {
     /// Connect inputs to outputs by stream name and message type (default true).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub autoconnect: bool,
-    /// Global compression (default `auto`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compression: Option<Compression>,
+    /// The global keys it sets (`compression`, `jpeg_quality`, ...: the rows of
+    /// [`global_keys`](crate::keys::global_keys)), at the file's top level.
+    #[serde(flatten)]
+    pub globals: GlobalValues,
     /// What `auto` does per locality: a table (`{ same_host: compress }`, keys left out
     /// keep their defaults) or text (`same-host compress`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_table: Option<AutoTable>,
-    /// Blueprint-wide JPEG quality (1-100) for every JPEG stream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jpeg_quality: Option<u8>,
-    /// Blueprint-wide maximum width of encoded images (downscaled above it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_width: Option<u32>,
-    /// Blueprint-wide bit-rate budget of every JPEG stream (`6.4Mbit/s`, `800k`): the
-    /// quality, then the width, adapts to stay under it. Checked when the blueprint is built.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_bitrate: Option<streamwire_core::ParamValue>,
-    /// Blueprint-wide quality floor of the JPEG streams with a budget (1-100).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_quality: Option<u8>,
-    /// What to do about lossy pixels (`ignore|warn|error`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lossy_pixels: Option<Report>,
     /// What a distributed run does when a worker dies (`stop|restart|restart:N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supervision: Option<Supervision>,
@@ -467,29 +454,12 @@ impl BlueprintFile {
         if self.autoconnect {
             blueprint.autoconnect();
         }
-        if let Some(c) = self.compression {
-            blueprint.compression(c);
-        }
+        self.globals.apply_to(&mut blueprint);
         if let Some(table) = self.auto_table {
             blueprint.auto_table(table);
         }
-        if let Some(q) = self.jpeg_quality {
-            blueprint.codec_default("jpeg_quality", q);
-        }
-        if let Some(w) = self.max_width {
-            blueprint.codec_default("max_width", w);
-        }
-        if let Some(bitrate) = self.max_bitrate {
-            blueprint.codec_default("max_bitrate", bitrate.0);
-        }
-        if let Some(q) = self.min_quality {
-            blueprint.codec_default("min_quality", q);
-        }
         if let Some(s) = self.supervision {
             blueprint.supervision(s);
-        }
-        if let Some(r) = self.lossy_pixels {
-            blueprint.lossy_pixels(r);
         }
         for (instance, placement) in self.placement {
             blueprint.place_named(&instance, placement);

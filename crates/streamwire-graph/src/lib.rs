@@ -14,12 +14,17 @@
 //! per process ([`Plan::processes`], [`ProcessView`]: what runs there, which links enter
 //! or leave it) and serializes ([`Plan::summary`], [`PlanSummary`]).
 //!
+//! A blueprint's global keys (`compression`, `jpeg_quality`, ...) are one table,
+//! [`keys`]: a blueprint file's top level, and the command line's `-o`, environment and
+//! `config`, read each key from its row.
+//!
 //! The graph is a petgraph graph kept private: the API speaks of instances, ports,
 //! streams, codec nodes and links.
 
 mod blueprint;
 mod error;
 pub mod file;
+pub mod keys;
 mod names;
 mod plan;
 mod planner;
@@ -34,6 +39,7 @@ pub use error::{BuildError, PortName, Problem, StreamSuggestion, SuggestionReaso
 pub use file::{
     BlueprintFile, FileError, FileFormat, FileProblem, Instances, KeyLines, NamedConnection,
 };
+pub use keys::{GlobalKey, GlobalValues, global_key, global_keys};
 pub use plan::{
     CodecKind, CodecNode, CodecNodeId, Endpoint, InstanceIndex, InstanceNode, Link, LinkId,
     LinkPayload, LinkReason, Note, Plan, PlanPort, PortIndex, QosOrigin, QosSource,

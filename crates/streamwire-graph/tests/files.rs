@@ -263,7 +263,7 @@ fn yaml_words_are_read_as_written() {
     // YAML 1.1 reads `off` as a boolean; a setting that takes the word gets the word.
     let text = YAML.replace("compression: auto", "compression: off");
     let file = parse(&text, FileFormat::Yaml).unwrap();
-    assert_eq!(file.compression, Some(Compression::Off));
+    assert_eq!(file.globals.get("compression").as_deref(), Some("off"));
     let text = format!("{YAML}autoconnect: false\n");
     assert!(!parse(&text, FileFormat::Yaml).unwrap().autoconnect);
 }
@@ -314,4 +314,19 @@ fn a_plan_keeps_each_instances_settings() {
             ("name".to_owned(), "\"front\"".to_owned())
         ]
     );
+}
+
+/// Every global key is a top-level key of a file (read by its row, kept as written), and
+/// the list of a file's settings names each.
+#[test]
+fn every_global_key_is_a_top_level_key_of_a_file() {
+    let unknown = parse("compresion: on\ninstances: {}\n", FileFormat::Yaml).unwrap_err();
+    for row in streamwire::global_keys() {
+        let text = format!("{}: {}\ninstances: {{}}\n", row.key, row.example);
+        let file = parse(&text, FileFormat::Yaml).unwrap();
+        assert_eq!(file.globals.get(row.key).as_deref(), Some(row.example));
+        let again = parse(&file.to_yaml().unwrap(), FileFormat::Yaml).unwrap();
+        assert_eq!(again.globals, file.globals, "{}", row.key);
+        assert!(unknown.contains(&format!(" {},", row.key)), "{unknown}");
+    }
 }

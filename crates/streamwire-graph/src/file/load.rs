@@ -17,6 +17,7 @@ use serde_saphyr::Spanned;
 use streamwire_core::{ModuleConfig, ModuleRegistration, registered_modules, registration};
 
 use super::{BlueprintFile, Instances, NamedConnection};
+use crate::keys::{GlobalKey, GlobalValues, global_key, global_keys};
 use crate::names::did_you_mean;
 
 /// One mistake in a blueprint file, where it is written.
@@ -192,17 +193,11 @@ impl<'de> Visitor<'de> for NodeVisitor {
     }
 }
 
-/// The top-level keys of a blueprint file: the fields of [`BlueprintFile`], each read in
-/// `read_section` (a new field is one more entry here and one more arm there).
-const FILE_KEYS: &[&str] = &[
-    "autoconnect",
-    "compression",
+/// The top-level sections of a blueprint file other than its global keys: the other
+/// fields of [`BlueprintFile`], each read in `read_section` (a new field is one more entry
+/// here and one more arm there; a new global key is a row of [`global_keys`]).
+const FILE_SECTIONS: &[&str] = &[
     "auto_table",
-    "jpeg_quality",
-    "max_width",
-    "max_bitrate",
-    "min_quality",
-    "lossy_pixels",
     "supervision",
     "instances",
     "placement",
@@ -210,6 +205,16 @@ const FILE_KEYS: &[&str] = &[
     "connect",
     "remap",
 ];
+
+/// The top-level keys of a blueprint file: `autoconnect`, the global keys, then its
+/// sections.
+fn file_keys() -> Vec<&'static str> {
+    let globals = global_keys().map(|g| g.key);
+    std::iter::once("autoconnect")
+        .chain(globals)
+        .chain(FILE_SECTIONS.iter().copied())
+        .collect()
+}
 
 /// The problems found so far, and the text they point into.
 struct Problems<'t> {
@@ -244,6 +249,15 @@ impl Problems<'_> {
                 self.at(entry.key_place(), format!("{what}: {e}"));
                 None
             }
+        }
+    }
+
+    /// The value of global key `row` into `globals`, read by its row; a mistake is
+    /// reported on its key.
+    fn read_global(&mut self, globals: &mut GlobalValues, row: &'static GlobalKey, entry: &Entry) {
+        match row.read_file_value(Node::to_value(&entry.value, self.text)) {
+            Ok(value) => globals.insert_read(row, value),
+            Err(e) => self.at(entry.key_place(), format!("{}: {e}", row.file_label)),
         }
     }
 }
@@ -351,15 +365,7 @@ fn read_section(
                 file.autoconnect = v;
             }
         }
-        "compression" => file.compression = problems.read(entry, "`compression`"),
         "auto_table" => file.auto_table = problems.read(entry, "`auto_table`"),
-        "jpeg_quality" => file.jpeg_quality = problems.read(entry, "`jpeg_quality` (1-100)"),
-        "max_width" => file.max_width = problems.read(entry, "`max_width`"),
-        "max_bitrate" => {
-            file.max_bitrate = problems.read(entry, "`max_bitrate` (a bit rate, e.g. `6.4Mbit/s`)")
-        }
-        "min_quality" => file.min_quality = problems.read(entry, "`min_quality` (1-100)"),
-        "lossy_pixels" => file.lossy_pixels = problems.read(entry, "`lossy_pixels`"),
         "supervision" => file.supervision = problems.read(entry, "`supervision`"),
         "placement" => file.placement = read_by_instance(problems, names, entry, "placement"),
         "remap" => {
@@ -368,14 +374,20 @@ fn read_section(
         }
         "streams" => file.streams = read_map(problems, entry, "stream settings"),
         "connect" => file.connect = read_connections(problems, file, names, entry),
-        _ => problems.at(
-            entry.key_place(),
-            format!(
-                "unknown setting `{key}`{}; a blueprint file's settings are: {}",
-                hint(key, FILE_KEYS.iter().copied()),
-                FILE_KEYS.join(", ")
-            ),
-        ),
+        _ => match global_key(key) {
+            Some(row) => problems.read_global(&mut file.globals, row, entry),
+            None => {
+                let keys = file_keys();
+                problems.at(
+                    entry.key_place(),
+                    format!(
+                        "unknown setting `{key}`{}; a blueprint file's settings are: {}",
+                        hint(key, keys.iter().copied()),
+                        keys.join(", ")
+                    ),
+                );
+            }
+        },
     }
 }
 
