@@ -1,6 +1,9 @@
 //! The stock `streamwire` binary: the CLI library with the built-in modules and
-//! blueprints. A robot application is its own binary calling `streamwire::cli::Cli` the
+//! blueprints, and every capability added as a plugin (distributed runs, MCAP, the
+//! benchmarks). A robot application is its own binary calling `streamwire::cli::Cli` the
 //! same way, with its own modules (see `examples/app`).
+
+mod mcap_replay;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -8,9 +11,18 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use streamwire::prelude::*;
 use streamwire_cli::Cli;
-use streamwire_modules::demo::{DemoConfig, DemoError, Layout, demo_blueprint};
-use streamwire_modules::replay_bench::{BenchBlueprint, ReplayBenchConfig, bench_blueprint};
+use streamwire_cluster::cli::Distributed;
+use streamwire_latency_bench::cli::LatencyBench;
+use streamwire_mcap::cli::Mcap;
+use streamwire_modules::demo::{DemoConfig, DemoError, Layout, ReplayFormat, demo_blueprint_with};
+use streamwire_modules::replay_bench::{BenchBlueprint, ReplayBenchConfig, bench_blueprint_with};
+use streamwire_replay_bench::cli::ReplayBench;
 use streamwire_web::{RelayConfig, RelayToken, WebRelay};
+
+use mcap_replay::McapReplay;
+
+/// The recording formats `replay.dir` may name besides a folder of frames.
+const REPLAY_FORMATS: [&dyn ReplayFormat; 1] = [&McapReplay];
 
 /// The `demo` blueprint's keys: the demo's own (`camera.fps`, `replay.dir`, `busy.work_ms`,
 /// ...), the web relay's (`web.port`, `web.enabled`, `web.token`, `web.allowed_origins`)
@@ -60,7 +72,7 @@ impl Default for WebSettings {
 }
 
 fn demo(config: StockDemo) -> Result<Blueprint, DemoError> {
-    let mut blueprint = demo_blueprint(&config.demo)?;
+    let mut blueprint = demo_blueprint_with(&config.demo, &REPLAY_FORMATS)?;
     if config.web.enabled {
         // The relay wants the camera's JPEG bytes: it sits on the operator's laptop, fed
         // by the encode node in the camera's process, with no decode anywhere for it.
@@ -140,20 +152,25 @@ fn main() -> ExitCode {
     .blueprint(
         BenchBlueprint::Basic.registered_name(),
         "benchmark: the camera (or --replay DIR) and one busy sink; two workers; -o mode=raw|codec|auto, -o hosts=one|split",
-        |config: ReplayBenchConfig| bench_blueprint(BenchBlueprint::Basic, &config),
+        |config: ReplayBenchConfig| bench_blueprint_with(BenchBlueprint::Basic, &config, &REPLAY_FORMATS),
     )
     .blueprint(
         BenchBlueprint::Full.registered_name(),
         "benchmark: camera, depth, lidar, odometry -> detector, mapper, viewer, logger; five workers",
-        |config: ReplayBenchConfig| bench_blueprint(BenchBlueprint::Full, &config),
+        |config: ReplayBenchConfig| bench_blueprint_with(BenchBlueprint::Full, &config, &REPLAY_FORMATS),
     )
     .blueprint(
         BenchBlueprint::Heavy.registered_name(),
         "benchmark: replay-full plus four busy sinks (-o work_ms=N); six workers",
-        |config: ReplayBenchConfig| bench_blueprint(BenchBlueprint::Heavy, &config),
+        |config: ReplayBenchConfig| bench_blueprint_with(BenchBlueprint::Heavy, &config, &REPLAY_FORMATS),
     )
-    .bench_blueprints(&BenchBlueprint::REGISTERED_NAMES)
-    // A plan of several processes runs as worker processes on zenoh.
-    .distributed()
+    // A plan of several processes runs as worker processes on zenoh (`worker`, `run`'s
+    // placement flags, `topic --connect`).
+    .add_plugin(Distributed)
+    // `run --record`, `run --replay FILE.mcap`'s flags, `info`.
+    .add_plugin(Mcap)
+    .add_plugin(LatencyBench)
+    // `bench replay` runs the benchmark's blueprints registered above.
+    .add_plugin(ReplayBench::new(&BenchBlueprint::REGISTERED_NAMES))
     .main()
 }

@@ -15,44 +15,44 @@
 //!
 //! Commands: `run <blueprint | FILE> [--duration S] [-o key=value]...`, `graph <blueprint>
 //! [--format text|dot|mermaid|json]`, `list`, `config <blueprint> [-o ...]`, `check <FILE>`,
-//! `completions <SHELL>`, and with [`Cli::distributed`] `worker`. Configuration keys and
-//! sources: [`config`].
+//! `topic bench|list|echo`, `completions <SHELL>`; a binary adds more with
+//! [`Cli::add_plugin`] (the stock binary: `worker` and `run`'s placement flags from
+//! `streamwire_cluster::cli::Distributed`, `info` and `run --record` from
+//! `streamwire_mcap::cli::Mcap`, `bench latency` and `bench replay` from the benchmark
+//! crates). Configuration keys and sources: [`config`].
 //!
 //! **Where a plan runs.** A plan of one process runs in this process. A plan of several
-//! runs, with [`Cli::distributed`] (the `zenoh` feature), as *workers*: `run` is the
-//! coordinator and starts each process of the plan as a child process of the same binary
-//! (`worker`), joined by zenoh; `--host NAME` starts only the processes of host `NAME`
-//! here, and the others join by hand from their hosts (`worker --connect tcp/HOST:PORT
-//! --process host/process <blueprint>`). Without it, or with `run --in-process`, every
-//! process of the plan runs as a partition of this one process, joined by the loopback
-//! transport (the same wire frames, no network).
+//! runs with the [`Runner`] a plugin registered (`streamwire_cluster::cli::Distributed`:
+//! as *workers*, `run` the coordinator starting each process of the plan as a child
+//! process of the same binary, joined by zenoh). Without one, or with that plugin's
+//! `run --in-process`, every process of the plan runs as a partition of this one process,
+//! joined by the loopback transport (the same wire frames, no network).
 
 mod commands;
 pub mod config;
-mod record;
+mod plugin;
 mod resolve;
 mod status;
-mod topic;
-#[cfg(feature = "zenoh")]
-mod workers;
+pub mod topic;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use clap::CommandFactory;
+use clap::{CommandFactory, FromArgMatches};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use streamwire_graph::Blueprint;
 
-use commands::Command;
-// The paths `workers` and `topic` take them by.
-use commands::run::on_ctrl_c;
-#[cfg(feature = "zenoh")]
-use commands::{run::exit_code, worker::WorkerArgs};
+pub use commands::run::{accounting, exit_code, on_ctrl_c};
+pub use commands::seconds;
 pub use config::{ConfigError, Setting, Source};
+pub use plugin::{
+    CommandContext, Handler, Plugin, PluginCommand, Ran, Remote, RemoteFeed, Resolved, RunFlags,
+    RunRequest, Runner,
+};
 use resolve::{Registered, RegisteredKind};
 pub use status::status_line;
 pub use topic::TopicStats;
@@ -63,10 +63,16 @@ pub struct Cli {
     name: String,
     about: String,
     blueprints: Vec<Registered>,
-    /// The blueprints `bench replay` runs, as the binary named them.
-    bench_blueprints: Vec<String>,
-    /// Plans of several processes run as worker processes on zenoh.
-    distributed: bool,
+    /// Commands plugins added at the top.
+    commands: Vec<PluginCommand>,
+    /// `bench`'s subcommands (no `bench` without one).
+    benches: Vec<PluginCommand>,
+    /// Flags plugins added to `run`.
+    run_flags: Vec<Box<dyn RunFlags>>,
+    /// What runs a plan of several processes (none: partitions of this process).
+    runner: Option<Box<dyn Runner>>,
+    /// What `topic --connect` joins with (none: `--connect` says so).
+    remote_feed: Option<Box<dyn RemoteFeed>>,
 }
 
 impl Cli {
@@ -76,17 +82,12 @@ impl Cli {
             name: name.to_owned(),
             about: about.to_owned(),
             blueprints: Vec::new(),
-            bench_blueprints: Vec::new(),
-            distributed: false,
+            commands: Vec::new(),
+            benches: Vec::new(),
+            run_flags: Vec::new(),
+            runner: None,
+            remote_feed: None,
         }
-    }
-
-    /// Runs plans of several processes as worker processes on zenoh (`run` coordinates,
-    /// `worker` joins), instead of as partitions of one process. See the crate docs.
-    #[cfg(feature = "zenoh")]
-    pub fn distributed(mut self) -> Cli {
-        self.distributed = true;
-        self
     }
 
     /// Registers blueprint `name`, built by `build` from a config `C`: `C::default()`
@@ -122,15 +123,6 @@ impl Cli {
                 text: yaml.to_owned(),
             },
         });
-        self
-    }
-
-    /// Names the blueprints `bench replay` runs (`streamwire_modules::replay_bench`'s,
-    /// which a binary registers with [`Cli::blueprint`]): the CLI does not depend on the
-    /// built-in modules (an application's CLI registers its own), so it learns them from
-    /// the binary. `bench replay` refuses to start unless each is registered.
-    pub fn bench_blueprints<S: AsRef<str>>(mut self, names: &[S]) -> Cli {
-        self.bench_blueprints = names.iter().map(|n| n.as_ref().to_owned()).collect();
         self
     }
 
@@ -173,46 +165,101 @@ impl Cli {
                 return Ok(code);
             }
         };
-        let args = <commands::Args as clap::FromArgMatches>::from_arg_matches(&matches)?;
-        // A worker plans what its coordinator planned and already warned about: its
-        // planner's warnings would repeat them once per worker.
-        let quiet_planner = matches!(args.command, Command::Worker(_));
-        init_logging(args.verbose, quiet_planner);
-        let mut context = commands::Context {
+        let verbose = matches.get_count("verbose");
+        let mut context = CommandContext {
             env: env.into_iter().collect(),
             stop,
-            verbose: args.verbose,
+            verbose,
             out: &mut std::io::stdout(),
         };
-        args.command.run(self, &mut context)
+        if let Some((name, sub)) = matches.subcommand()
+            && let Some(command) = self.plugin_command(name, sub)
+        {
+            // A worker plans what its coordinator planned and already warned about: its
+            // planner's warnings would repeat them once per worker.
+            init_logging(verbose, command.quiet_planner);
+            let sub = match name {
+                "bench" => sub.subcommand().map_or(sub, |(_, m)| m),
+                _ => sub,
+            };
+            return (command.handler)(self, sub, &mut context);
+        }
+        init_logging(verbose, false);
+        let args = commands::Args::from_arg_matches(&matches)?;
+        let sub = matches.subcommand().map(|(_, m)| m);
+        args.command.run(self, sub, &mut context)
     }
 
-    /// The clap command, with the binary's name and the commands and flags that do not
-    /// apply to it hidden.
+    /// The plugin's command the command line names: `name` itself, or for `bench` the
+    /// subcommand of it given in `sub`.
+    fn plugin_command(&self, name: &str, sub: &clap::ArgMatches) -> Option<&PluginCommand> {
+        let (list, name) = match name {
+            "bench" => (&self.benches, sub.subcommand_name()?),
+            _ => (&self.commands, name),
+        };
+        list.iter().find(|c| c.command.get_name() == name)
+    }
+
+    /// The clap command: the CLI's own commands and the plugins', in their help order,
+    /// with the binary's name.
     pub(crate) fn command(&self) -> clap::Command {
         let mut command = commands::Args::command()
             .name(self.name.clone())
             .bin_name(self.name.clone())
             .about(self.about.clone())
-            .mut_subcommand("config", |c| c.after_long_help(config::help_text()));
-        // The latency suite starts zenoh peers: shown where zenoh workers are (and the
-        // suite is built in), so an application's help does not change with the
-        // features a workspace build happens to unify.
-        if !(self.distributed && cfg!(feature = "bench")) {
-            command = command.mut_subcommand("bench", |c| c.hide(true));
+            .mut_subcommand("config", |c| c.after_long_help(config::help_text()))
+            .mut_subcommand("run", |run| self.run_command(run));
+        let mut order: Vec<String> = command
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        let mut place = |name: &str, after: Option<&str>| {
+            let at = after
+                .and_then(|a| order.iter().position(|n| n == a))
+                .map_or(order.len(), |i| i + 1);
+            order.insert(at, name.to_owned());
+        };
+        for plugin in &self.commands {
+            place(plugin.command.get_name(), plugin.after);
         }
-        if self.distributed {
-            return command;
+        if !self.benches.is_empty() {
+            place("bench", Some("topic"));
         }
-        // Without workers every plan runs in this process: the worker command and the
-        // placement flags would only mislead.
+        for plugin in &self.commands {
+            let mut sub = plugin.command.clone();
+            if plugin.worker_flags {
+                sub = self
+                    .run_flags
+                    .iter()
+                    .filter(|f| f.on_workers())
+                    .fold(sub, |c, f| f.args(c));
+            }
+            command = command.subcommand(sub);
+        }
+        if !self.benches.is_empty() {
+            command = command.subcommand(
+                self.benches.iter().fold(
+                    clap::Command::new("bench")
+                        .about("Benchmarks of streamwire itself")
+                        .subcommand_required(true)
+                        .arg_required_else_help(true),
+                    |bench, c| bench.subcommand(c.command.clone()),
+                ),
+            );
+        }
+        for (index, name) in order.iter().enumerate() {
+            command = command.mut_subcommand(name, |c| c.display_order(index));
+        }
         command
-            .mut_subcommand("worker", |c| c.hide(true))
-            .mut_subcommand("run", |c| {
-                commands::run::PLACEMENT_FLAGS
-                    .into_iter()
-                    .fold(c, |c, arg| c.mut_arg(arg, |a| a.hide(true)))
-            })
+    }
+
+    /// `run` with the runner's flags and the plugins' flags.
+    fn run_command(&self, run: clap::Command) -> clap::Command {
+        let run = match &self.runner {
+            Some(runner) => runner.args(run),
+            None => run,
+        };
+        self.run_flags.iter().fold(run, |run, f| f.args(run))
     }
 }
 

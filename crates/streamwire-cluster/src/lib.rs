@@ -46,6 +46,7 @@
 //! | `report` | the end of a distributed run: its workers and the merged report |
 
 pub mod access;
+pub mod cli;
 mod coordinator;
 pub mod liveness;
 pub mod protocol;
@@ -53,6 +54,8 @@ mod report;
 pub mod shared_memory;
 mod supervise;
 mod worker;
+
+pub use cli::Distributed;
 
 use std::time::Duration;
 

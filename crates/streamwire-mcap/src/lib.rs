@@ -9,7 +9,7 @@
 //! travel compressed are recorded as their bytes (`sensor_msgs/msg/CompressedImage`, never
 //! re-encoded); depth as `sensor_msgs/msg/Image` `16UC1` (chunk compression makes it small).
 //!
-//! Chunks are compressed with zstd or lz4 ([`Compression`]) and indexed; memory stays
+//! Chunks are compressed with zstd or lz4 ([`ChunkCompression`]) and indexed; memory stays
 //! bounded whatever the run's length (one chunk, and each tap's keep-last queue); a
 //! recorder that cannot keep up drops and counts per stream, and never blocks a producer.
 //! A file cut short (a crash) reads up to its last complete chunk.
@@ -29,6 +29,7 @@
 //! Topics are the stream names with a leading `/` (`odometry` is `/odometry`); an image's
 //! compressed form is `/<stream>/compressed`, as ROS's image_transport names it.
 
+pub mod cli;
 mod record;
 mod replay;
 mod scan;
@@ -46,7 +47,7 @@ pub use writer::{METADATA_NAME, McapWriter, RecordCounts};
 /// Chunk compression of a recording.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Compression {
+pub enum ChunkCompression {
     /// zstd: the smallest files (rosbag2's and Foxglove's default).
     #[default]
     Zstd,
@@ -56,14 +57,14 @@ pub enum Compression {
     None,
 }
 
-impl std::str::FromStr for Compression {
+impl std::str::FromStr for ChunkCompression {
     type Err = RecordError;
 
-    fn from_str(text: &str) -> Result<Compression, RecordError> {
+    fn from_str(text: &str) -> Result<ChunkCompression, RecordError> {
         match text.trim() {
-            "zstd" => Ok(Compression::Zstd),
-            "lz4" => Ok(Compression::Lz4),
-            "none" => Ok(Compression::None),
+            "zstd" => Ok(ChunkCompression::Zstd),
+            "lz4" => Ok(ChunkCompression::Lz4),
+            "none" => Ok(ChunkCompression::None),
             other => Err(RecordError::Config(format!(
                 "compression `{other}` is not one of zstd, lz4, none"
             ))),
@@ -71,12 +72,12 @@ impl std::str::FromStr for Compression {
     }
 }
 
-impl Compression {
+impl ChunkCompression {
     fn to_mcap(self) -> Option<mcap::Compression> {
         match self {
-            Compression::Zstd => Some(mcap::Compression::Zstd),
-            Compression::Lz4 => Some(mcap::Compression::Lz4),
-            Compression::None => None,
+            ChunkCompression::Zstd => Some(mcap::Compression::Zstd),
+            ChunkCompression::Lz4 => Some(mcap::Compression::Lz4),
+            ChunkCompression::None => None,
         }
     }
 }

@@ -16,7 +16,7 @@ use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image};
 
 use crate::writer::{DEFAULT_CHUNK_BYTES, METADATA_NAME, McapWriter, RecordCounts};
-use crate::{Compression, RecordError, topic_of};
+use crate::{ChunkCompression, RecordError, topic_of};
 
 /// The longest the recorder, once the run stops, drains its taps: well inside the run's
 /// stop deadline (2 s by default), so that the file is finished before the runtime gives
@@ -63,7 +63,7 @@ pub struct McapRecorder {
     pub streams: Vec<String>,
     /// Chunk compression (default zstd).
     #[config]
-    pub compression: Compression,
+    pub compression: ChunkCompression,
     /// Bytes of a chunk before compression (default 4 MiB): memory the file holds back.
     #[config(range = 1024..=1_073_741_824)]
     pub chunk_bytes: u64,
@@ -80,7 +80,7 @@ impl Default for McapRecorder {
         McapRecorder {
             path: PathBuf::from("recording.mcap"),
             streams: Vec::new(),
-            compression: Compression::default(),
+            compression: ChunkCompression::default(),
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             metadata: BTreeMap::new(),
             running: None,

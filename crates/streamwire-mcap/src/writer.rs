@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use streamwire_ros2::schema::RosSchema;
 
-use crate::{Compression, RecordError};
+use crate::{ChunkCompression, RecordError};
 
 /// The name of the metadata record holding the run's plan and configuration, and of the
 /// one holding the recorder's per-stream counts ([`RecordCounts`]) at the end.
@@ -62,7 +62,7 @@ impl McapWriter {
     /// compressed with `compression`, compressed in the writing thread (no pool).
     pub fn create(
         path: &Path,
-        compression: Compression,
+        compression: ChunkCompression,
         chunk_bytes: u64,
     ) -> Result<McapWriter, RecordError> {
         if chunk_bytes == 0 {

@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use streamwire::msgs::{CompressedImage, DepthImage, Odometry};
-use streamwire_mcap::{Compression, McapRecorder, RecordCounts};
+use streamwire_mcap::{ChunkCompression, McapRecorder, RecordCounts};
 use streamwire_ros2::{RosMessage, SensorImage};
 
 use common::{COUNT, counter, published, read_back, record_run};
@@ -15,7 +15,11 @@ use common::{COUNT, counter, published, read_back, record_run};
 /// one of those published, in order, with its bytes and stamp.
 #[test]
 fn recording_holds_what_was_published_and_counts_the_rest() {
-    for compression in [Compression::Zstd, Compression::Lz4, Compression::None] {
+    for compression in [
+        ChunkCompression::Zstd,
+        ChunkCompression::Lz4,
+        ChunkCompression::None,
+    ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("run.mcap");
         let report = record_run(

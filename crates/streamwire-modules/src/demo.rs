@@ -122,8 +122,8 @@ impl Default for ReplayConfig {
     }
 }
 
-/// Whether `path` names an MCAP file (`.mcap`), which a replay plays with
-/// [`McapSource`](streamwire_mcap::McapSource) instead of a folder's frames.
+/// Whether `path` names an MCAP file (`.mcap`), which a replay plays with a
+/// [`ReplayFormat`] instead of a folder's frames.
 pub fn is_mcap(path: &std::path::Path) -> bool {
     path.extension()
         .is_some_and(|extension| extension.eq_ignore_ascii_case("mcap"))
@@ -147,55 +147,6 @@ impl ReplayConfig {
             return Err(bad("replay.duration_s", duration.to_string()));
         }
         Ok(())
-    }
-
-    /// Adds the replay of the MCAP file `path` as instance `name`, playing those of
-    /// `outputs` its topics map to (`color_image` at least), the others left unplayed
-    /// (their streams renamed `mcap/<output>`, out of the blueprint's way). Returns the
-    /// outputs played. The file is read here (topics and types), so a file that cannot
-    /// play fails before the run.
-    #[cfg(feature = "mcap")]
-    pub fn add_mcap(
-        &self,
-        bp: &mut Blueprint,
-        name: &str,
-        path: &std::path::Path,
-        outputs: &[&'static str],
-    ) -> Result<Vec<&'static str>, DemoError> {
-        use streamwire_mcap::{McapSource, Output, parse_topic_map};
-        let mut source = McapSource {
-            path: path.to_owned(),
-            topic_map: parse_topic_map(&self.map)?,
-            rate: self.rate,
-            looping: self.looping,
-            start_s: self.start_s,
-            duration_s: self.duration_s,
-            outputs: outputs.iter().map(|o| (*o).to_owned()).collect(),
-            ..McapSource::default()
-        };
-        let (_, map) = source.prepare()?;
-        let played: Vec<&'static str> = outputs
-            .iter()
-            .copied()
-            .filter(|o| map.mapped.values().any(|m| m.name() == *o))
-            .collect();
-        if !played.contains(&"color_image") {
-            return Err(DemoError::BadValue {
-                key: "replay.dir".to_owned(),
-                value: path.display().to_string(),
-                reason: "no topic of the file plays on `color_image` (`streamwire info` \
-                         lists them; map one with `--replay-map TOPIC=color_image`)"
-                    .to_owned(),
-            });
-        }
-        source.outputs = played.iter().map(|o| (*o).to_owned()).collect();
-        bp.add(name, source);
-        for output in Output::ALL {
-            if !played.contains(&output.name()) {
-                bp.remap_stream(name, output.name(), &format!("mcap/{}", output.name()));
-            }
-        }
-        Ok(played)
     }
 
     /// The replay source these settings describe, playing `dir` (not yet scanned).
@@ -340,14 +291,19 @@ pub enum DemoError {
     /// The replay folder cannot be played.
     #[error(transparent)]
     Replay(#[from] ReplayError),
-    /// The replay's MCAP file cannot be played.
-    #[cfg(feature = "mcap")]
-    #[error("the MCAP replay cannot start")]
-    Mcap(#[from] streamwire_mcap::ReplayError),
-    /// `replay.dir` is an MCAP file, and this build has no MCAP support.
+    /// The replay's recording file cannot be played.
+    #[error("the {format} replay cannot start")]
+    Format {
+        /// The recording's format (`MCAP`).
+        format: &'static str,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// `replay.dir` is an MCAP file, and the blueprint was given no format that reads it.
     #[error(
-        "`replay.dir` {0} is an MCAP file: this binary was built without MCAP support \
-         (streamwire-modules' `mcap` feature)"
+        "`replay.dir` {0} is an MCAP file: this binary reads none (its blueprints were \
+         given no MCAP replay format: `ReplayFormat`)"
     )]
     NoMcap(PathBuf),
 }
@@ -356,60 +312,43 @@ pub enum DemoError {
 /// them, the depth camera, the lidar and the odometry.
 const SENSOR_OUTPUTS: [&str; 4] = ["color_image", "depth", "cloud", "odometry"];
 
-/// The recorded rate of the topic an MCAP replay with `replay`'s settings plays on
-/// `color_image`, frames per second.
-#[cfg(feature = "mcap")]
-pub(crate) fn mcap_camera_hz(
-    replay: &ReplayConfig,
-    path: &std::path::Path,
-) -> Result<f64, DemoError> {
-    let source = streamwire_mcap::McapSource {
-        path: path.to_owned(),
-        topic_map: streamwire_mcap::parse_topic_map(&replay.map)?,
-        ..streamwire_mcap::McapSource::default()
-    };
-    let (inventory, map) = source.prepare()?;
-    inventory
-        .topics
-        .iter()
-        .filter(|t| map.mapped.get(&t.topic) == Some(&streamwire_mcap::Output::ColorImage))
-        .find_map(streamwire_mcap::TopicStats::rate_hz)
-        .ok_or_else(|| DemoError::BadValue {
-            key: "replay.dir".to_owned(),
-            value: path.display().to_string(),
-            reason: "no topic of the file plays on `color_image` with two frames or more"
-                .to_owned(),
-        })
+/// A recording format `replay.dir` may name besides a folder of frames (MCAP, in the
+/// stock binary). This crate reads no recording format itself: a binary that links one
+/// hands it to [`demo_blueprint_with`] and
+/// [`bench_blueprint_with`](crate::replay_bench::bench_blueprint_with).
+pub trait ReplayFormat {
+    /// Whether `path` is a file of this format.
+    fn reads(&self, path: &std::path::Path) -> bool;
+
+    /// The recorded rate of the topic a replay of `path` with `replay`'s settings plays on
+    /// `color_image`, frames per second.
+    fn camera_hz(&self, replay: &ReplayConfig, path: &std::path::Path) -> Result<f64, DemoError>;
+
+    /// Adds the replay of `path` with `replay`'s settings as instance `name`, playing
+    /// those of `outputs` its topics map to (`color_image` at least), the others left
+    /// unplayed; returns the outputs played. The file is read here, so a file that cannot
+    /// play fails before the run.
+    fn add(
+        &self,
+        bp: &mut Blueprint,
+        replay: &ReplayConfig,
+        name: &str,
+        path: &std::path::Path,
+        outputs: &[&'static str],
+    ) -> Result<Vec<&'static str>, DemoError>;
 }
 
-/// Without the `mcap` feature: an MCAP file is refused, saying why.
-#[cfg(not(feature = "mcap"))]
-pub(crate) fn mcap_camera_hz(_: &ReplayConfig, path: &std::path::Path) -> Result<f64, DemoError> {
-    Err(DemoError::NoMcap(path.to_owned()))
-}
-
-/// Adds the replay of the MCAP file `path` as `name` (see [`ReplayConfig::add_mcap`]).
-#[cfg(feature = "mcap")]
-pub(crate) fn add_mcap(
-    bp: &mut Blueprint,
-    replay: &ReplayConfig,
-    name: &str,
+/// The format of `formats` that reads `path`; `None` for a folder (or anything else a
+/// folder replay is asked to play), an error for an MCAP file no format reads.
+pub(crate) fn replay_format<'a>(
+    formats: &[&'a dyn ReplayFormat],
     path: &std::path::Path,
-    outputs: &[&'static str],
-) -> Result<Vec<&'static str>, DemoError> {
-    replay.add_mcap(bp, name, path, outputs)
-}
-
-/// Without the `mcap` feature: an MCAP file is refused, saying why.
-#[cfg(not(feature = "mcap"))]
-pub(crate) fn add_mcap(
-    _: &mut Blueprint,
-    _: &ReplayConfig,
-    _: &str,
-    path: &std::path::Path,
-    _: &[&'static str],
-) -> Result<Vec<&'static str>, DemoError> {
-    Err(DemoError::NoMcap(path.to_owned()))
+) -> Result<Option<&'a dyn ReplayFormat>, DemoError> {
+    match formats.iter().find(|format| format.reads(path)) {
+        Some(format) => Ok(Some(*format)),
+        None if is_mcap(path) => Err(DemoError::NoMcap(path.to_owned())),
+        None => Ok(None),
+    }
 }
 
 fn leaves(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
@@ -484,8 +423,18 @@ impl DemoConfig {
 }
 
 /// The demo blueprint for `config`. With `replay.dir` set, the folder is checked (names
-/// and timestamps) here, so a folder that cannot play fails before the run.
+/// and timestamps) here, so a folder that cannot play fails before the run. A recording
+/// file needs [`demo_blueprint_with`] and its format.
 pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
+    demo_blueprint_with(config, &[])
+}
+
+/// The demo blueprint for `config`, whose `replay.dir` may also name a file that one of
+/// `formats` reads (the stock binary's: MCAP).
+pub fn demo_blueprint_with(
+    config: &DemoConfig,
+    formats: &[&dyn ReplayFormat],
+) -> Result<Blueprint, DemoError> {
     let mut bp = Blueprint::new();
     let record = |name: &str| config.record.path(name);
     let camera_name = "camera";
@@ -496,14 +445,18 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
     };
     // The sensors an MCAP file stands in for (none for the simulated world).
     let mut from_file = Vec::new();
-    match &config.replay.dir {
-        Some(path) if is_mcap(path) => {
-            from_file = add_mcap(&mut bp, &config.replay, camera_name, path, &SENSOR_OUTPUTS)?;
+    let format = match &config.replay.dir {
+        Some(path) => replay_format(formats, path)?,
+        None => None,
+    };
+    match (&config.replay.dir, format) {
+        (Some(path), Some(format)) => {
+            from_file = format.add(&mut bp, &config.replay, camera_name, path, &SENSOR_OUTPUTS)?;
             if config.layout != Layout::OneProcess {
                 bp.place_named(camera_name, camera_of(config.layout));
             }
         }
-        Some(dir) => {
+        (Some(dir), None) => {
             config.replay.check_folder()?;
             let replay = config.replay.source(dir);
             replay.scan()?;
@@ -512,7 +465,7 @@ pub fn demo_blueprint(config: &DemoConfig) -> Result<Blueprint, DemoError> {
                 bp.place(&camera, camera_of(config.layout));
             }
         }
-        None => {
+        (None, _) => {
             let camera = bp.add(
                 camera_name,
                 SimCamera {

@@ -37,9 +37,7 @@ use std::str::FromStr;
 use crate::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::demo::{
-    DemoError, RateConfig, RecordConfig, ReplayConfig, add_mcap, is_mcap, mcap_camera_hz,
-};
+use crate::demo::{DemoError, RateConfig, RecordConfig, ReplayConfig, ReplayFormat, replay_format};
 use crate::detector::Detector;
 use crate::mapper::Mapper;
 use crate::sinks::{BusySink, RecordingSink};
@@ -66,8 +64,8 @@ impl BenchBlueprint {
     ];
 
     /// The names they are registered under, in the order of [`BenchBlueprint::ALL`]: the
-    /// blueprints `bench replay` runs (a binary hands them to the CLI, which does not depend
-    /// on this crate, with `Cli::bench_blueprints`).
+    /// blueprints `bench replay` runs (a binary hands them to the benchmark's CLI plugin,
+    /// which does not depend on this crate: `ReplayBench::new`).
     pub const REGISTERED_NAMES: [&'static str; 3] = ["replay-basic", "replay-full", "replay-heavy"];
 
     /// The name it is registered under: `replay-basic`, `replay-full`, `replay-heavy`.
@@ -237,10 +235,21 @@ impl Default for ReplayBenchConfig {
     }
 }
 
-/// The blueprint `kind` for `config`; a replay folder that cannot play fails here.
+/// The blueprint `kind` for `config`; a replay folder that cannot play fails here. A
+/// recording file needs [`bench_blueprint_with`] and its format.
 pub fn bench_blueprint(
     kind: BenchBlueprint,
     config: &ReplayBenchConfig,
+) -> Result<Blueprint, DemoError> {
+    bench_blueprint_with(kind, config, &[])
+}
+
+/// The blueprint `kind` for `config`, whose `replay.dir` may also name a file that one of
+/// `formats` reads (the stock binary's: MCAP).
+pub fn bench_blueprint_with(
+    kind: BenchBlueprint,
+    config: &ReplayBenchConfig,
+    formats: &[&dyn ReplayFormat],
 ) -> Result<Blueprint, DemoError> {
     let mut bp = Blueprint::new();
     // On `robot`, unless `hosts: split` moves the operator's processes to `laptop`.
@@ -250,17 +259,21 @@ pub fn bench_blueprint(
         BenchBlueprint::Basic => "camera",
         _ => "sensors",
     };
-    match &config.replay.dir {
-        Some(path) if is_mcap(path) => {
+    let format = match &config.replay.dir {
+        Some(path) => replay_format(formats, path)?,
+        None => None,
+    };
+    match (&config.replay.dir, format) {
+        (Some(path), Some(format)) => {
             // The camera only; `fps` scales the rate from the colour topic's recorded one.
             let mut replay = config.replay.clone();
             if let Some(fps) = config.fps {
-                replay.rate = config.replay.rate * fps / mcap_camera_hz(&replay, path)?;
+                replay.rate = config.replay.rate * fps / format.camera_hz(&replay, path)?;
             }
-            add_mcap(&mut bp, &replay, "camera", path, &["color_image"])?;
+            format.add(&mut bp, &replay, "camera", path, &["color_image"])?;
             bp.place_named("camera", placed(camera_process));
         }
-        Some(dir) => {
+        (Some(dir), None) => {
             config.replay.check_folder()?;
             let mut replay = config.replay.source(dir);
             replay.fps = config.fps.or(config.replay.fps);
@@ -276,7 +289,7 @@ pub fn bench_blueprint(
             let camera = bp.add("camera", replay);
             bp.place(&camera, placed(camera_process));
         }
-        None => {
+        (None, _) => {
             let camera = bp.add(
                 "camera",
                 SimCamera {

@@ -33,6 +33,7 @@
 pub mod analysis;
 pub mod cell;
 pub mod charts;
+pub mod cli;
 pub mod link;
 pub mod sampler;
 pub mod summary;

@@ -436,7 +436,7 @@
 //! behaviour) and `streamwire-graph` (blueprints, plans) at its root, the runtime as
 //! [`runtime`], the built-in messages as [`msgs`], the codec engines as [`engines`], and
 //! the derives; behind features, the built-in modules (`modules`), the command line
-//! (`cli`), the web relay (`web`) and the zenoh transport (`zenoh`).
+//! (`cli`), the web relay (`web`), MCAP (`mcap`) and distributed runs on zenoh (`zenoh`).
 
 // Lets derive output that names `::streamwire::..` compile inside this crate too.
 extern crate self as streamwire;
@@ -468,12 +468,17 @@ pub use streamwire_cli as cli;
 #[cfg(feature = "web")]
 pub use streamwire_web as web;
 
-/// MCAP recordings that ROS 2 tools and Foxglove read, and their replay (feature `mcap`).
+/// Distributed runs on zenoh (feature `zenoh`, off by default: it brings the zenoh
+/// engine): the coordinator and workers of `streamwire-cluster`;
+/// [`cluster::Distributed`] is the plugin a CLI adds (`Cli::add_plugin`) so that `run`
+/// and `worker` start and supervise a plan's processes as processes.
+#[cfg(feature = "zenoh")]
+pub use streamwire_cluster as cluster;
+/// MCAP recordings that ROS 2 tools and Foxglove read, and their replay (feature `mcap`);
+/// [`mcap::cli::Mcap`] is the plugin that gives a CLI `run --record` and `info`.
 #[cfg(feature = "mcap")]
 pub use streamwire_mcap as mcap;
-/// Distributed runs on zenoh (feature `zenoh`, off by default: it brings the zenoh
-/// engine): the zenoh transport; with `cli` too, `run` and `worker` start and supervise a
-/// plan's processes as processes (the coordinator and workers of `streamwire-cluster`).
+/// The zenoh transport (feature `zenoh`).
 #[cfg(feature = "zenoh")]
 pub use streamwire_zenoh as zenoh;
 

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use serde::{Deserialize, Serialize};
 use streamwire::cli::Cli;
+use streamwire::cluster::Distributed;
 use streamwire::prelude::*;
 
 /// How many things the camera saw in one frame.
@@ -98,6 +99,6 @@ fn main() -> ExitCode {
             include_str!("../blueprints/robot.yaml"),
         )
         // The detector's own process is a worker process, joined by zenoh.
-        .distributed()
+        .add_plugin(Distributed)
         .main()
 }

@@ -1,5 +1,6 @@
 //! `run`: a blueprint's plan started here (its processes as partitions of this one), or
-//! coordinated as worker processes on zenoh; the status line, then the report.
+//! handed to the runner a plugin registered (worker processes on zenoh); the status line,
+//! then the report.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use streamwire_graph::RunnablePlan;
 use streamwire_runtime::{EndReason, RunOptions, RunReport, Runtime};
 
 use super::{Context, seconds};
-use crate::{Cli, status_line};
+use crate::{Cli, Ran, RunRequest, status_line};
 
 /// `run` arguments.
 #[derive(clap::Args)]
@@ -26,20 +27,14 @@ pub(crate) struct Args {
     /// A setting, `key=value` (repeatable); `streamwire config` lists the keys.
     #[arg(short = 'o', value_name = "KEY=VALUE")]
     set: Vec<String>,
-    /// Replay this folder of frames, or this MCAP file (a recording, or a rosbag2 bag's
-    /// `.mcap`): short for `-o replay.dir=PATH` (blueprints with a replay source, like
-    /// `demo`).
-    #[arg(long, value_name = "DIR|FILE.mcap")]
+    /// Replay this folder of frames: short for `-o replay.dir=DIR` (blueprints with a
+    /// replay source, like `demo`).
+    #[arg(long, value_name = "DIR")]
     replay: Option<PathBuf>,
     /// The replay's frame rate when the folder has no timestamps: short for
     /// `-o replay.fps=N`.
     #[arg(long, value_name = "N", requires = "replay")]
     fps: Option<f64>,
-    /// An MCAP file's topic to play on a replay output, `TOPIC=OUTPUT` (repeatable or
-    /// comma separated; the rest map by name and type, `info FILE.mcap` shows how): short
-    /// for `-o replay.map=...`.
-    #[arg(long, value_name = "TOPIC=OUTPUT", requires = "replay")]
-    replay_map: Vec<String>,
     /// The replay's speed (2: twice as fast): short for `-o replay.rate=R`.
     #[arg(long, value_name = "R", requires = "replay")]
     rate: Option<f64>,
@@ -48,92 +43,26 @@ pub(crate) struct Args {
     /// `-o replay.looping=false` plays once).
     #[arg(long = "loop", requires = "replay")]
     looping: bool,
-    /// Skip the MCAP file's first S seconds: short for `-o replay.start_s=S`.
-    #[arg(long, value_name = "S", requires = "replay")]
-    start: Option<f64>,
-    #[command(flatten)]
-    placement: RunPlacement,
     /// Also write the report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    #[command(flatten)]
-    record: crate::record::RecordArgs,
 }
 
-/// Where `run` runs a plan of several processes.
-#[derive(clap::Args, Clone, Debug, Default)]
-pub(crate) struct RunPlacement {
-    /// Run every process of the plan as a partition of this one process, joined by the
-    /// loopback transport (no workers).
-    #[arg(long)]
-    in_process: bool,
-    /// Start only the processes placed on this host; the others join by hand (`worker
-    /// --connect`). Default: every process of the plan, on this machine.
-    #[arg(long, value_name = "NAME")]
-    host: Option<String>,
-    /// Where the coordinator listens for workers (repeatable; default
-    /// `tcp/127.0.0.1:0`, a free port on loopback).
-    #[arg(long, value_name = "ENDPOINT")]
-    listen: Vec<String>,
-    /// How long to wait for every worker to be ready.
-    #[arg(long, value_name = "S", default_value_t = 30.0)]
-    join_timeout: f64,
-    /// The run's id, the first chunk of its zenoh keys (default `run<pid>`).
-    #[arg(long, value_name = "ID")]
-    run_id: Option<String>,
-    /// A zenoh configuration file (JSON5) for the coordinator and the workers it starts:
-    /// TLS or mTLS endpoints, user/password authentication, access control.
-    #[arg(long, value_name = "FILE")]
-    zenoh_config: Option<PathBuf>,
-    /// Open the run to every process that reaches its endpoints: no credentials, no
-    /// access control (said on every screen and in the report). Without it a run is
-    /// closed: a certificate per process, mutual TLS, zenoh access control from the plan.
-    #[arg(long)]
-    insecure: bool,
-    /// Start the workers without shared memory (`worker --no-shared-memory`): large frames
-    /// between the processes of a host are then copied through TCP.
-    #[arg(long)]
-    no_shared_memory: bool,
-    /// A planned link between processes that received nothing for this long while its
-    /// sender sent is *silent*: named with a warning and in the report, exit status 3.
-    #[arg(long, value_name = "S", default_value_t = 5.0)]
-    silent_link: f64,
-    /// A silent link is warned about and reported, but the exit status stays the run's.
-    #[arg(long)]
-    allow_silent: bool,
-    /// A worker not heard from for this long (stopped, cut off from the network) is
-    /// treated as dead: one started here is killed and the blueprint's `supervision`
-    /// applies; one started by hand is named and the run stops.
-    #[arg(long, value_name = "S", default_value_t = 30.0)]
-    peer_timeout: f64,
-}
-
-/// The placement flags' ids, hidden from `run`'s help in a binary without workers.
-pub(crate) const PLACEMENT_FLAGS: [&str; 11] = [
-    "in_process",
-    "host",
-    "listen",
-    "join_timeout",
-    "run_id",
-    "zenoh_config",
-    "insecure",
-    "no_shared_memory",
-    "silent_link",
-    "allow_silent",
-    "peer_timeout",
-];
-
-/// Runs `args.blueprint` until its end, prints the report, and writes it to `--report`.
-pub(crate) fn run(cli: &Cli, mut args: Args, cx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
+/// Runs `args.blueprint` until its end, prints the report, and writes it to `--report`;
+/// `matches` holds the flags plugins added.
+pub(crate) fn run(
+    cli: &Cli,
+    mut args: Args,
+    matches: Option<&clap::ArgMatches>,
+    cx: &mut Context<'_>,
+) -> anyhow::Result<ExitCode> {
+    let empty = clap::ArgMatches::default();
+    let matches = matches.unwrap_or(&empty);
     if let Some(dir) = &args.replay {
         args.set.push(format!("replay.dir={}", dir.display()));
     }
     if let Some(fps) = args.fps {
         args.set.push(format!("replay.fps={fps}"));
-    }
-    if !args.replay_map.is_empty() {
-        args.set
-            .push(format!("replay.map={}", args.replay_map.join(",")));
     }
     if let Some(rate) = args.rate {
         args.set.push(format!("replay.rate={rate}"));
@@ -141,109 +70,57 @@ pub(crate) fn run(cli: &Cli, mut args: Args, cx: &mut Context<'_>) -> anyhow::Re
     if args.looping {
         args.set.push("replay.looping=true".to_owned());
     }
-    if let Some(start) = args.start {
-        args.set.push(format!("replay.start_s={start}"));
+    for flags in &cli.run_flags {
+        flags.settings(matches, &mut args.set)?;
     }
-    let mut built = cli.resolve(&args.blueprint, &cx.env, &args.set)?;
+    let mut resolved = cli.resolve_blueprint(&args.blueprint, &cx.env, &args.set)?;
     let duration = args
         .duration
         .map(|s| seconds("--duration", s))
         .transpose()?;
-    let join_timeout = seconds("--join-timeout", args.placement.join_timeout)?;
-    args.record.add_recorder(&args.blueprint, &mut built)?;
-    let runnable = built.blueprint.into_runnable()?;
-    let processes = runnable.plan().processes().len();
-    let (code, report, access) = if cli.distributed && processes > 1 && !args.placement.in_process {
-        let coordinate = Distributed {
-            args: &args,
-            verbose: cx.verbose,
-            join_timeout,
-            duration,
-        };
-        run_distributed(&coordinate, runnable, cx.stop)?
-    } else {
-        let (code, report) = run_here(runnable, duration, cx.stop)?;
-        (code, report, None)
+    let runner = match &cli.runner {
+        Some(runner) if runner.takes(matches)? => Some(runner),
+        _ => None,
+    };
+    for flags in &cli.run_flags {
+        flags.extend(matches, &args.blueprint, &mut resolved)?;
+    }
+    let runnable = resolved.into_blueprint().into_runnable()?;
+    let ran = match runner {
+        Some(runner) if runnable.plan().processes().len() > 1 => {
+            let request = RunRequest {
+                target: &args.blueprint,
+                set: &args.set,
+                repeated: cli
+                    .run_flags
+                    .iter()
+                    .flat_map(|f| f.repeated(matches))
+                    .collect(),
+                verbose: cx.verbose,
+                duration,
+                matches,
+            };
+            runner.run(runnable, &request, cx)?
+        }
+        _ => run_here(runnable, duration, cx.stop)?,
     };
     if let Some(path) = &args.report {
-        let mut json = serde_json::to_value(&report)?;
+        let mut json = serde_json::to_value(&ran.report)?;
         // Who could join the run, as the screen said it (`closed: ...`, `INSECURE: ...`);
         // absent for a run in one process, which no other process can reach.
-        if let (Some(access), Some(object)) = (access, json.as_object_mut()) {
+        if let (Some(access), Some(object)) = (ran.access, json.as_object_mut()) {
             object.insert("access".to_owned(), access.into());
         }
         let json = serde_json::to_string_pretty(&json)?;
         std::fs::write(path, json + "\n")
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
     }
-    Ok(code)
-}
-
-/// A `run` of a plan of several processes as workers, as the command line gave it.
-struct Distributed<'a> {
-    args: &'a Args,
-    verbose: u8,
-    join_timeout: Duration,
-    duration: Option<Duration>,
-}
-
-/// Starts the workers and coordinates them (the `zenoh` feature); without it, runs here
-/// (`Cli::distributed`, which alone asks for workers, needs the feature). With the report,
-/// the run's access as its screens said it.
-fn run_distributed(
-    run: &Distributed<'_>,
-    runnable: RunnablePlan,
-    stop: &Arc<AtomicBool>,
-) -> anyhow::Result<(ExitCode, RunReport, Option<String>)> {
-    #[cfg(feature = "zenoh")]
-    {
-        let placement = &run.args.placement;
-        crate::workers::coordinate(
-            &crate::workers::Coordinate {
-                target: &run.args.blueprint,
-                set: &run.args.set,
-                record: run.args.record.to_args(),
-                verbose: run.verbose,
-                host: placement.host.clone(),
-                listen: placement.listen.clone(),
-                run_id: placement.run_id.clone(),
-                join_timeout: run.join_timeout,
-                duration: run.duration,
-                zenoh_config: placement.zenoh_config.clone(),
-                insecure: placement.insecure,
-                shared_memory: !placement.no_shared_memory,
-                silent_link: Duration::try_from_secs_f64(placement.silent_link).map_err(|_| {
-                    anyhow::anyhow!(
-                        "--silent-link {}: give a number of seconds, 0 or more",
-                        placement.silent_link
-                    )
-                })?,
-                allow_silent: placement.allow_silent,
-                peer_timeout: Duration::try_from_secs_f64(placement.peer_timeout).map_err(
-                    |_| {
-                        anyhow::anyhow!(
-                            "--peer-timeout {}: give a number of seconds, 0 or more",
-                            placement.peer_timeout
-                        )
-                    },
-                )?,
-            },
-            runnable,
-            stop,
-        )
-    }
-    #[cfg(not(feature = "zenoh"))]
-    {
-        // Only the zenoh coordinator reads the rest.
-        let _ = (&run.args.placement, run.verbose, run.join_timeout);
-        let (code, report) = run_here(runnable, run.duration, stop)?;
-        Ok((code, report, None))
-    }
+    Ok(ran.code)
 }
 
 /// The line under a report that says whether it balances (RFC.md section 9): every
 /// consumer row's messages on exactly one counter, or the rows that are not.
-pub(crate) fn accounting(report: &RunReport) -> String {
+pub fn accounting(report: &RunReport) -> String {
     match streamwire_runtime::check_balance(report) {
         Ok(balanced) if balanced.elsewhere.is_empty() => format!(
             "accounting: balanced ({}: published = delivered + dropped + not sent + \
@@ -265,8 +142,8 @@ fn rows(n: usize) -> String {
     format!("{n} consumer row{}", if n == 1 { "" } else { "s" })
 }
 
-/// The exit status of a run that ended with `report`.
-pub(crate) fn exit_code(report: &RunReport) -> ExitCode {
+/// The exit status of a run that ended with `report` (its failure printed).
+pub fn exit_code(report: &RunReport) -> ExitCode {
     match report.reason {
         EndReason::Failed => {
             eprintln!(
@@ -290,7 +167,7 @@ pub(crate) fn exit_code(report: &RunReport) -> ExitCode {
 
 /// Runs `f` once on Ctrl+C: only the first handler of a process is installed (a second
 /// `run` in one process keeps it), so `stop` is polled as well.
-pub(crate) fn on_ctrl_c(f: impl Fn() + Send + 'static) {
+pub fn on_ctrl_c(f: impl Fn() + Send + 'static) {
     let _ = ctrlc::set_handler(f);
 }
 
@@ -300,7 +177,7 @@ fn run_here(
     runnable: RunnablePlan,
     duration: Option<Duration>,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<(ExitCode, RunReport)> {
+) -> anyhow::Result<Ran> {
     // Each planned process a partition of this one, joined by the loopback.
     let handle = Runtime::start(
         runnable,
@@ -325,7 +202,11 @@ fn run_here(
     let report: RunReport = handle.wait();
     println!("{report}");
     println!("{}", accounting(&report));
-    Ok((exit_code(&report), report))
+    Ok(Ran {
+        code: exit_code(&report),
+        report,
+        access: None,
+    })
 }
 
 /// Shows the status line (a spinner on a terminal, a plain line a second otherwise) until

@@ -23,6 +23,7 @@ pub(crate) fn run(cli: &Cli, args: Args, cx: &mut Context<'_>) -> anyhow::Result
     let resolve = |target: &str, set: &[String]| -> anyhow::Result<Blueprint> {
         Ok(cli.resolve(target, env, set)?.blueprint)
     };
+    let feed = cli.remote_feed.as_deref();
     let optional_seconds = |flag: &str, s: Option<f64>| s.map(|s| seconds(flag, s)).transpose();
     match args.command {
         TopicCommand::Bench {
@@ -47,7 +48,7 @@ pub(crate) fn run(cli: &Cli, args: Args, cx: &mut Context<'_>) -> anyhow::Result
                 qos,
                 window,
             };
-            let report = topic::bench(join.target(&resolve)?, &settings, cx.stop, cx.out)?;
+            let report = topic::bench(join.target(&resolve, feed)?, &settings, cx.stop, cx.out)?;
             // Nothing received is an answer, not a failure of the tool; the report says
             // it plainly. Exit status 2 lets a script tell.
             Ok(if report.summary.count == 0 {
@@ -57,7 +58,7 @@ pub(crate) fn run(cli: &Cli, args: Args, cx: &mut Context<'_>) -> anyhow::Result
             })
         }
         TopicCommand::List { join } => {
-            topic::list(join.target(&resolve)?, cx.out)?;
+            topic::list(join.target(&resolve, feed)?, cx.out)?;
             Ok(ExitCode::SUCCESS)
         }
         TopicCommand::Echo {
@@ -68,7 +69,7 @@ pub(crate) fn run(cli: &Cli, args: Args, cx: &mut Context<'_>) -> anyhow::Result
         } => {
             let wait = optional_seconds("--wait", wait)?;
             topic::echo(
-                join.target(&resolve)?,
+                join.target(&resolve, feed)?,
                 &stream,
                 count,
                 wait,

@@ -1,10 +1,9 @@
 //! `topic bench`, `topic list` and `topic echo`: tools that join a running blueprint
-//! through a tap, in this process (`--blueprint`, run here) or over zenoh (`--connect`,
-//! a distributed run's coordinator).
+//! through a tap, in this process (`--blueprint`, run here) or through the [`Feed`] a
+//! plugin registered for runs of other processes (`--connect`, a distributed run's
+//! coordinator: [`crate::RemoteFeed`]).
 
 pub(crate) mod stats;
-#[cfg(feature = "zenoh")]
-mod zenoh;
 
 use parking_lot::Mutex;
 use std::io::{IsTerminal, Write};
@@ -25,6 +24,7 @@ use streamwire_macros::{Message, Module};
 use streamwire_msgs::{CompressedImage, ImageCompression};
 use streamwire_runtime::{AnyTap, RunHandle, RunOptions, Runtime};
 
+use crate::{Remote, RemoteFeed};
 use stats::{Engine, Report, Sample, StopReason, live_line};
 
 /// `topic` and its subcommands.
@@ -96,7 +96,7 @@ pub(crate) struct Join {
 
 /// How a tool joins a closed run, or an insecure one.
 #[derive(clap::Args, Clone, Debug, Default)]
-pub(crate) struct Membership {
+pub struct Membership {
     /// A closed run's tool credential (read-only). Default on the coordinator's host:
     /// the run's own file, found by --run-id.
     #[arg(
@@ -105,10 +105,10 @@ pub(crate) struct Membership {
         requires = "connect",
         conflicts_with = "insecure"
     )]
-    pub(crate) secret_file: Option<std::path::PathBuf>,
+    pub secret_file: Option<std::path::PathBuf>,
     /// Join a run started with `run --insecure` (no credential).
     #[arg(long, requires = "connect")]
-    pub(crate) insecure: bool,
+    pub insecure: bool,
 }
 
 /// Subscriber QoS as given: text, so that an invalid value is warned about and not
@@ -130,24 +130,28 @@ pub(crate) struct QosArgs {
     depth: Option<String>,
 }
 
-/// The QoS a tool asks for, and the warnings of what it could not take.
+/// The QoS a tool asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Requested {
-    pub(crate) reliability: Reliability,
-    pub(crate) durability: Durability,
-    pub(crate) history: History,
+pub struct Requested {
+    /// Reliable or best effort.
+    pub reliability: Reliability,
+    /// Volatile or transient local.
+    pub durability: Durability,
+    /// Keep last (a depth) or keep all.
+    pub history: History,
 }
 
 impl Requested {
-    pub(crate) fn depth(&self) -> usize {
+    /// The depth of the tool's own queue (keep all: bounded all the same).
+    pub fn depth(&self) -> usize {
         match self.history {
             History::KeepLast(n) => usize::try_from(n).unwrap_or(usize::MAX).max(1),
             History::KeepAll => KEEP_ALL_BOUND,
         }
     }
 
-    #[cfg(feature = "zenoh")]
-    pub(crate) fn qos(&self) -> streamwire_core::Qos {
+    /// As a subscription's QoS.
+    pub fn qos(&self) -> streamwire_core::Qos {
         streamwire_core::Qos {
             reliability: self.reliability,
             durability: self.durability,
@@ -158,9 +162,10 @@ impl Requested {
 
 /// What a tool's "keep all" queue holds at most: memory is bounded, drops beyond it are
 /// counted.
-const KEEP_ALL_BOUND: usize = 10_000;
+pub const KEEP_ALL_BOUND: usize = 10_000;
 
-pub(crate) fn qos_text(reliability: &str, durability: &str, history: &str) -> String {
+/// The QoS as the report says it.
+pub fn qos_text(reliability: &str, durability: &str, history: &str) -> String {
     format!("reliability={reliability} durability={durability} history={history}")
 }
 
@@ -178,7 +183,8 @@ fn durability_name(d: Durability) -> &'static str {
     }
 }
 
-fn history_name(h: History) -> String {
+/// A history as the report says it (`keep_last depth=1`).
+pub fn history_name(h: History) -> String {
     match h {
         History::KeepLast(n) => format!("keep_last depth={n}"),
         History::KeepAll => "keep_all".to_owned(),
@@ -256,22 +262,26 @@ pub(crate) fn parse_qos(args: &QosArgs) -> (Requested, Vec<String>) {
 }
 
 /// One message as a tool received it.
-pub(crate) struct Arrival {
+pub struct Arrival {
     /// Monotonic arrival time.
-    pub(crate) arrived: Instant,
+    pub arrived: Instant,
     /// Wall-clock arrival, for the latency from the publisher's stamp.
-    pub(crate) arrived_wall: Timestamp,
-    pub(crate) publish_time: Timestamp,
-    pub(crate) seq: u64,
-    pub(crate) bytes: u64,
-    pub(crate) type_name: String,
+    pub arrived_wall: Timestamp,
+    /// The publisher's stamp.
+    pub publish_time: Timestamp,
+    /// The link's sequence number.
+    pub seq: u64,
+    /// Its size, as [`Feed::size_meaning`] says.
+    pub bytes: u64,
+    /// The message's type name.
+    pub type_name: String,
     /// The message, when the feed has it decoded (in-process always; over zenoh for
     /// `echo`).
-    pub(crate) message: Option<Arc<dyn AnyMessage>>,
+    pub message: Option<Arc<dyn AnyMessage>>,
 }
 
 /// What a tool reads: one stream, joined somehow.
-pub(crate) trait Feed {
+pub trait Feed {
     /// The next message, waiting up to `timeout`.
     fn recv(&mut self, timeout: Duration) -> Option<Arrival>;
     /// Messages the feed's own queue dropped.
@@ -532,33 +542,45 @@ fn in_process_warnings(requested: &Requested) -> Vec<String> {
 }
 
 /// Where a tool joins, resolved.
-pub(crate) enum Target {
+pub(crate) enum Target<'a> {
     /// A blueprint run here.
     Here { name: String, blueprint: Blueprint },
-    /// A run over zenoh.
-    Zenoh {
-        connect: Vec<String>,
-        run_id: Option<String>,
-        membership: Membership,
+    /// A run of other processes, through the feed a plugin registered.
+    Remote {
+        feed: &'a dyn RemoteFeed,
+        remote: Remote,
     },
 }
 
 impl Join {
-    /// The blueprint named by `--blueprint`, if any; `--connect` otherwise.
-    pub(crate) fn target(
+    /// The blueprint named by `--blueprint`, if any; `--connect` through `feed` otherwise
+    /// (an error naming what is missing without one).
+    pub(crate) fn target<'a>(
         &self,
         resolve: &dyn Fn(&str, &[String]) -> anyhow::Result<Blueprint>,
-    ) -> anyhow::Result<Target> {
+        feed: Option<&'a dyn RemoteFeed>,
+    ) -> anyhow::Result<Target<'a>> {
         match (&self.blueprint, self.connect.is_empty()) {
             (Some(name), _) => Ok(Target::Here {
                 name: name.clone(),
                 blueprint: resolve(name, &self.set)?,
             }),
-            (None, false) => Ok(Target::Zenoh {
-                connect: self.connect.clone(),
-                run_id: self.run_id.clone(),
-                membership: self.membership.clone(),
-            }),
+            (None, false) => match feed {
+                Some(feed) => Ok(Target::Remote {
+                    feed,
+                    remote: Remote {
+                        connect: self.connect.clone(),
+                        run_id: self.run_id.clone(),
+                        membership: self.membership.clone(),
+                    },
+                }),
+                None => bail!(
+                    "--connect {}: this binary joins no run of other processes (no plugin \
+                     registered a feed for it: `Cli::add_plugin(streamwire_cluster::cli::Distributed)` \
+                     does)",
+                    self.connect.join(", ")
+                ),
+            },
             (None, true) => bail!(
                 "say where to join: --blueprint NAME (run it here and tap it) or --connect ENDPOINT --run-id ID (a distributed run over zenoh)"
             ),
@@ -567,7 +589,7 @@ impl Join {
 }
 
 fn open_feed(
-    target: Target,
+    target: Target<'_>,
     stream: &str,
     requested: Requested,
     stats: bool,
@@ -577,34 +599,7 @@ fn open_feed(
             let feed = InProcess::start(blueprint, &name, stream, requested, stats)?;
             Ok((Box::new(feed), in_process_warnings(&requested)))
         }
-        #[cfg(feature = "zenoh")]
-        Target::Zenoh {
-            connect,
-            run_id,
-            membership,
-        } => {
-            let (feed, warnings) = zenoh::ZenohFeed::open(
-                &connect,
-                run_id.as_deref(),
-                &membership,
-                stream,
-                requested,
-                stats,
-            )?;
-            Ok((Box::new(feed), warnings))
-        }
-        #[cfg(not(feature = "zenoh"))]
-        Target::Zenoh {
-            connect,
-            run_id,
-            membership,
-        } => {
-            let _ = (stream, requested, stats, run_id, membership);
-            bail!(
-                "--connect {}: needs streamwire-cli's `zenoh` feature (this binary joins no zenoh run)",
-                connect.join(", ")
-            )
-        }
+        Target::Remote { feed, remote } => feed.open(&remote, stream, requested, stats),
     }
 }
 
@@ -621,7 +616,7 @@ pub(crate) struct BenchSettings {
 
 /// `topic bench`: measures until a stop condition, then prints (and writes) the report.
 pub(crate) fn bench(
-    target: Target,
+    target: Target<'_>,
     settings: &BenchSettings,
     stop: &Arc<AtomicBool>,
     out: &mut dyn Write,
@@ -772,7 +767,7 @@ fn topic_stats(stream: &str, live: &stats::Live, dropped: u64) -> TopicStats {
 /// `topic echo`: each message on a line (its header and its `Debug` form, cut at 300
 /// characters).
 pub(crate) fn echo(
-    target: Target,
+    target: Target<'_>,
     stream: &str,
     count: Option<u64>,
     wait: Option<Duration>,
@@ -903,7 +898,7 @@ fn stream_table(summary: &streamwire_graph::PlanSummary) -> String {
 
 /// `topic list` of a blueprint: every stream of its plan, with its message type and who
 /// produces and consumes it.
-pub(crate) fn list(target: Target, out: &mut dyn Write) -> anyhow::Result<()> {
+pub(crate) fn list(target: Target<'_>, out: &mut dyn Write) -> anyhow::Result<()> {
     match target {
         Target::Here { name, blueprint } => {
             let plan = blueprint.build()?;
@@ -914,23 +909,6 @@ pub(crate) fn list(target: Target, out: &mut dyn Write) -> anyhow::Result<()> {
             write!(out, "{}", stream_table(&plan.summary()))?;
             Ok(())
         }
-        #[cfg(feature = "zenoh")]
-        Target::Zenoh {
-            connect,
-            run_id,
-            membership,
-        } => zenoh::list(&connect, run_id.as_deref(), &membership, out),
-        #[cfg(not(feature = "zenoh"))]
-        Target::Zenoh {
-            connect,
-            run_id,
-            membership,
-        } => {
-            let _ = (run_id, membership);
-            bail!(
-                "--connect {}: needs streamwire-cli's `zenoh` feature",
-                connect.join(", ")
-            )
-        }
+        Target::Remote { feed, remote } => feed.list(&remote, out),
     }
 }

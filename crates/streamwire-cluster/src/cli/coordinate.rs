@@ -1,20 +1,66 @@
-//! `run` as the coordinator of worker processes, and `worker`: the command-line side of
-//! [`streamwire_cluster`].
+//! `run` as the coordinator of worker processes: its placement flags, the command line
+//! that starts each worker, the status line and the silent links.
 
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use streamwire_cluster::{
-    Access, Coordinator, CoordinatorOptions, Credential, Launch, SilentLinks, StartHint,
-    WorkerOptions, run_worker,
-};
-use streamwire_graph::{Blueprint, RunnablePlan};
+use streamwire_cli::{exit_code, on_ctrl_c};
+use streamwire_graph::RunnablePlan;
 use streamwire_runtime::RunReport;
 
-use crate::{WorkerArgs, exit_code, on_ctrl_c};
+use crate::{Access, Coordinator, CoordinatorOptions, Launch, SilentLinks, StartHint};
+
+/// Where `run` runs a plan of several processes.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub(crate) struct RunPlacement {
+    /// Run every process of the plan as a partition of this one process, joined by the
+    /// loopback transport (no workers).
+    #[arg(long)]
+    pub(crate) in_process: bool,
+    /// Start only the processes placed on this host; the others join by hand (`worker
+    /// --connect`). Default: every process of the plan, on this machine.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) host: Option<String>,
+    /// Where the coordinator listens for workers (repeatable; default
+    /// `tcp/127.0.0.1:0`, a free port on loopback).
+    #[arg(long, value_name = "ENDPOINT")]
+    pub(crate) listen: Vec<String>,
+    /// How long to wait for every worker to be ready.
+    #[arg(long, value_name = "S", default_value_t = 30.0)]
+    pub(crate) join_timeout: f64,
+    /// The run's id, the first chunk of its zenoh keys (default `run<pid>`).
+    #[arg(long, value_name = "ID")]
+    pub(crate) run_id: Option<String>,
+    /// A zenoh configuration file (JSON5) for the coordinator and the workers it starts:
+    /// TLS or mTLS endpoints, user/password authentication, access control.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) zenoh_config: Option<PathBuf>,
+    /// Open the run to every process that reaches its endpoints: no credentials, no
+    /// access control (said on every screen and in the report). Without it a run is
+    /// closed: a certificate per process, mutual TLS, zenoh access control from the plan.
+    #[arg(long)]
+    pub(crate) insecure: bool,
+    /// Start the workers without shared memory (`worker --no-shared-memory`): large frames
+    /// between the processes of a host are then copied through TCP.
+    #[arg(long)]
+    pub(crate) no_shared_memory: bool,
+    /// A planned link between processes that received nothing for this long while its
+    /// sender sent is *silent*: named with a warning and in the report, exit status 3.
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    pub(crate) silent_link: f64,
+    /// A silent link is warned about and reported, but the exit status stays the run's.
+    #[arg(long)]
+    pub(crate) allow_silent: bool,
+    /// A worker not heard from for this long (stopped, cut off from the network) is
+    /// treated as dead: one started here is killed and the blueprint's `supervision`
+    /// applies; one started by hand is named and the run stops.
+    #[arg(long, value_name = "S", default_value_t = 30.0)]
+    pub(crate) peer_timeout: f64,
+}
 
 /// What the coordinator passes on to its workers, and how it listens.
 pub(crate) struct Coordinate<'a> {
@@ -186,7 +232,7 @@ pub(crate) fn coordinate(
         &mut |event| eprintln!("coordinator: {event}"),
         &mut |stats| {
             if let Some(previous) = &previous {
-                eprintln!("{}", crate::status_line(previous, stats));
+                eprintln!("{}", streamwire_cli::status_line(previous, stats));
             }
             for link in silent.observe(stats, std::time::Instant::now()) {
                 eprintln!("warning: silent link: {link}");
@@ -201,7 +247,7 @@ pub(crate) fn coordinate(
     }
     // In the JSON report too (`--report`).
     report.report.silent_links = silences.iter().map(ToString::to_string).collect();
-    println!("{}", crate::commands::run::accounting(&report.report));
+    println!("{}", streamwire_cli::accounting(&report.report));
     let code = with_silences(exit_code(&report.report), silences.len(), run.allow_silent);
     Ok((code, report.report, Some(report.access)))
 }
@@ -221,84 +267,4 @@ fn with_silences(code: ExitCode, silences: usize, allowed: bool) -> ExitCode {
         if silences == 1 { "" } else { "s" }
     );
     ExitCode::from(EXIT_SILENT)
-}
-
-/// `worker`: run one process of the plan in the run of the coordinator at `--connect`.
-pub(crate) fn work(
-    blueprint: Blueprint,
-    args: WorkerArgs,
-    stop: &Arc<AtomicBool>,
-) -> anyhow::Result<ExitCode> {
-    let runnable = blueprint.into_runnable()?;
-    let credential = worker_credential(&args)?;
-    if credential.is_none() && args.zenoh_config.is_none() {
-        eprintln!(
-            "[{}] INSECURE: this worker joins without a credential (--insecure): any process \
-             that reaches its endpoints may read, write and stop the run",
-            args.process
-        );
-    }
-    let defaults = WorkerOptions::default();
-    let options = WorkerOptions {
-        credential,
-        process: args.process.clone(),
-        run_id: args.run_id,
-        connect: args.connect,
-        listen: if args.listen.is_empty() {
-            defaults.listen.clone()
-        } else {
-            args.listen
-        },
-        join_timeout: args.join_timeout,
-        watch_stdin: args.supervised,
-        shared_memory: args.shared_memory,
-        zenoh_config: args.zenoh_config,
-        ..defaults
-    };
-    let ctrl_c = stop.clone();
-    on_ctrl_c(move || ctrl_c.store(true, Ordering::SeqCst));
-    let name = args.process;
-    let report = run_worker(runnable, &options, stop, &mut |event| {
-        eprintln!("[{name}] {event}");
-    })?;
-    if !args.supervised {
-        // Started by hand: its own report is its output (the coordinator prints the
-        // merged one).
-        println!("{report}");
-        println!("{}", crate::commands::run::accounting(&report));
-    }
-    Ok(exit_code(&report))
-}
-
-/// A worker's credential: from its standard input (started by a coordinator of a closed
-/// run), its `--secret-file`, or the run's folder on this host; none with `--insecure` or
-/// `--zenoh-config`.
-fn worker_credential(args: &WorkerArgs) -> anyhow::Result<Option<Credential>> {
-    if args.credential_on_stdin {
-        let credential = Credential::read_from(&mut std::io::stdin().lock())
-            .context("cannot read the credential the coordinator gave on standard input")?;
-        return Ok(Some(credential));
-    }
-    if args.insecure || args.zenoh_config.is_some() {
-        return Ok(None);
-    }
-    let file = match (&args.secret_file, &args.run_id) {
-        (Some(file), _) => file.clone(),
-        (None, Some(run_id)) => streamwire_cluster::access::secret_file(
-            &streamwire_cluster::access::run_folder(run_id),
-            &args.process,
-        ),
-        (None, None) => anyhow::bail!(
-            "a closed run needs this worker's credential: give --secret-file (the coordinator \
-             printed its path) or, for a run started with --insecure, --insecure"
-        ),
-    };
-    let credential = Credential::read_file(&file).with_context(|| {
-        format!(
-            "cannot read this worker's secret file {} (give the one the coordinator printed \
-             with --secret-file, or --insecure for a run started with --insecure)",
-            file.display()
-        )
-    })?;
-    Ok(Some(credential))
 }

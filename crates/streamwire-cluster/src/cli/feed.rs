@@ -1,4 +1,4 @@
-//! The topic tools over zenoh: a peer session that joins a distributed run at its
+//! `topic --connect`: the topic tools over zenoh, a peer session that joins a distributed run at its
 //! coordinator's endpoint, finds the other processes by gossip over that connection, and
 //! subscribes to a stream's key like a receiving partition does.
 
@@ -14,11 +14,44 @@ use streamwire_transport::{FrameBytes, Publisher, Subscription, Transport, WireF
 use streamwire_zenoh::{ZenohOptions, ZenohTransport};
 use zenoh::Wait;
 
-use streamwire_cluster::{Credential, access};
-
-use super::{
+use streamwire_cli::topic::{
     Arrival, Feed, KEEP_ALL_BOUND, Membership, Requested, TopicStats, history_name, qos_text,
 };
+use streamwire_cli::{Remote, RemoteFeed};
+
+use crate::{Credential, access};
+
+/// The feed of `topic --connect` over zenoh.
+pub(super) struct ZenohFeeds;
+
+impl RemoteFeed for ZenohFeeds {
+    fn open(
+        &self,
+        remote: &Remote,
+        stream: &str,
+        requested: Requested,
+        stats: bool,
+    ) -> anyhow::Result<(Box<dyn Feed>, Vec<String>)> {
+        let (feed, warnings) = ZenohFeed::open(
+            &remote.connect,
+            remote.run_id.as_deref(),
+            &remote.membership,
+            stream,
+            requested,
+            stats,
+        )?;
+        Ok((Box::new(feed), warnings))
+    }
+
+    fn list(&self, remote: &Remote, out: &mut dyn Write) -> anyhow::Result<()> {
+        list(
+            &remote.connect,
+            remote.run_id.as_deref(),
+            &remote.membership,
+            out,
+        )
+    }
+}
 
 /// How long a tool waits for gossip to connect it to the run's processes before it asks
 /// who is there.
@@ -31,7 +64,7 @@ struct Inbox {
 }
 
 /// A stream's frames, received over zenoh into a keep-last queue of the requested depth.
-pub(super) struct ZenohFeed {
+struct ZenohFeed {
     transport: ZenohTransport,
     _subscription: Box<dyn Subscription>,
     inbox: Arc<(Mutex<Inbox>, Condvar)>,
@@ -175,7 +208,7 @@ fn announced(
 
 /// `topic list --connect`: every stream the run publishes on zenoh (each stream a process
 /// produces, encoded forms included), who publishes it and which processes receive it.
-pub(super) fn list(
+fn list(
     connect: &[String],
     run_id: Option<&str>,
     membership: &Membership,
@@ -230,7 +263,7 @@ pub(super) fn list(
 impl ZenohFeed {
     /// Joins the run at `connect` and subscribes to `stream` with `requested`; a
     /// statistics publisher on `<stream>_stats` when `stats`.
-    pub(super) fn open(
+    fn open(
         connect: &[String],
         run_id: Option<&str>,
         membership: &Membership,

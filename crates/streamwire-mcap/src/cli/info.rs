@@ -1,11 +1,11 @@
 //! `info`: what an MCAP file holds (topics, types, counts, rates) and what a replay of it
-//! plays on which output (the `mcap` feature).
+//! plays on which output.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::Context;
-use crate::Cli;
+use anyhow::Context as _;
+use streamwire_cli::{Cli, CommandContext};
 
 /// `info` arguments.
 #[derive(clap::Args)]
@@ -19,13 +19,15 @@ pub(crate) struct Args {
 }
 
 /// Prints what `args.file` holds.
-#[cfg(feature = "mcap")]
-pub(crate) fn run(_cli: &Cli, args: &Args, cx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
-    use anyhow::Context as _;
-    let source = streamwire_mcap::McapSource {
+pub(crate) fn run(
+    _cli: &Cli,
+    args: &Args,
+    cx: &mut CommandContext<'_>,
+) -> anyhow::Result<ExitCode> {
+    let source = crate::McapSource {
         path: args.file.clone(),
-        topic_map: streamwire_mcap::parse_topic_map(&args.replay_map.join(","))?,
-        ..streamwire_mcap::McapSource::default()
+        topic_map: crate::parse_topic_map(&args.replay_map.join(","))?,
+        ..crate::McapSource::default()
     };
     let (inventory, map) = source
         .prepare()
@@ -38,20 +40,8 @@ pub(crate) fn run(_cli: &Cli, args: &Args, cx: &mut Context<'_>) -> anyhow::Resu
     Ok(ExitCode::SUCCESS)
 }
 
-/// Without the `mcap` feature: says so.
-#[cfg(not(feature = "mcap"))]
-pub(crate) fn run(_cli: &Cli, args: &Args, _cx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
-    let _ = (&args.file, &args.replay_map);
-    anyhow::bail!("info needs a binary built with streamwire-cli's `mcap` feature")
-}
-
 /// The file's summary, one row per topic, then what is cut short.
-#[cfg(feature = "mcap")]
-fn render(
-    name: &str,
-    inventory: &streamwire_mcap::Inventory,
-    map: &streamwire_mcap::TopicMap,
-) -> String {
+fn render(name: &str, inventory: &crate::Inventory, map: &crate::TopicMap) -> String {
     use std::fmt::Write as _;
     let first = inventory.topics.iter().map(|t| t.span.0).min().unwrap_or(0);
     let last = inventory.topics.iter().map(|t| t.span.1).max().unwrap_or(0);
@@ -116,11 +106,11 @@ fn render(
     out
 }
 
-#[cfg(all(test, feature = "mcap"))]
+#[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
-    use streamwire_mcap::{Inventory, TopicStats, map_topics};
+    use crate::{Inventory, TopicStats, map_topics};
 
     use super::render;
 
