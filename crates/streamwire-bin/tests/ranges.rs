@@ -291,13 +291,16 @@ fn config_shows_each_range() {
         String::from_utf8_lossy(&out.stderr)
     );
     insta::assert_snapshot!("config_with_ranges", stdout);
-    // The README shows this very output.
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    // The guide shows this very output.
+    let guide = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/guide/src/blueprints-and-settings.md"
+    ))
+    .unwrap();
     assert!(
-        readme.contains(&format!(
+        guide.contains(&format!(
             "$ streamwire config camera.yaml -o camera.fps=15\n{stdout}"
         )),
-        "README.md does not show `config`'s output as it is:\n{stdout}"
+        "docs/guide/src/blueprints-and-settings.md does not show `config`'s output as it is:\n{stdout}"
     );
 }

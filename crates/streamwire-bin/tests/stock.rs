@@ -45,6 +45,32 @@ fn topic_list_of_a_blueprint_names_every_stream_its_producers_and_consumers() {
     insta::assert_snapshot!("topic_list_demo", stdout);
 }
 
+/// The commands `streamwire --help` lists, one name a line. `tests/docs.rs` holds the
+/// guide's command table (docs/guide/src/cli.md) to this snapshot, so a command added to
+/// the binary changes the snapshot here and then needs its row in the guide.
+#[test]
+fn the_stock_binary_has_these_commands() {
+    let out = streamwire(&["--help"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let section = stdout
+        .split("Commands:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_else(|| panic!("no `Commands:` section in `--help`:\n{stdout}"));
+    // A command's line is indented by two spaces; a wrapped summary's lines by more.
+    let names: Vec<&str> = section
+        .lines()
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    insta::assert_snapshot!("commands", names.join("\n"));
+}
+
 /// The README's quick start, as written: each `streamwire` command of its first shell
 /// block runs here on the binary under test (the block's other command, `cargo test`,
 /// is this very suite). The demo's report balances.

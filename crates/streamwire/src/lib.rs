@@ -535,3 +535,15 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The guide's examples (docs/guide/src), run as doctests so they keep compiling: each
+/// chapter with Rust code.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/guide/src/concepts.md")]
+pub struct GuideConceptsDoctests;
+
+/// The guide's application chapter: its `main` compiles with the facade's `cli` and
+/// `zenoh` features on (`cfg`'d away otherwise).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/guide/src/your-application.md")]
+pub struct GuideApplicationDoctests;
