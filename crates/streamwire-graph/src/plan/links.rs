@@ -117,8 +117,8 @@ impl fmt::Display for LinkReason {
 }
 
 /// One end of a link: a port of an instance, or a codec node. Resolve it with
-/// [`Plan::instance`] / [`InstanceNode::port`] or [`Plan::codec_node`], or name it with
-/// [`Plan::endpoint_name`].
+/// [`Plan::instance`](super::Plan::instance) / [`InstanceNode::port`](super::InstanceNode::port) or [`Plan::codec_node`](super::Plan::codec_node), or name it with
+/// [`Plan::endpoint_name`](super::Plan::endpoint_name).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

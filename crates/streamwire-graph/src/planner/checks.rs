@@ -86,7 +86,7 @@ pub(crate) fn qos_mismatches(output: &Qos, input: &Qos) -> Vec<String> {
     reasons
 }
 
-pub(super) fn check_qos(
+fn check_qos(
     bp: &Blueprint,
     ports: &Ports,
     matching: &Matching,
@@ -130,7 +130,7 @@ pub(super) fn check_qos(
 /// A `keep_all` input fed from another process by a `best_effort` output: every queue on
 /// the way keeps all for it, but the wire may lose what nothing resends. (A reliable
 /// input there is already an incompatible QoS.)
-pub(super) fn check_lossy_path(
+fn check_lossy_path(
     bp: &Blueprint,
     ports: &Ports,
     matching: &Matching,
@@ -173,7 +173,7 @@ pub(super) fn check_lossy_path(
 
 /// A keep-all input on a stream with other consumers: listed (and logged) so that a
 /// stalled consumer holding back the others is not a surprise at run time.
-pub(super) fn check_blocking_fan_out(
+fn check_blocking_fan_out(
     bp: &Blueprint,
     ports: &Ports,
     matching: &Matching,
@@ -207,7 +207,7 @@ pub(super) fn check_blocking_fan_out(
 }
 
 /// Two message types with one wire name: received bytes could not be told apart.
-pub(super) fn check_wire_names(ports: &Ports, wired: &Wired, problems: &mut Vec<Problem>) {
+fn check_wire_names(ports: &Ports, wired: &Wired, problems: &mut Vec<Problem>) {
     let mut messages: Vec<MessageInfo> = Vec::new();
     for key in ports.keys() {
         let info = ports.info(key);

@@ -167,7 +167,7 @@ pub(super) fn serve_consumers_qos(builder: &mut GraphBuilder, ports: &Ports) {
 }
 
 /// `kept`, raised to keep and deliver at least what `served` asks for.
-pub(super) fn stricter(kept: Qos, served: Qos) -> Qos {
+fn stricter(kept: Qos, served: Qos) -> Qos {
     Qos {
         history: kept.history.strictest(served.history),
         reliability: if served.reliability == Reliability::Reliable {

@@ -156,7 +156,7 @@ pub(super) fn match_ports(bp: &Blueprint, ports: &Ports, problems: &mut Vec<Prob
 /// stream has several producers (reported elsewhere), `None` when it has none. A byte
 /// input named `<stream>/<suffix>` (`color_image/compressed`) listens to `<stream>`.
 /// An instance never feeds its own input (a filter with one name in and out).
-pub(super) fn find_producer(
+fn find_producer(
     producers: &BTreeMap<String, Vec<PortKey>>,
     stream: &str,
     input: &PortInfo,
@@ -188,7 +188,7 @@ pub(super) fn find_producer(
 /// A stream an unfed input probably meant, among the streams of its message type (by
 /// the names it would listen to: a byte input also under `<stream>/<suffix>`): a close
 /// name, else the same name under another namespace, else the only stream of its type.
-pub(super) fn suggest_stream(
+fn suggest_stream(
     bp: &Blueprint,
     ports: &Ports,
     producers: &BTreeMap<String, Vec<PortKey>>,

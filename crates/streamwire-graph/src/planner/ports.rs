@@ -100,7 +100,7 @@ pub(super) fn resolve_ports(bp: &Blueprint, problems: &mut Vec<Problem>) -> Port
 
 /// A port's QoS: its `#[port(..)]` values over the defaults of its message's kind (for
 /// `Compressed<M>` ports, `M`'s kind: an encoded stream has its stream's QoS).
-pub(super) fn effective_qos(info: &PortInfo) -> (Qos, QosOrigin) {
+fn effective_qos(info: &PortInfo) -> (Qos, QosOrigin) {
     let kind = info.message().kind();
     let set = info.attrs().qos;
     let source = |is_set: bool| {

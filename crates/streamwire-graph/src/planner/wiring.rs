@@ -35,7 +35,7 @@ pub(super) struct GraphBuilder {
     pub(super) graph: DiGraph<PlanNode, Link>,
     pub(super) codec_nodes: Vec<CodecNode>,
     /// Graph node of each codec node.
-    pub(super) codec_graph_nodes: Vec<NodeIndex>,
+    codec_graph_nodes: Vec<NodeIndex>,
     /// (producer, codec name, message type name, params) -> encoder.
     pub(super) encoders: HashMap<(PortKey, &'static str, &'static str, CodecParams), CodecNodeId>,
     /// (producer, placement) -> decoder: one per receiving process and stream.
@@ -237,7 +237,7 @@ impl StreamWiring<'_> {
     }
 
     /// A byte input gets its encoder whatever the settings say.
-    pub(super) fn wire_bytes(
+    fn wire_bytes(
         &self,
         builder: &mut GraphBuilder,
         problems: &mut Vec<Problem>,
@@ -281,7 +281,7 @@ impl StreamWiring<'_> {
 
     /// Whether the pixel link to `consumer` compresses, and why. Reports a compressed
     /// stream without a codec (once per stream) and a lossless input forced to compress.
-    pub(super) fn link_format(
+    fn link_format(
         &self,
         consumer: PortKey,
         locality: Locality,

@@ -338,7 +338,7 @@ pub struct InputStats {
     /// that sender's wire row counts what was lost before the wire.
     pub via_wire: Option<String>,
     /// True once the terms of that sender's row were added to this row (by the run's
-    /// report, or by [`RunReport::merge`] when the sender ran in another process).
+    /// report, or by [`RunReport::merge`](super::RunReport::merge) when the sender ran in another process).
     pub wire_terms_added: bool,
     /// Arrival minus publish time of every delivery.
     pub latency: LatencySummary,
