@@ -139,7 +139,7 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
             impl #krate::Payload for #ident {
                 type Logical = Self;
                 type Delivered = Self;
-                const TRANSPORT: #krate::Transport = #krate::Transport::Raw;
+                const FORM: #krate::PayloadForm = #krate::PayloadForm::Raw;
             }
 
             #krate::__private::inventory::submit! {

@@ -58,7 +58,7 @@ pub use node::{
 };
 pub use port::{
     Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,
-    PortHandle, PortInfo, PortType, Qos, QosOverrides, Reliability, SameMessage, Transport,
+    PortHandle, PortInfo, PortType, Qos, QosOverrides, Reliability, SameMessage, PayloadForm,
 };
 pub use range::{ConfigProblem, FieldRange};
 pub use registry::{ModuleConfig, ModuleRegistration, registered_modules, registration};

@@ -6,7 +6,7 @@ use std::fmt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::port::{Durability, History, Qos, Reliability, Transport};
+use crate::port::{Durability, History, PayloadForm, Qos, Reliability};
 
 /// A type that travels on a port.
 ///
@@ -126,8 +126,8 @@ pub trait Payload: 'static {
     /// Always a [`Message`]; the bound is stated where it is used (`In::recv`), so that a
     /// message type missing a trait is reported once, not again through this type.
     type Delivered: 'static;
-    /// How the payload may travel: raw, or through a codec.
-    const TRANSPORT: Transport;
+    /// The payload's form: raw, or encoded by a codec.
+    const FORM: PayloadForm;
 }
 
 /// What a message type is for, which decides the default QoS of its ports

@@ -55,7 +55,7 @@ pub struct Compressed<M, C = DefaultCodecOf<M>> {
 impl<M: Message, C: Codec<M>> Payload for Compressed<M, C> {
     type Logical = M;
     type Delivered = C::Encoded;
-    const TRANSPORT: Transport = Transport::Codec(C::INFO);
+    const FORM: PayloadForm = PayloadForm::Codec(C::INFO);
 }
 
 macro_rules! port_basics {
@@ -87,21 +87,23 @@ macro_rules! port_basics {
 port_basics!(In, state);
 port_basics!(Out, binding);
 
-/// How a payload travels: raw, or encoded by a codec.
+/// The form a port's payload takes: the message itself (raw), or encoded by a codec
+/// (`Compressed<M, C>`). Not to be confused with `streamwire_transport::Transport`, what
+/// carries frames between processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transport {
+pub enum PayloadForm {
     /// The message itself.
     Raw,
     /// The message encoded by this codec (`Compressed<M, C>`).
     Codec(CodecInfo),
 }
 
-impl Transport {
+impl PayloadForm {
     /// The codec, if any.
     pub fn codec(&self) -> Option<CodecInfo> {
         match self {
-            Transport::Raw => None,
-            Transport::Codec(codec) => Some(*codec),
+            PayloadForm::Raw => None,
+            PayloadForm::Codec(codec) => Some(*codec),
         }
     }
 }
@@ -577,7 +579,7 @@ pub struct PortInfo {
     type_name: &'static str,
     direction: Direction,
     message: MessageInfo,
-    transport: Transport,
+    payload_form: PayloadForm,
     attrs: PortAttrs,
 }
 
@@ -595,7 +597,7 @@ impl PortInfo {
             type_name,
             direction: P::DIRECTION,
             message: MessageInfo::of::<P::Message>(),
-            transport: <P::Payload as Payload>::TRANSPORT,
+            payload_form: <P::Payload as Payload>::FORM,
             attrs,
         }
     }
@@ -628,8 +630,8 @@ impl PortInfo {
 
     /// Raw, or the codec (`Compressed<M, C>`): a permission on an output, a requirement on
     /// an input.
-    pub fn transport(&self) -> Transport {
-        self.transport
+    pub fn payload_form(&self) -> PayloadForm {
+        self.payload_form
     }
 
     /// `optional`, `lossless`, QoS.

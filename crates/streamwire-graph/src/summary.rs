@@ -161,7 +161,7 @@ impl Plan {
                             stream: p.stream.clone(),
                             type_name: p.info.type_name().to_owned(),
                             message: p.info.message().name().to_owned(),
-                            codec: p.info.transport().codec().map(|c| c.name().to_owned()),
+                            codec: p.info.payload_form().codec().map(|c| c.name().to_owned()),
                             optional: p.info.attrs().optional,
                             lossless: p.info.attrs().lossless,
                             qos: p.qos,

@@ -144,7 +144,7 @@
 //! }
 //!
 //! // `Out<Compressed<Scan>>` now works: the port's payload names the codec.
-//! let codec = <Compressed<Scan> as Payload>::TRANSPORT.codec().map(|c| c.name());
+//! let codec = <Compressed<Scan> as Payload>::FORM.codec().map(|c| c.name());
 //! assert_eq!(codec, Some("scan_zstd"));
 //!
 //! let scan = Scan { stamp: Timestamp::from_nanos(5), ranges_mm: Bytes::from(vec![7u8; 720]) };

@@ -5,7 +5,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use streamwire_core::{ModuleValue, Transport as PortTransport, Trigger};
+use streamwire_core::{ModuleValue, PayloadForm, Trigger};
 use streamwire_graph::{
     CodecKind, CodecNode, CodecNodeId, Endpoint, InstanceIndex, Plan, PlanPort, PortIndex,
 };
@@ -224,9 +224,9 @@ impl Layout {
 /// The wire name of what `port` carries: the message, or for `Compressed<M, C>` the
 /// encoded message.
 pub(crate) fn delivered_type(port: &PlanPort) -> &'static str {
-    match port.info.transport() {
-        PortTransport::Raw => port.info.message().name(),
-        PortTransport::Codec(codec) => codec.encoded().name(),
+    match port.info.payload_form() {
+        PayloadForm::Raw => port.info.message().name(),
+        PayloadForm::Codec(codec) => codec.encoded().name(),
     }
 }
 

@@ -89,7 +89,7 @@ impl RunBuilder {
             let unplanned: Vec<(&PlanPort, CodecInfo, Arc<Hub>)> = node
                 .ports()
                 .filter_map(|port| {
-                    let codec = port.info.transport().codec()?;
+                    let codec = port.info.payload_form().codec()?;
                     let producer = slot.ports.get(port.index)?.hub()?.clone();
                     let planned = plan.codec_nodes().any(|c| {
                         c.kind == CodecKind::Encode && c.stream == port.stream && c.codec == codec

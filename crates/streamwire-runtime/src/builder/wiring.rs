@@ -79,7 +79,7 @@ impl RunBuilder {
         if matches!(port.info.direction(), Direction::Input) {
             return Ok(PortSlot::Input(self.make.queue(port.qos.history, signal)));
         }
-        let codec = port.info.transport().codec();
+        let codec = port.info.payload_form().codec();
         let passthrough = match codec {
             Some(codec) => Some(Passthrough {
                 encoded: codec.encoded().name(),

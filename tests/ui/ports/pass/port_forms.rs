@@ -2,7 +2,7 @@
 use serde::{Deserialize, Serialize};
 use streamwire::msgs::{Jpeg, Zstd};
 use streamwire::prelude::*;
-use streamwire::{Direction, PortType, Transport};
+use streamwire::{Direction, PayloadForm, PortType};
 
 #[derive(Clone, Debug, Serialize, Deserialize, Message)]
 #[message(name = "acme/Scan")]
@@ -64,9 +64,9 @@ pub struct Everything {
 
 fn assert_port<P: PortType>(direction: Direction, codec: Option<&str>) {
     assert_eq!(P::DIRECTION, direction);
-    let transport = <P::Payload as streamwire::Payload>::TRANSPORT;
-    assert_eq!(transport.codec().map(|c| c.name()), codec);
-    if let Transport::Codec(c) = transport {
+    let form = <P::Payload as streamwire::Payload>::FORM;
+    assert_eq!(form.codec().map(|c| c.name()), codec);
+    if let PayloadForm::Codec(c) = form {
         assert_eq!(c.message(), <P::Message as Message>::info());
     }
 }
