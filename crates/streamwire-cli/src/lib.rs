@@ -203,16 +203,19 @@ impl Cli {
     /// The clap command: the CLI's own commands and the plugins', in their help order,
     /// with the binary's name.
     pub(crate) fn command(&self) -> clap::Command {
-        let mut command = commands::Args::command()
+        let command = commands::Args::command();
+        // The declared order, read before `mut_subcommand` (which moves the command it
+        // changes to the end) reorders them.
+        let mut order: Vec<String> = command
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        let mut command = command
             .name(self.name.clone())
             .bin_name(self.name.clone())
             .about(self.about.clone())
             .mut_subcommand("config", |c| c.after_long_help(config::help_text()))
             .mut_subcommand("run", |run| self.run_command(run));
-        let mut order: Vec<String> = command
-            .get_subcommands()
-            .map(|c| c.get_name().to_owned())
-            .collect();
         let mut place = |name: &str, after: Option<&str>| {
             let at = after
                 .and_then(|a| order.iter().position(|n| n == a))
@@ -228,11 +231,12 @@ impl Cli {
         for plugin in &self.commands {
             let mut sub = plugin.command.clone();
             if plugin.worker_flags {
-                sub = self
-                    .run_flags
-                    .iter()
-                    .filter(|f| f.on_workers())
-                    .fold(sub, |c, f| f.args(c));
+                sub = keeping_about(sub, |sub| {
+                    self.run_flags
+                        .iter()
+                        .filter(|f| f.on_workers())
+                        .fold(sub, |c, f| f.args(c))
+                });
             }
             command = command.subcommand(sub);
         }
@@ -255,11 +259,32 @@ impl Cli {
 
     /// `run` with the runner's flags and the plugins' flags.
     fn run_command(&self, run: clap::Command) -> clap::Command {
-        let run = match &self.runner {
-            Some(runner) => runner.args(run),
-            None => run,
-        };
-        self.run_flags.iter().fold(run, |run, f| f.args(run))
+        keeping_about(run, |run| {
+            let run = match &self.runner {
+                Some(runner) => runner.args(run),
+                None => run,
+            };
+            self.run_flags.iter().fold(run, |run, f| f.args(run))
+        })
+    }
+}
+
+/// `add` applied to `command`, which keeps its own about texts: a plugin's flags are often
+/// a clap `Args` struct, whose doc comment `augment_args` would make the command's about.
+fn keeping_about(
+    command: clap::Command,
+    add: impl FnOnce(clap::Command) -> clap::Command,
+) -> clap::Command {
+    let about = command.get_about().cloned();
+    let long_about = command.get_long_about().cloned();
+    let command = add(command);
+    let command = match about {
+        Some(about) => command.about(about),
+        None => command,
+    };
+    match long_about {
+        Some(long_about) => command.long_about(long_about),
+        None => command,
     }
 }
 

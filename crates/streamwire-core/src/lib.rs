@@ -57,8 +57,8 @@ pub use node::{
     TapService, Taps, Trigger,
 };
 pub use port::{
-    Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PortAttrs,
-    PortHandle, PortInfo, PortType, Qos, QosOverrides, Reliability, SameMessage, PayloadForm,
+    Compressed, Direction, Durability, History, In, InputPort, Out, OutputPort, PayloadForm,
+    PortAttrs, PortHandle, PortInfo, PortType, Qos, QosOverrides, Reliability, SameMessage,
 };
 pub use range::{ConfigProblem, FieldRange};
 pub use registry::{ModuleConfig, ModuleRegistration, registered_modules, registration};

@@ -16,18 +16,17 @@ pub struct LatencyBench;
 
 impl Plugin for LatencyBench {
     fn build(&self, cli: &mut Cli) {
-        let command = LatencyArgs::augment_args(clap::Command::new("latency").about(
+        // The abouts after `augment_args`, which would take the `Args` structs' doc comments.
+        let command = LatencyArgs::augment_args(clap::Command::new("latency")).about(
             "Latency and throughput across payload sizes and transports, against bare zenoh \
              and a bare channel (`BENCH_CSV=1`: CSV on stdout, the table on stderr)",
-        ));
+        );
         cli.add_bench(PluginCommand::new(command, |_cli, matches, cx| {
             latency(LatencyArgs::from_arg_matches(matches)?, cx)
         }));
-        let peer = PeerArgs::augment_args(
-            clap::Command::new("peer")
-                .about("The far side of `bench latency` (started by it)")
-                .hide(true),
-        );
+        let peer = PeerArgs::augment_args(clap::Command::new("peer"))
+            .about("The far side of `bench latency` (started by it)")
+            .hide(true);
         cli.add_bench(PluginCommand::new(peer, |_cli, matches, _cx| {
             let args = PeerArgs::from_arg_matches(matches)?;
             crate::serve_peer(&args.args)?;

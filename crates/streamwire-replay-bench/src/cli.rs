@@ -30,21 +30,20 @@ impl ReplayBench {
 
 impl Plugin for ReplayBench {
     fn build(&self, cli: &mut Cli) {
-        let command = ReplayArgs::augment_args(clap::Command::new("replay").about(
+        // The abouts after `augment_args`, which would take the `Args` structs' doc comments.
+        let command = ReplayArgs::augment_args(clap::Command::new("replay")).about(
             "The replay benchmark: real blueprints on real frames, raw against JPEG, each run \
              in a network namespace of its own, with a host sampler; a table, charts and a \
              markdown summary in --out (BENCHMARKS.md says how to read them)",
-        ));
+        );
         let blueprints = self.blueprints.clone();
         cli.add_bench(PluginCommand::new(command, move |cli, matches, cx| {
             let args = ReplayArgs::from_arg_matches(matches)?;
             replay(cli, &blueprints, args, cx)
         }));
-        let cell = CellArgs::augment_args(
-            clap::Command::new("cell")
-                .about("One cell of `bench replay` (started by it, in its namespace)")
-                .hide(true),
-        );
+        let cell = CellArgs::augment_args(clap::Command::new("cell"))
+            .about("One cell of `bench replay` (started by it, in its namespace)")
+            .hide(true);
         cli.add_bench(PluginCommand::new(cell, |_cli, matches, _cx| {
             let args = CellArgs::from_arg_matches(matches)?;
             let exe =

@@ -37,10 +37,11 @@ pub struct Distributed;
 
 impl Plugin for Distributed {
     fn build(&self, cli: &mut Cli) {
-        let command = worker::Args::augment_args(clap::Command::new("worker").about(
+        // The about after `augment_args`, which would take the `Args` struct's doc comment.
+        let command = worker::Args::augment_args(clap::Command::new("worker")).about(
             "Run one process of a blueprint's plan as a worker of a distributed run (`run` \
              starts its own; start one by hand on another host)",
-        ));
+        );
         cli.add_command(
             PluginCommand::new(command, worker::run)
                 .after("run")

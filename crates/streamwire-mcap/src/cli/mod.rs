@@ -29,10 +29,11 @@ impl Plugin for Mcap {
     fn build(&self, cli: &mut Cli) {
         cli.add_run_flags(Replay);
         cli.add_run_flags(record::Record);
-        let command = info::Args::augment_args(clap::Command::new("info").about(
+        // The about after `augment_args`, which would take the `Args` struct's doc comment.
+        let command = info::Args::augment_args(clap::Command::new("info")).about(
             "What an MCAP file holds (topics, types, counts, rates) and what a replay plays \
              it as",
-        ));
+        );
         cli.add_command(
             PluginCommand::new(command, |cli, matches, cx| {
                 info::run(cli, &info::Args::from_arg_matches(matches)?, cx)
