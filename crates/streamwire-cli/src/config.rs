@@ -2,7 +2,7 @@
 //! each value with where it came from.
 //!
 //! Keys: the global keys, one table of them in the graph crate
-//! ([`global_keys`](streamwire_graph::global_keys): `compression`, `jpeg_quality`,
+//! ([`global_keys`]: `compression`, `jpeg_quality`,
 //! `max_width`, `max_bitrate`, `min_quality`, `lossy_pixels`, each with its environment
 //! variable, check, default and how it applies; the CLI adds only its aliases,
 //! [`ENV_ALIASES`]), `streams.<stream>.<setting>` (a stream's `compression`, `codec` or

@@ -171,7 +171,7 @@ pub(crate) fn peer_args(
     args
 }
 
-/// The peer process of [`run`]: `--connect ENDPOINT... --run-id ID --mode
+/// The peer process of [`run`](crate::run): `--connect ENDPOINT... --run-id ID --mode
 /// streamwire|bare-fifo|bare-callback --hops N --shm true|false`. Serves until its
 /// standard input closes.
 pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {

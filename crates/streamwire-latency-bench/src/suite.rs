@@ -45,7 +45,7 @@ fn phases(sizes: &[usize], samples: usize, throughput: bool) -> Vec<Phase> {
 }
 
 /// How the suite starts its peer process: the program and the arguments before the
-/// peer's own (e.g. this binary and `bench peer`). The peer runs [`serve_peer`].
+/// peer's own (e.g. this binary and `bench peer`). The peer runs [`serve_peer`](crate::serve_peer).
 pub type PeerCommand<'a> = &'a dyn Fn() -> Command;
 
 /// Runs the suite; `progress` hears a line as each transport starts.
