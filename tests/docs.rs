@@ -7,14 +7,11 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// The workspace's root (this crate is `tests/` in it).
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ sits in the workspace's root")
-}
+#[path = "common/metadata.rs"]
+mod metadata;
+
+use metadata::workspace;
 
 /// Every file under `dir` (recursively) whose name ends in one of `suffixes`, leaving out
 /// build output, git's folder and the interop tests' installed packages.
@@ -239,25 +236,7 @@ fn table_rows(doc: &str, heading: &str) -> Vec<Vec<String>> {
 /// (`crates/streamwire-core`, `macros`), from `cargo metadata --no-deps` (no resolution,
 /// no network).
 fn workspace_packages() -> BTreeSet<(String, String)> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .args([
-            "metadata",
-            "--no-deps",
-            "--format-version",
-            "1",
-            "--offline",
-        ])
-        .current_dir(workspace())
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        output.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    let metadata = metadata::cargo_metadata();
     let root = Path::new(
         metadata["workspace_root"]
             .as_str()

@@ -4,15 +4,11 @@
 //! crates below the facade take it as one so their doc examples read as a user writes).
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
 
-/// The workspace's root (this crate is `tests/` in it).
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ sits in the workspace's root")
-}
+#[path = "common/metadata.rs"]
+mod metadata;
+
+use metadata::workspace;
 
 /// ARCHITECTURE.md's table of crates: package name to layer, from the rows of the table in
 /// its section "The crates" (`| 3 | `streamwire-graph` | ... |`).
@@ -43,25 +39,7 @@ fn layers_in_architecture() -> BTreeMap<String, u32> {
 /// Every package of the workspace with its normal dependencies on packages of the
 /// workspace, from `cargo metadata --no-deps` (no resolution, no network).
 fn workspace_dependencies() -> BTreeMap<String, Vec<String>> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .args([
-            "metadata",
-            "--no-deps",
-            "--format-version",
-            "1",
-            "--offline",
-        ])
-        .current_dir(workspace())
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        output.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    let metadata = metadata::cargo_metadata();
     let packages = metadata["packages"].as_array().expect("a list of packages");
     let name = |value: &serde_json::Value| value["name"].as_str().expect("a name").to_owned();
     let ours: Vec<String> = packages.iter().map(name).collect();
