@@ -1040,6 +1040,12 @@ fn raw_frames_leave_the_camera_by_reference() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     let report = balanced_report(&report_path, &stdout);
+    // A host whose /dev/shm cannot hold the run's pool (a container's 64 MiB) runs the
+    // workers without shared memory, and each says so: nothing to lend then.
+    if stderr.contains("shared memory is off for this session") {
+        streamwire_testdata::skip(format!("a worker runs without shared memory: {stderr}"));
+        return;
+    }
     let published = report_row(&report, "outputs", "port", "camera.color_image")
         .and_then(|o| o["published"].as_u64())
         .unwrap_or(0);
