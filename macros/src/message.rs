@@ -149,6 +149,10 @@ pub(crate) fn expand(input: &DeriveInput) -> TokenStream {
                         as #krate::__private::DeserializeFn,
                 )
             }
+
+            #krate::__private::inventory::submit! {
+                #krate::MessageRegistration::of::<#ident>()
+            }
         };
     }
 }

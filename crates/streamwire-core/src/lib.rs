@@ -39,6 +39,7 @@ mod node;
 pub mod port;
 pub mod range;
 pub mod registry;
+pub mod shape;
 pub mod text;
 
 pub use bind::{
@@ -50,7 +51,10 @@ pub use codec::{
     CodecSummary, DefaultCodec, DefaultCodecOf, Fidelity, ParamValue, registered_codecs,
 };
 pub use header::{Delivered, Header, Timestamp};
-pub use message::{AnyMessage, Message, MessageInfo, MessageKind, Payload, SerdeMessage};
+pub use message::{
+    AnyMessage, Message, MessageInfo, MessageKind, MessageRegistration, Payload, SerdeMessage,
+    message_info,
+};
 pub use module::{InstanceId, Module, ModuleValue};
 pub use node::{
     Context, Counter, Node, NodeError, NodeResult, PortRef, RunContext, RunNode, StreamTap,

@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::port::{Durability, History, PayloadForm, Qos, Reliability};
+use crate::shape::{self, Shape, ShapeError};
 
 /// A type that travels on a port.
 ///
@@ -87,6 +88,15 @@ pub trait Message:
     /// ```
     fn payload_len(&self) -> usize {
         0
+    }
+
+    /// This type's serde form ([`Shape`]): what a recording writes as the schema of a
+    /// message without a ROS 2 type, and what its replay compares with the type it reads
+    /// into. The default traces the type's `Deserialize` ([`shape::trace`]); a type serde
+    /// cannot trace (an untagged enum, a `serde_json::Value` field) returns the reason,
+    /// and its streams cannot be recorded.
+    fn describe() -> Result<Shape, ShapeError> {
+        shape::trace::<Self>()
     }
 }
 
@@ -195,6 +205,7 @@ pub struct MessageInfo {
     schema_version: u32,
     rust_name: fn() -> &'static str,
     type_id: fn() -> TypeId,
+    describe: fn() -> Result<Shape, ShapeError>,
 }
 
 impl MessageInfo {
@@ -207,6 +218,7 @@ impl MessageInfo {
             schema_version: M::SCHEMA_VERSION,
             rust_name: short_type_name::<M>,
             type_id: TypeId::of::<M>,
+            describe: M::describe,
         }
     }
 
@@ -234,6 +246,50 @@ impl MessageInfo {
     pub fn type_id(&self) -> TypeId {
         (self.type_id)()
     }
+
+    /// Its serde form ([`Message::describe`]).
+    pub fn describe(&self) -> Result<Shape, ShapeError> {
+        (self.describe)()
+    }
+}
+
+/// A message type known by its wire name: `#[derive(Message)]` registers every message
+/// type, so that code that meets a type only by name (a recorder) finds its description.
+#[derive(Debug)]
+pub struct MessageRegistration {
+    info: MessageInfo,
+}
+
+impl MessageRegistration {
+    /// The registration of `M` (what the derive submits).
+    pub const fn of<M: Message>() -> MessageRegistration {
+        MessageRegistration {
+            info: MessageInfo::of::<M>(),
+        }
+    }
+}
+
+inventory::collect!(MessageRegistration);
+
+/// The registered message type named `name` (`acme/Count`).
+///
+/// ```
+/// # use serde::{Deserialize, Serialize};
+/// # use streamwire::prelude::*;
+/// #[derive(Clone, Debug, Serialize, Deserialize, Message)]
+/// #[message(name = "acme/Hum")]
+/// struct Hum { hz: f32 }
+///
+/// let info = streamwire::message_info("acme/Hum").expect("registered");
+/// assert_eq!(info.rust_name(), "Hum");
+/// assert!(info.describe().is_ok());
+/// assert!(streamwire::message_info("acme/Nope").is_none());
+/// ```
+pub fn message_info(name: &str) -> Option<MessageInfo> {
+    inventory::iter::<MessageRegistration>
+        .into_iter()
+        .find(|r| r.info.name == name)
+        .map(|r| r.info)
 }
 
 impl PartialEq for MessageInfo {

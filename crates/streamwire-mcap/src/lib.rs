@@ -29,6 +29,7 @@
 //! Topics are the stream names with a leading `/` (`odometry` is `/odometry`); an image's
 //! compressed form is `/<stream>/compressed`, as ROS's image_transport names it.
 
+mod app;
 pub mod cli;
 mod record;
 mod replay;
@@ -37,6 +38,7 @@ mod writer;
 
 use std::path::PathBuf;
 
+pub use app::{AppError, AppReplay, AppReplayError, AppSchema, HASH_KEY};
 pub use record::{McapRecorder, RecordPlan, Recording, plan_recording};
 pub use replay::{
     McapSource, Output, Playback, ReplayError, TopicMap, map_topics, parse_topic_map,
@@ -137,6 +139,25 @@ pub enum RecordError {
         stream: String,
         /// The message's type.
         message: &'static str,
+    },
+    /// A stream asked for by name carries a message that can be recorded neither with a
+    /// ROS 2 type nor with a JSON Schema.
+    #[error("recording: stream `{stream}` cannot be recorded")]
+    Unrecordable {
+        /// The stream.
+        stream: String,
+        /// Why.
+        #[source]
+        source: AppError,
+    },
+    /// An application's message could not be written as JSON.
+    #[error("recording {stream}: a message cannot be written as JSON")]
+    Json {
+        /// The stream.
+        stream: String,
+        /// Why.
+        #[source]
+        source: AppError,
     },
     /// The recorder runs where there are no taps (the Harness).
     #[error("recording: this runtime offers no taps (run the recorder in a run, not a harness)")]

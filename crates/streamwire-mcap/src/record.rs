@@ -16,7 +16,7 @@ use streamwire_macros::Module;
 use streamwire_msgs::{CompressedImage, Image};
 
 use crate::writer::{DEFAULT_CHUNK_BYTES, METADATA_NAME, McapWriter, RecordCounts};
-use crate::{ChunkCompression, RecordError, topic_of};
+use crate::{AppSchema, ChunkCompression, RecordError, topic_of};
 
 /// The longest the recorder, once the run stops, drains its taps: well inside the run's
 /// stop deadline (2 s by default), so that the file is finished before the runtime gives
@@ -31,7 +31,7 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// Records streams of the run to an MCAP file that ROS 2 tools and Foxglove read.
 ///
-/// Taps each chosen stream (`streams`; empty: every stream with a ROS 2 type) from the
+/// Taps each chosen stream (`streams`; empty: every stream) from the
 /// recorder's own process, an image stream through its compressed form when the plan
 /// encodes it (the bytes that travel), on one thread per stream (`sw mcap<i> <stream>`) that
 /// writes into the file under one lock. A tap is a keep-last queue: a recorder that cannot
@@ -58,7 +58,7 @@ pub struct McapRecorder {
     /// The file to write (created, or truncated).
     #[config]
     pub path: PathBuf,
-    /// The streams to record (default: every stream with a ROS 2 type).
+    /// The streams to record (default: every stream that can be recorded).
     #[config]
     pub streams: Vec<String>,
     /// Chunk compression (default zstd).
@@ -107,14 +107,20 @@ pub struct RecordPlan {
     pub tapped: String,
     /// The message type asked of the tap (`None`: what the stream carries).
     pub message: Option<&'static str>,
+    /// The JSON Schema its messages are written with, for a message without a ROS 2 type
+    /// (an application's own); `None`: CDR under its ROS 2 type.
+    pub app: Option<AppSchema>,
 }
 
 /// What a recorder taps, given the run's streams (`(name, message type)`, encoded forms
-/// included) and the streams asked for (empty: every stream with a ROS 2 type). Image
-/// streams are tapped through their compressed form (`<stream>/compressed`) when the run
-/// has one; any other encoded form (`depth/compressedDepth`: our `16UC1; zstd`, which ROS
-/// tools cannot read) is left out, its stream recorded as pixels, and an encoded form is
-/// recorded in its own right only when asked for by name.
+/// included) and the streams asked for (empty: every stream). Image streams are tapped
+/// through their compressed form (`<stream>/compressed`) when the run has one; any other
+/// encoded form (`depth/compressedDepth`: our `16UC1; zstd`, which ROS tools cannot read)
+/// is left out, its stream recorded as pixels, and an encoded form is recorded in its own
+/// right only when asked for by name. A message with a ROS 2 type is recorded as CDR; any
+/// other (an application's own) as JSON under a JSON Schema of its serde form
+/// ([`AppSchema`]). A stream that can be recorded neither way is skipped (returned) when
+/// every stream is recorded, and an error when asked for by name.
 ///
 /// ```
 /// use streamwire_mcap::plan_recording;
@@ -129,7 +135,9 @@ pub struct RecordPlan {
 /// let (plan, skipped) = plan_recording(&streams, &[])?;
 /// let tapped: Vec<&str> = plan.iter().map(|p| p.tapped.as_str()).collect();
 /// assert_eq!(tapped, ["color_image/compressed", "depth", "odometry"]);
+/// // `acme/Beep` is no message type of this program.
 /// assert_eq!(skipped, ["beeps"]);
+/// assert!(plan_recording(&streams, &["beeps".into()]).is_err());
 /// assert!(plan_recording(&streams, &["lidar".into()]).is_err());
 /// # Ok::<(), streamwire_mcap::RecordError>(())
 /// ```
@@ -168,10 +176,17 @@ pub fn plan_recording(
                 known: known.join(", "),
             });
         };
-        if streamwire_ros2::ros_type_of(message).is_none() {
-            skipped.push(stream);
-            continue;
-        }
+        let app = match streamwire_ros2::ros_type_of(message) {
+            Some(_) => None,
+            None => match AppSchema::of_type(message) {
+                Ok(schema) => Some(schema),
+                Err(_) if asked.is_empty() => {
+                    skipped.push(stream);
+                    continue;
+                }
+                Err(source) => return Err(RecordError::Unrecordable { stream, source }),
+            },
+        };
         let compressed = format!("{stream}/compressed");
         let entry = if message == Image::TYPE_NAME
             && carries(&compressed) == Some(CompressedImage::TYPE_NAME)
@@ -180,12 +195,14 @@ pub fn plan_recording(
                 stream,
                 tapped: compressed,
                 message: Some(CompressedImage::TYPE_NAME),
+                app,
             }
         } else {
             RecordPlan {
                 tapped: stream.clone(),
                 stream,
                 message: None,
+                app,
             }
         };
         plan.push(entry);
@@ -232,7 +249,8 @@ impl Node for McapRecorder {
         if !skipped.is_empty() {
             tracing::warn!(
                 streams = %skipped.join(", "),
-                "not recorded: no ROS 2 type for their messages"
+                "not recorded: their messages have no ROS 2 type and no JSON Schema (name \
+                 them in `streams` to see why)"
             );
         }
         let mut file = McapWriter::create(&self.path, self.compression, self.chunk_bytes)?;
@@ -253,6 +271,7 @@ impl Node for McapRecorder {
             let worker = TapWorker {
                 instance: cx.instance_name().to_owned(),
                 stream: entry.stream.clone(),
+                app: entry.app,
                 tap,
                 shared: shared.clone(),
                 recorded: recorded.clone(),
@@ -338,6 +357,8 @@ impl Recording {
 struct TapWorker {
     instance: String,
     stream: String,
+    /// The JSON Schema of an application's message; `None`: CDR.
+    app: Option<AppSchema>,
     tap: Box<dyn StreamTap>,
     shared: Arc<Shared>,
     recorded: Counter,
@@ -385,6 +406,9 @@ impl TapWorker {
             self.dropped.add(seq - self.next_seq);
         }
         self.next_seq = self.next_seq.max(seq + 1);
+        if self.app.is_some() {
+            return self.record_app(envelope);
+        }
         let encoded = match streamwire_ros2::encode_any(envelope.message.as_ref()) {
             Some(Ok(encoded)) => encoded,
             Some(Err(source)) => {
@@ -406,6 +430,30 @@ impl TapWorker {
             Some(file) => file.write(&topic, ros_type, time, time, &cdr),
             None => return self.dropped.increment(),
         };
+        self.written(written);
+    }
+
+    /// Writes an application's message as JSON on `/<stream>`.
+    fn record_app(&mut self, envelope: &Envelope) {
+        let Some(schema) = &self.app else { return };
+        let json = match schema.encode(envelope.message.as_ref()) {
+            Ok(json) => json,
+            Err(source) => {
+                let stream = self.stream.clone();
+                return self.fail(&RecordError::Json { stream, source });
+            }
+        };
+        let topic = format!("/{}", self.stream);
+        let time = envelope.header.publish_time.as_nanos();
+        let written = match self.shared.file.lock().as_mut() {
+            Some(file) => file.write_app(&topic, schema, time, time, &json),
+            None => return self.dropped.increment(),
+        };
+        self.written(written);
+    }
+
+    /// Counts a write, or keeps its error (the first) for the recorder's stop.
+    fn written(&mut self, written: Result<(), RecordError>) {
         match written {
             Ok(()) => self.recorded.increment(),
             Err(error) => {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use streamwire_ros2::schema::RosSchema;
 
+use crate::app::{self, AppSchema, MESSAGE_ENCODING, SCHEMA_ENCODING};
 use crate::{ChunkCompression, RecordError};
 
 /// The name of the metadata record holding the run's plan and configuration, and of the
@@ -22,6 +23,8 @@ struct ChannelRow {
     topic: String,
     ros_type: String,
     rihs01: String,
+    /// `cdr`, or `json` for an application's message.
+    encoding: &'static str,
     count: u64,
     next_sequence: u32,
 }
@@ -40,7 +43,7 @@ pub struct RecordCounts {
 pub struct McapWriter {
     path: PathBuf,
     writer: mcap::Writer<BufWriter<File>>,
-    /// Schema ids by ROS 2 type.
+    /// Schema ids (and RIHS01 or schema hashes) by ROS 2 or application type.
     schemas: HashMap<String, (u16, String)>,
     /// Channel ids by topic and ROS 2 type.
     channel_ids: HashMap<(String, String), u16>,
@@ -143,6 +146,50 @@ impl McapWriter {
                 topic: topic.to_owned(),
                 ros_type: ros_type.to_owned(),
                 rihs01,
+                encoding: "cdr",
+                count: 0,
+                next_sequence: 0,
+            },
+        );
+        Ok(id)
+    }
+
+    /// The channel of `topic` carrying an application's message as JSON, added (with its
+    /// `jsonschema` schema and the schema's hash) on first use.
+    fn app_channel(&mut self, topic: &str, schema: &AppSchema) -> Result<u16, RecordError> {
+        let key = (topic.to_owned(), schema.type_name.clone());
+        if let Some(id) = self.channel_ids.get(&key) {
+            return Ok(*id);
+        }
+        let schema_id = match self.schemas.get(&schema.type_name) {
+            Some((id, _)) => *id,
+            None => {
+                let id = self
+                    .writer
+                    .add_schema(&schema.type_name, SCHEMA_ENCODING, schema.text.as_bytes())
+                    .map_err(|e| self.mcap_error(e))?;
+                self.schemas
+                    .insert(schema.type_name.clone(), (id, schema.hash.clone()));
+                id
+            }
+        };
+        let id = self
+            .writer
+            .add_channel(
+                schema_id,
+                topic,
+                MESSAGE_ENCODING,
+                &app::channel_metadata(schema),
+            )
+            .map_err(|e| self.mcap_error(e))?;
+        self.channel_ids.insert(key, id);
+        self.channels.insert(
+            id,
+            ChannelRow {
+                topic: topic.to_owned(),
+                ros_type: schema.type_name.clone(),
+                rihs01: schema.hash.clone(),
+                encoding: MESSAGE_ENCODING,
                 count: 0,
                 next_sequence: 0,
             },
@@ -161,6 +208,29 @@ impl McapWriter {
         cdr: &[u8],
     ) -> Result<(), RecordError> {
         let channel_id = self.channel(topic, ros_type)?;
+        self.write_on(channel_id, log_time, publish_time, cdr)
+    }
+
+    /// Writes one application message on `topic`: its JSON ([`AppSchema::encode`]).
+    pub fn write_app(
+        &mut self,
+        topic: &str,
+        schema: &AppSchema,
+        log_time: u64,
+        publish_time: u64,
+        json: &[u8],
+    ) -> Result<(), RecordError> {
+        let channel_id = self.app_channel(topic, schema)?;
+        self.write_on(channel_id, log_time, publish_time, json)
+    }
+
+    fn write_on(
+        &mut self,
+        channel_id: u16,
+        log_time: u64,
+        publish_time: u64,
+        data: &[u8],
+    ) -> Result<(), RecordError> {
         let sequence = self.channels.get_mut(&channel_id).map_or(0, |row| {
             row.count += 1;
             let sequence = row.next_sequence;
@@ -178,7 +248,7 @@ impl McapWriter {
             Some((first, last)) => (first.min(log_time), last.max(log_time)),
         });
         self.writer
-            .write_to_known_channel(&header, cdr)
+            .write_to_known_channel(&header, data)
             .map_err(|e| self.mcap_error(e))
     }
 
@@ -240,7 +310,7 @@ impl McapWriter {
                     "topic_metadata": {
                         "name": row.topic,
                         "type": row.ros_type,
-                        "serialization_format": "cdr",
+                        "serialization_format": row.encoding,
                         "offered_qos_profiles": [],
                         "type_description_hash": row.rihs01,
                     },

@@ -58,8 +58,11 @@ fn render(name: &str, inventory: &crate::Inventory, map: &crate::TopicMap) -> St
         .topics
         .iter()
         .map(|t| {
+            let app = t.encodings.1 == crate::app::MESSAGE_ENCODING;
             let replay = match (map.mapped.get(&t.topic), map.skipped.get(&t.topic)) {
                 (Some(output), _) => format!("-> {}", output.name()),
+                // An application's message: its own program replays it (`AppReplay`).
+                (None, Some(_)) if app => "its application's type (AppReplay)".to_owned(),
                 (None, Some(reason)) => format!("skipped ({reason})"),
                 (None, None) => "skipped".to_owned(),
             };
@@ -136,8 +139,12 @@ mod tests {
                 topic("/odom", "nav_msgs/msg/Odometry", 501, (0, 10 * s)),
                 topic("/tf", "tf2_msgs/msg/TFMessage", 1, (s, s)),
                 topic("/chatter", "std_msgs/msg/String", 11, (0, 10 * s)),
+                TopicStats {
+                    encodings: ("jsonschema".to_owned(), "json".to_owned()),
+                    ..topic("/stereo", "acme/StereoPair", 100, (0, 10 * s))
+                },
             ],
-            messages: 714,
+            messages: 814,
             cut_short: Some("unexpected end of file".to_owned()),
         };
         let topics: Vec<(String, String)> = inventory

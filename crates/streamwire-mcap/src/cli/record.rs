@@ -20,7 +20,8 @@ pub(crate) struct RecordArgs {
     /// `McapRecorder` instance, `mcap_recorder`, to the blueprint).
     #[arg(long, value_name = "FILE.mcap")]
     record: Option<PathBuf>,
-    /// The streams to record, comma separated (default: every stream with a ROS 2 type).
+    /// The streams to record, comma separated (default: every stream; one that cannot be
+    /// recorded is an error when named here).
     #[arg(long, value_name = "A,B", value_delimiter = ',', requires = "record")]
     streams: Vec<String>,
     /// The recording's chunk compression: zstd, lz4 or none.

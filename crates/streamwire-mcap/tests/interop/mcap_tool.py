@@ -16,7 +16,14 @@ Reads one JSON request on stdin, writes one JSON answer on stdout. Requests:
       /camera/depth/image_rect_raw (Image 16UC1), /points (PointCloud2), /odom (Odometry),
       /tf (TFMessage) and /chatter (std_msgs/String, a type streamwire does not map),
       interleaved. Answers {"path": the .mcap file, "order": [[topic, stamp_ns], ...]}.
+  {"op": "read_json", "path": P}
+      Reads the MCAP file P with the `mcap` library and answers, per channel whose
+      message encoding is `json`: {topic: {"schema", "schema_encoding", "schema_data" (the
+      JSON Schema, parsed), "metadata", "messages": [..]}} where each message is its JSON,
+      parsed, with every field the schema marks `"contentEncoding": "base64"` decoded and
+      written as hex (what a reader following the schema gets).
 """
+import base64
 import json
 import pathlib
 import shutil
@@ -164,12 +171,43 @@ def write_bag(directory, jpegs):
     return {"path": str(path), "order": order}
 
 
+def decode_with(schema, value):
+    """`value` with its base64 fields (per `schema`) decoded, as hex."""
+    if schema.get("contentEncoding") == "base64" and isinstance(value, str):
+        return base64.b64decode(value, validate=True).hex()
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: decode_with(props.get(k, schema.get("additionalProperties", {})), v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_with(schema.get("items", {}), v) for v in value]
+    return value
+
+
+def read_json(path):
+    topics = {}
+    with open(path, "rb") as f:
+        reader = make_reader(f)
+        for schema, channel, message in reader.iter_messages(log_time_order=False):
+            if channel.message_encoding != "json":
+                continue
+            parsed = json.loads(schema.data)
+            topic = topics.setdefault(channel.topic, {
+                "schema": schema.name, "schema_encoding": schema.encoding,
+                "schema_data": parsed, "metadata": dict(channel.metadata), "messages": [],
+            })
+            topic["messages"].append(decode_with(parsed, json.loads(message.data)))
+    return {"topics": topics}
+
+
 def main():
     request = json.load(sys.stdin)
     op = request["op"]
     try:
         if op == "read":
             answer = read(request["path"])
+        elif op == "read_json":
+            answer = read_json(request["path"])
         elif op == "write_bag":
             answer = write_bag(request["dir"], request["jpegs"])
         else:
