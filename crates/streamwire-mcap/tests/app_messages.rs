@@ -68,12 +68,12 @@ fn pair(i: u64) -> StereoPair {
         frame: i,
         left: Bytes::from(left),
         right: Bytes::from(vec![i as u8, 0, 255]),
-        gain: (i % 2 == 0).then_some(0.25 * i as f32),
+        gain: i.is_multiple_of(2).then_some(0.25 * i as f32),
         joints: vec![Joint {
             name: format!("j{i}"),
             position: i as f64 / 8.0,
         }],
-        exposure: if i % 3 == 0 {
+        exposure: if i.is_multiple_of(3) {
             Exposure::Auto
         } else {
             Exposure::Fixed {
