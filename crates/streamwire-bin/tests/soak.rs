@@ -37,7 +37,12 @@ fn descendants(pid: u32) -> Vec<u32> {
     let mut found = vec![pid];
     let mut i = 0;
     while let Some(&p) = found.get(i) {
-        found.extend(parents.iter().filter(|(_, parent)| *parent == p).map(|(c, _)| *c));
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, parent)| *parent == p)
+                .map(|(c, _)| *c),
+        );
         i += 1;
     }
     found.split_off(1)
@@ -58,7 +63,9 @@ fn soak(args: &[&str]) -> (bool, String, String) {
     while child.try_wait().ok().flatten().is_none() {
         if Instant::now() > deadline {
             for pid in descendants(child.id()) {
-                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
             }
             let _ = child.kill();
             let _ = child.wait();
@@ -100,16 +107,27 @@ fn two_minutes_of_demo_split_grow_no_fds_threads_or_segments_and_balance() {
     ]);
     let shown = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
     let summary = summary(&dir);
-    let growth = summary["growth"].as_array().unwrap_or_else(|| panic!("{shown}"));
+    let growth = summary["growth"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{shown}"));
     // The coordinator, six workers and the run's segments.
     let roles: Vec<&str> = growth.iter().filter_map(|g| g["role"].as_str()).collect();
     assert_eq!(roles.len(), 8, "{roles:?}\n{shown}");
     assert_eq!(roles[0], "coordinator", "{shown}");
     for row in growth {
         let samples = row["samples"].as_u64().unwrap_or(0);
-        assert!(samples >= 4, "{row}: too few samples after the warm-up\n{shown}");
-        assert_eq!(row["fds"]["grew"], false, "{row}: fds (segments) grew\n{shown}");
-        assert_eq!(row["threads"]["grew"], false, "{row}: threads grew\n{shown}");
+        assert!(
+            samples >= 4,
+            "{row}: too few samples after the warm-up\n{shown}"
+        );
+        assert_eq!(
+            row["fds"]["grew"], false,
+            "{row}: fds (segments) grew\n{shown}"
+        );
+        assert_eq!(
+            row["threads"]["grew"], false,
+            "{row}: threads grew\n{shown}"
+        );
     }
     assert_eq!(summary["balanced"], true, "the report balances\n{shown}");
     assert!(
@@ -118,17 +136,29 @@ fn two_minutes_of_demo_split_grow_no_fds_threads_or_segments_and_balance() {
     );
     assert_eq!(summary["broken"], serde_json::json!([]), "{shown}");
     assert!(success, "the soak passes\n{shown}");
-    assert!(stdout.contains("| robot/camera |") && stdout.contains("soak: passed"), "{shown}");
+    assert!(
+        stdout.contains("| robot/camera |") && stdout.contains("soak: passed"),
+        "{shown}"
+    );
     // The CSV and the chart.
     let csv = std::fs::read_to_string(dir.join("samples.csv")).unwrap_or_else(|e| panic!("{e}"));
-    assert!(csv.starts_with("t_s,pid,role,pss_kb,uss_kb,rss_kb,fds,threads,"), "{csv}");
-    assert!(csv.lines().count() > 7 * 20, "a row per process per sample\n{csv}");
+    assert!(
+        csv.starts_with("t_s,pid,role,pss_kb,uss_kb,rss_kb,fds,threads,"),
+        "{csv}"
+    );
+    assert!(
+        csv.lines().count() > 7 * 20,
+        "a row per process per sample\n{csv}"
+    );
     let png = std::fs::read(dir.join("soak.png")).unwrap_or_else(|e| panic!("{e}"));
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
     // Nothing of the run outlives it: no process in the soak's tree (it has exited) and no
     // segment the run mapped.
     for segment in summary["segments_seen"].as_array().into_iter().flatten() {
         let path = segment.as_str().unwrap_or_default();
-        assert!(!Path::new(path).exists(), "{path} outlived the run\n{shown}");
+        assert!(
+            !Path::new(path).exists(),
+            "{path} outlived the run\n{shown}"
+        );
     }
 }
