@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn the_chart_is_well_formed_svg_and_png() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let ticks: Vec<Tick> = (1..=6)
+        let ticks: Vec<Tick> = (1..=6u32)
             .map(|i| Tick {
                 t_s: f64::from(i) * 10.0,
                 processes: vec![ProcessSample {

@@ -4,12 +4,13 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use parking_lot::Mutex;
 use streamwire_runtime::RunReport;
 
 use crate::analysis::{self, Growth, Limits, Tick};
@@ -291,7 +292,7 @@ impl Run {
                     // The log is for reading afterwards: a failed write loses only it.
                     let _ = writeln!(log, "{line}");
                     if let Some(parsed) = status::parse(&line) {
-                        *kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(parsed);
+                        *kept.lock() = Some(parsed);
                     }
                 }
             })
@@ -323,7 +324,7 @@ impl Run {
             t_s,
             shm_segments: files.len() as u64,
             shm_bytes,
-            counters: *self.counters.lock().unwrap_or_else(PoisonError::into_inner),
+            counters: *self.counters.lock(),
             processes,
         }
     }
