@@ -17,6 +17,7 @@ use streamwire_mcap::cli::Mcap;
 use streamwire_modules::demo::{DemoConfig, DemoError, Layout, ReplayFormat, demo_blueprint_with};
 use streamwire_modules::replay_bench::{BenchBlueprint, ReplayBenchConfig, bench_blueprint_with};
 use streamwire_replay_bench::cli::ReplayBench;
+use streamwire_scale_bench::cli::ScaleBench;
 use streamwire_web::{RelayConfig, RelayToken, WebRelay};
 
 use mcap_replay::McapReplay;
@@ -172,5 +173,7 @@ fn main() -> ExitCode {
     .add_plugin(LatencyBench)
     // `bench replay` runs the benchmark's blueprints registered above.
     .add_plugin(ReplayBench::new(&BenchBlueprint::REGISTERED_NAMES))
+    // `bench soak` runs this binary's own `run` (`demo-split` by default).
+    .add_plugin(ScaleBench)
     .main()
 }
