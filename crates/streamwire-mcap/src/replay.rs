@@ -2,8 +2,6 @@
 //! played through a blueprint at its recorded rate.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::BufReader;
 use std::path::PathBuf;
 
 use bytes::Bytes;
@@ -561,7 +559,7 @@ impl Playback {
             ReadEnd::CutShort(reason) => {
                 if !self.cut_reported {
                     tracing::warn!(
-                        error = reason,
+                        error = %reason,
                         "the file ends cut short: replayed up to its last complete chunk"
                     );
                     self.counters.cut_short.increment();

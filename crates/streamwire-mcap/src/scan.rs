@@ -236,7 +236,7 @@ pub fn scan(path: &Path) -> Result<Inventory, ReadError> {
     };
     let mut rows: BTreeMap<String, usize> = BTreeMap::new();
     let mut file = open(path)?;
-    for message in file.messages.by_ref() {
+    while let Some(message) = file.messages.next() {
         let message = match message {
             Ok(message) => message,
             Err(error) => {

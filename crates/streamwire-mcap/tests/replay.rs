@@ -243,23 +243,30 @@ fn damage(dir: &std::path::Path, path: &std::path::Path) -> std::path::PathBuf {
     damaged
 }
 
-/// `text` with each run of digits as `N` and `dir` as `DIR`: what a snapshot keeps of a
-/// message naming sizes and counts that vary from run to run.
+/// `text` with each number (decimal, or a CRC's 8 upper-case hex digits) as `N` and `dir`
+/// as `DIR`: what a snapshot keeps of a message naming sizes, counts and checksums that
+/// vary from run to run.
 fn stable(text: &str, dir: &std::path::Path) -> String {
     let text = text.replace(&dir.display().to_string(), "DIR");
     let mut out = String::new();
-    let mut in_number = false;
-    for c in text.chars() {
-        if c.is_ascii_digit() {
-            if !in_number {
-                out.push('N');
-            }
-            in_number = true;
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if run.chars().any(|c| c.is_ascii_digit()) || run.len() == 8 {
+            out.push('N');
         } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_digit() || ('A'..='F').contains(&c) {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
             out.push(c);
-            in_number = false;
         }
     }
+    flush(&mut run, &mut out);
     out
 }
 
