@@ -126,7 +126,7 @@ pub(crate) async fn connect(
 ) -> Response {
     let token = query.token.as_deref();
     let upgrade = match authorized_upgrade(&shared, token, &headers, connection.as_ref(), upgrade) {
-        Err(refused) => return refused,
+        Err(denied) => return shared.refuse(denied),
         Ok(Some(upgrade)) => upgrade,
         Ok(None) => {
             let why = "this is the Foxglove WebSocket protocol: connect Foxglove or Lichtblick to ws://HOST:PORT/foxglove?token=...\n";

@@ -54,7 +54,7 @@ async fn root(
 ) -> Response {
     let token = query.token.as_deref();
     match authorized_upgrade(&shared, token, &headers, connection.as_ref(), upgrade) {
-        Err(refused) => refused,
+        Err(denied) => shared.refuse(denied),
         Ok(None) => Html(VIEWER).into_response(),
         Ok(Some(upgrade)) => {
             let dialect = Dialect::Rosbridge(rosbridge::Session);
@@ -63,19 +63,16 @@ async fn root(
     }
 }
 
-/// The token check of every route: refused (401), or the request's connection counted
-/// as one that presented the token (from then on never evicted for a newcomer, nor
-/// closed at `token_timeout`).
+/// The token check of every route: refused (answered with [`Shared::refuse`]), or the
+/// request's connection counted as one that presented the token (from then on never
+/// evicted for a newcomer, nor closed at `token_timeout`).
 pub(crate) fn authorize(
     shared: &Shared,
     token: Option<&str>,
     headers: &HeaderMap,
     connection: Option<&Extension<Arc<Connection>>>,
-) -> Result<(), Response> {
-    shared
-        .access
-        .check_token(token, headers)
-        .map_err(|denied| shared.refuse(denied))?;
+) -> Result<(), Denied> {
+    shared.access.check_token(token, headers)?;
     if let Some(Extension(connection)) = connection {
         connection.place.authenticate();
     }
@@ -90,15 +87,12 @@ pub(crate) fn authorized_upgrade(
     headers: &HeaderMap,
     connection: Option<&Extension<Arc<Connection>>>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
-) -> Result<Option<WebSocketUpgrade>, Response> {
+) -> Result<Option<WebSocketUpgrade>, Denied> {
     authorize(shared, token, headers, connection)?;
     let Ok(upgrade) = upgrade else {
         return Ok(None);
     };
-    shared
-        .access
-        .check_origin(headers)
-        .map_err(|denied| shared.refuse(denied))?;
+    shared.access.check_origin(headers)?;
     Ok(Some(upgrade))
 }
 
@@ -115,8 +109,8 @@ async fn stats(
     connection: Option<Extension<Arc<Connection>>>,
 ) -> Response {
     let token = query.token.as_deref();
-    if let Err(refused) = authorize(&shared, token, &headers, connection.as_ref()) {
-        return refused;
+    if let Err(denied) = authorize(&shared, token, &headers, connection.as_ref()) {
+        return shared.refuse(denied);
     }
     let (authenticated, unauthenticated) = lock(&shared.connections).counts();
     let body = json!({
