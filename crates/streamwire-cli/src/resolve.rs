@@ -191,7 +191,8 @@ where
             .map_err(|e| anyhow!("invalid configuration of blueprint `{name}`: {e}"))?;
         let mut blueprint = build(config)
             .into_blueprint()
-            .map_err(|e| anyhow!("blueprint `{name}`: {e}"))?;
+            // The whole chain: a blueprint's error says what it is, its sources why.
+            .map_err(|e| anyhow!("blueprint `{name}`: {}", streamwire_core::log::chain(&*e)))?;
         effective.extend(apply_globals(&mut blueprint, default_globals(), &globals)?);
         Ok(Built {
             blueprint,

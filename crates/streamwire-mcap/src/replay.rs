@@ -2,8 +2,6 @@
 //! played through a blueprint at its recorded rate.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::BufReader;
 use std::path::PathBuf;
 
 use bytes::Bytes;
@@ -16,7 +14,7 @@ use streamwire_msgs::{
 };
 use streamwire_ros2::{DecodeError, RosMessage, SensorImage};
 
-use crate::scan::{Inventory, ReadError, scan};
+use crate::scan::{FileMessages, Inventory, ReadEnd, ReadError, scan};
 
 /// The outputs of [`McapSource`], each with the ROS 2 types it takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -243,6 +241,24 @@ pub enum ReplayError {
     /// A setting out of range.
     #[error("replay: {0}")]
     Config(String),
+    /// A record inside the file is damaged (a bad CRC, an impossible length or opcode)
+    /// though the file was written to its end: the replay played what came before, then
+    /// fails the run (a file cut short, by contrast, ends the replay as its end would).
+    #[error(
+        "{path} is corrupt: {reason}, found at byte {at} of {length}; replayed {played} messages, those before the damage"
+    )]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What the reader said.
+        reason: String,
+        /// The bytes read when it said it: the damaged record ends there or before.
+        at: u64,
+        /// The file's length.
+        length: u64,
+        /// Messages published before the damage (this run's passes together).
+        played: u64,
+    },
 }
 
 /// Plays an MCAP file (a streamwire recording, or a rosbag2 bag's `.mcap`) at its recorded
@@ -256,7 +272,9 @@ pub enum ReplayError {
 /// one decode). `start_s` skips the first seconds of the file, `duration_s` ends the
 /// playback that many file seconds after its start, `looping` starts again at the end.
 /// A file cut short is played up to its last complete chunk, and the end says so (a warning
-/// and the counter `cut_short`). Its outputs are reliable and keep all, as `ros2 bag
+/// and the counter `cut_short`); a file damaged inside (written to its end, so not a cut)
+/// is played up to the damage, then fails the run with [`ReplayError::Corrupt`] (where,
+/// and how many messages were played). Its outputs are reliable and keep all, as `ros2 bag
 /// play`'s publishers are: an input that asks for every message (reliable, keep-all) gets
 /// every one, codec nodes on the way included (a slow one holds the playback back, up to
 /// the run's keep-all deadline, rather than dropping); the sensors' default inputs (best
@@ -364,7 +382,9 @@ struct Counters {
 
 /// A playback in progress: the reader, the message waiting for its time, the clock origin.
 pub struct Playback {
-    reader: mcap::io::MessageReader<BufReader<File>>,
+    reader: FileMessages,
+    /// The file, named in errors.
+    path: PathBuf,
     map: TopicMap,
     /// The next message to publish, read ahead.
     next: Option<mcap::Message<'static>>,
@@ -377,6 +397,8 @@ pub struct Playback {
     counters: Counters,
     /// Set once a failed read was logged.
     cut_reported: bool,
+    /// Set when the pass ended at damage inside the file: the run fails with it.
+    corrupt: Option<ReplayError>,
     /// Messages that do not decode: the first of a burst logged, the rest counted.
     undecodable: BurstLog,
 }
@@ -512,17 +534,10 @@ impl Playback {
     /// pass's end (the file's, `duration_s`'s, or a cut).
     fn read(&mut self) -> Option<mcap::Message<'static>> {
         loop {
-            let message = match self.reader.next()? {
+            let message = match self.reader.messages.next()? {
                 Ok(message) => message,
                 Err(error) => {
-                    if !self.cut_reported {
-                        tracing::warn!(
-                            error = %chain(&error),
-                            "the file ends cut short: replayed up to its last complete chunk"
-                        );
-                        self.counters.cut_short.increment();
-                        self.cut_reported = true;
-                    }
+                    self.end_early(&error);
                     return None;
                 }
             };
@@ -533,6 +548,33 @@ impl Playback {
                 return None;
             }
             return Some(message);
+        }
+    }
+
+    /// A pass that ends at the reader's `error`: a file cut short is logged once and
+    /// counted (`cut_short`), its playback goes on as at the file's end; damage inside a
+    /// file written to its end is kept in `corrupt`, which fails the run.
+    fn end_early(&mut self, error: &mcap::McapError) {
+        match self.reader.classify(error) {
+            ReadEnd::CutShort(reason) => {
+                if !self.cut_reported {
+                    tracing::warn!(
+                        error = %reason,
+                        "the file ends cut short: replayed up to its last complete chunk"
+                    );
+                    self.counters.cut_short.increment();
+                    self.cut_reported = true;
+                }
+            }
+            ReadEnd::Corrupt { reason, at, length } => {
+                self.corrupt = Some(ReplayError::Corrupt {
+                    path: self.path.clone(),
+                    reason,
+                    at,
+                    length,
+                    played: self.counters.played.get(),
+                });
+            }
         }
     }
 
@@ -565,6 +607,7 @@ impl Node for McapSource {
             .map(|d| file_origin.saturating_add((d * 1e9) as u64));
         let mut playback = Playback {
             reader: crate::scan::open(&self.path)?,
+            path: self.path.clone(),
             map,
             next: None,
             file_origin,
@@ -578,6 +621,7 @@ impl Node for McapSource {
                 loops: cx.counter("loops"),
             },
             cut_reported: false,
+            corrupt: None,
             undecodable: BurstLog::default(),
         };
         playback.next = playback.read();
@@ -620,6 +664,9 @@ impl Node for McapSource {
             playback.next = playback.read();
         }
         if playback.next.is_none() {
+            if let Some(corrupt) = playback.corrupt.take() {
+                return Err(corrupt.into());
+            }
             if !self.looping {
                 cx.finish();
                 return Ok(());

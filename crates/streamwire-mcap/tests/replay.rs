@@ -1,5 +1,6 @@
 //! A recording replayed through a blueprint: every message, in order, with its stamps; a
-//! file cut mid-chunk replays up to the cut and says so; `start_s`, `duration_s`.
+//! file cut mid-chunk replays up to the cut and says so; a file damaged inside fails the
+//! replay saying where; a bad header is named; `start_s`, `duration_s`.
 
 mod common;
 
@@ -224,21 +225,104 @@ fn broken_files_are_errors_or_cut_short_never_a_panic() {
     // Bytes flipped inside compressed chunks: read up to the damage, which is reported.
     let (path, counts) = recording(dir.path());
     let total: u64 = counts.values().sum();
-    let mut bytes = std::fs::read(&path).expect("read");
+    let damaged = damage(dir.path(), &path);
+    let inventory = scan(&damaged).expect("scan");
+    assert!(inventory.cut_short.is_some(), "{inventory:?}");
+    assert!(inventory.messages < total, "{inventory:?}");
+}
+
+/// `path`'s bytes with 64 flipped in its middle (inside a chunk), as `damaged.mcap`.
+fn damage(dir: &std::path::Path, path: &std::path::Path) -> std::path::PathBuf {
+    let mut bytes = std::fs::read(path).expect("read");
     let middle = bytes.len() / 2;
     for byte in &mut bytes[middle..middle + 64] {
         *byte ^= 0x5a;
     }
-    let damaged = dir.path().join("damaged.mcap");
+    let damaged = dir.join("damaged.mcap");
     std::fs::write(&damaged, &bytes).expect("write");
-    let inventory = scan(&damaged).expect("scan");
-    assert!(inventory.cut_short.is_some(), "{inventory:?}");
-    assert!(inventory.messages < total, "{inventory:?}");
+    damaged
+}
+
+/// `text` with each number (decimal, or a CRC's 8 upper-case hex digits) as `N` and `dir`
+/// as `DIR`: what a snapshot keeps of a message naming sizes, counts and checksums that
+/// vary from run to run.
+fn stable(text: &str, dir: &std::path::Path) -> String {
+    let text = text.replace(&dir.display().to_string(), "DIR");
+    let mut out = String::new();
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if run.chars().any(|c| c.is_ascii_digit()) || run.len() == 8 {
+            out.push('N');
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_digit() || ('A'..='F').contains(&c) {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+/// A file damaged inside (written to its end, so not cut short) replays up to the
+/// damage, then fails the run saying where and how many messages were played; a file
+/// cut short still ends as its end would (`a_file_cut_mid_chunk_replays_up_to_the_cut`).
+#[test]
+fn a_corrupt_file_fails_the_replay_saying_where() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, counts) = recording(dir.path());
+    let total: u64 = counts.values().sum();
+    let damaged = damage(dir.path(), &path);
+    let length = std::fs::metadata(&damaged).expect("metadata").len();
     let (report, _) = replay_run(McapSource {
         path: damaged,
         rate: 4.0,
         ..McapSource::default()
     });
-    assert!(report.failure.is_none(), "{:?}", report.failure);
-    assert_eq!(counter(&report, "replay", "cut_short"), 1);
+    let failure = report.failure.clone().expect("the replay fails");
+    let played = counter(&report, "replay", "played");
+    assert!(played > 0 && played < total, "{played} of {total}");
+    assert!(
+        failure.contains(&format!("replayed {played} messages")),
+        "{failure}"
+    );
+    assert!(failure.contains(&format!(" of {length};")), "{failure}");
+    assert_eq!(counter(&report, "replay", "cut_short"), 0);
+    // What the reader found depends on where the flipped bytes fell (a chunk's CRC, its
+    // compressed data): the snapshot keeps the message's form, the reason said apart.
+    let (head, rest) = failure.split_once(" is corrupt: ").expect("says corrupt");
+    let (reason, tail) = rest.split_once(", found at byte ").expect("says where");
+    assert!(!reason.is_empty(), "{failure}");
+    let form = format!("{head} is corrupt: <reason>, found at byte {tail}");
+    insta::assert_snapshot!(stable(&form, dir.path()));
+}
+
+/// A file that is not MCAP, or ends inside its header, says which, before any run.
+#[test]
+fn a_bad_header_says_what_is_wrong() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut text = Vec::new();
+    for (name, bytes) in [
+        ("empty.mcap", Vec::new()),
+        ("text.mcap", b"this is not an MCAP file at all".to_vec()),
+        ("half_magic.mcap", mcap::MAGIC[..5].to_vec()),
+        ("magic_only.mcap", mcap::MAGIC.to_vec()),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &bytes).expect("write");
+        let source = McapSource {
+            path,
+            ..McapSource::default()
+        };
+        let error = source.prepare().expect_err(name);
+        let said = streamwire::log::chain(&error).to_string();
+        text.push(said.replace(&dir.path().display().to_string(), "DIR"));
+    }
+    insta::assert_snapshot!(text.join("\n"));
 }

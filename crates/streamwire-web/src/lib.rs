@@ -23,10 +23,13 @@
 //! without it the answer is 401. A websocket from a browser page must also come from an
 //! allowed origin (the relay's own, and [`RelayConfig::allowed_origins`]), or gets 403; a
 //! client sending no `Origin` (roslib in Node, roslibpy) needs only the token. A connection
-//! must send its headers within [`RelayConfig::header_timeout`], an upgrade complete within
+//! must present the token within [`RelayConfig::token_timeout`] and send its headers
+//! within [`RelayConfig::header_timeout`], an upgrade complete within
 //! [`RelayConfig::handshake_timeout`], a websocket silent (not even answering pings) for
 //! [`RelayConfig::idle_timeout`] is closed with 1001, and at most
-//! [`RelayConfig::max_connections`] are open at once (503 beyond). Broken frames are closed
+//! [`RelayConfig::max_connections`] are open at once: when full, the oldest connection
+//! without the token makes way for a new one, so a stranger's idle connections cannot
+//! keep clients out (503 only when every place has the token). Broken frames are closed
 //! with their RFC 6455 codes: 1002 (unmasked, reserved opcode), 1007 (text not UTF-8),
 //! 1009 (too big). Each refusal and timeout is counted, refusals logged once per burst.
 //!
@@ -50,7 +53,8 @@
 //! [`RelayConfig::stall_timeout`]. At most [`RelayConfig::max_clients`] are served at
 //! once. Counts go to the run's report as the instance's counters (`dropped`,
 //! `stalled_disconnects`, `bad_input`, `refused_clients`, `refused_token`,
-//! `refused_origin`, `refused_connections`, `header_timeouts`, `idle_disconnects`,
+//! `refused_origin`, `refused_connections`, `evicted_connections`, `token_timeouts`,
+//! `header_timeouts`, `idle_disconnects`,
 //! `replies_dropped`, ...), and each client's drops
 //! as `dropped:<client>` (the name it connected with, `?client=<name>`; the first 32
 //! clients that dropped anything by name, later ones together as
@@ -134,9 +138,14 @@ pub struct RelayConfig {
     /// `status` error and closed (code 1013, try again later).
     pub max_clients: usize,
     /// The most connections open at once (default 256; lowered to half the process's
-    /// open-files limit when that is less): one more is answered `503` and closed,
-    /// counted (`refused_connections`) and logged once per burst.
+    /// open-files limit when that is less). When full, a new connection takes the place
+    /// of the oldest one that has not presented the token (`evicted_connections`); when
+    /// every one has, it is answered `503` and closed, counted (`refused_connections`)
+    /// and logged once per burst.
     pub max_connections: usize,
+    /// How long a connection may take to present the token (a request with it) from its
+    /// start (default 3 s): one without it is closed then (`token_timeouts`).
+    pub token_timeout: Duration,
     /// How long a connection may take to send a request's headers, from its start or
     /// from its previous response (default 10 s): silent, half-sent and idle HTTP
     /// connections are closed (`header_timeouts`).
@@ -178,6 +187,7 @@ impl Default for RelayConfig {
             stall_timeout: Duration::from_secs(5),
             max_clients: 32,
             max_connections: 256,
+            token_timeout: Duration::from_secs(3),
             header_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
@@ -391,6 +401,7 @@ impl WebRelay {
         }
         let timeouts = [
             ("stall_timeout", c.stall_timeout),
+            ("token_timeout", c.token_timeout),
             ("header_timeout", c.header_timeout),
             ("handshake_timeout", c.handshake_timeout),
             ("idle_timeout", c.idle_timeout),

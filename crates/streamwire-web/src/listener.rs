@@ -1,4 +1,5 @@
-//! The relay's accept loop: a cap on open connections, and hyper's header read timeout.
+//! The relay's accept loop: a cap on open connections (those without the token evicted
+//! first), a deadline to present the token, and hyper's header read timeout.
 //!
 //! Why not `axum::serve`: it sets no header read timeout (hyper's needs a timer, which it
 //! does not give) and accepts every connection until the process runs out of files, after
@@ -6,10 +7,15 @@
 //! [`Shared::connection_cap`] (below the open-files limit) or is answered `503` and closed
 //! at once, and is served by hyper's http1 builder with its timer, so a connection that
 //! sends no headers in time (silent, half-sent, or idle after its last response) is closed.
-//! A websocket keeps its connection's place until it ends.
+//! A websocket keeps its connection's place until it ends. A connection counts as
+//! unauthenticated until a request of it presents the token: it is closed at
+//! `token_timeout`, and when the relay is full the oldest of them makes way for a
+//! newcomer ([`ConnectionBook`]); only when every place has presented the token is a
+//! newcomer answered `503`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -17,10 +23,11 @@ use hyper::Request;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 use tower::ServiceExt as _;
 
 use crate::access::more_since;
-use crate::server::Shared;
+use crate::server::{Shared, lock};
 
 /// How long the loop waits after a failed accept (out of files): the connection stays
 /// queued in the kernel, and a loop retrying at once would only spin.
@@ -38,25 +45,91 @@ pub(crate) fn connection_cap(setting: usize) -> (usize, Option<u64>) {
     (cap.max(1), limit)
 }
 
+/// The relay's open connections, told apart by whether they presented the token.
+///
+/// Why apart: a connection's token comes with its first request, after it is accepted, so
+/// a stranger's idle connections and a client's look alike at the accept. A stranger
+/// holding every place (and re-opening each one closed) would turn every client away;
+/// here a connection without the token is evicted, the oldest first, to make way for a
+/// new one, and only connections that presented it keep their places against newcomers.
+#[derive(Default)]
+pub(crate) struct ConnectionBook {
+    /// Connections that presented the token (never evicted).
+    authenticated: usize,
+    /// Connections that have not, by arrival: told to close when evicted.
+    unauthenticated: BTreeMap<u64, Arc<Notify>>,
+    next: u64,
+}
+
+impl ConnectionBook {
+    /// `(authenticated, unauthenticated)` connections open now.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.authenticated, self.unauthenticated.len())
+    }
+}
+
 /// One of the relay's connection places, given back when dropped.
-pub(crate) struct ConnectionPlace(Arc<Shared>);
+pub(crate) struct ConnectionPlace {
+    shared: Arc<Shared>,
+    /// Its arrival number in the [`ConnectionBook`].
+    number: u64,
+    /// Told when the place is taken back for a newcomer.
+    evicted: Arc<Notify>,
+    authenticated: AtomicBool,
+}
 
 impl ConnectionPlace {
+    /// A place for a new connection: a free one, or the oldest unauthenticated
+    /// connection's (told to close); `None` when every place is authenticated.
     fn claim(shared: &Arc<Shared>) -> Option<ConnectionPlace> {
-        let cap = shared.connection_cap;
-        shared
-            .connections_open
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |open| {
-                (open < cap).then_some(open + 1)
-            })
-            .ok()
-            .map(|_| ConnectionPlace(shared.clone()))
+        let mut book = lock(&shared.connections);
+        let (authenticated, unauthenticated) = book.counts();
+        if authenticated + unauthenticated >= shared.connection_cap {
+            let (_, oldest) = book.unauthenticated.pop_first()?;
+            oldest.notify_one();
+            shared.counters.evicted_connections.increment();
+        }
+        let number = book.next;
+        book.next += 1;
+        let evicted = Arc::new(Notify::new());
+        book.unauthenticated.insert(number, evicted.clone());
+        Some(ConnectionPlace {
+            shared: shared.clone(),
+            number,
+            evicted,
+            authenticated: AtomicBool::new(false),
+        })
+    }
+
+    /// Marks the connection as having presented the token: it is no longer evicted nor
+    /// closed at `token_timeout`. False if it was evicted already (it is closing).
+    pub(crate) fn authenticate(&self) -> bool {
+        if self.authenticated.load(Ordering::SeqCst) {
+            return true;
+        }
+        let mut book = lock(&self.shared.connections);
+        if book.unauthenticated.remove(&self.number).is_none() {
+            return false;
+        }
+        book.authenticated += 1;
+        self.authenticated.store(true, Ordering::SeqCst);
+        true
+    }
+
+    fn is_authenticated(&self) -> bool {
+        self.authenticated.load(Ordering::SeqCst)
     }
 }
 
 impl Drop for ConnectionPlace {
     fn drop(&mut self) {
-        self.0.connections_open.fetch_sub(1, Ordering::SeqCst);
+        let mut book = lock(&self.shared.connections);
+        if self.authenticated.load(Ordering::SeqCst) {
+            book.authenticated -= 1;
+        } else {
+            // Absent when evicted: its place was given to the newcomer.
+            book.unauthenticated.remove(&self.number);
+        }
     }
 }
 
@@ -64,7 +137,7 @@ impl Drop for ConnectionPlace {
 /// websocket keeps, and the signal that an upgrade was answered.
 pub(crate) struct Connection {
     /// Held while the connection or its websocket lives.
-    _place: ConnectionPlace,
+    pub(crate) place: ConnectionPlace,
     /// Told when the handler answered an upgrade: the handshake's clock starts.
     pub(crate) upgrading: tokio::sync::Notify,
 }
@@ -107,14 +180,14 @@ pub(crate) async fn accept_loop(
     }
 }
 
-/// Answers a connection beyond the cap `503` (if its socket takes it now) and closes it.
+/// Answers a connection beyond the cap (every place taken by one with the token) `503` (if its socket takes it now) and closes it.
 fn turn_away(shared: &Shared, stream: &TcpStream) {
     shared.counters.refused_connections.increment();
     let cap = shared.connection_cap;
     if let Some(unsaid) = shared.logs.refused_connections.note() {
         tracing::warn!(
-            "web relay: {cap} connections open, the most it keeps (`max_connections`, under \
-             the open-files limit); refusing more{}",
+            "web relay: {cap} connections open, all with the token, the most it keeps \
+             (`max_connections`, under the open-files limit); refusing more{}",
             more_since(unsaid)
         );
     }
@@ -133,7 +206,8 @@ fn turn_away(shared: &Shared, stream: &TcpStream) {
     let _ = stream.try_write(response.as_bytes());
 }
 
-/// Serves one connection's requests; an upgrade hands it to its websocket.
+/// Serves one connection's requests; an upgrade hands it to its websocket. A connection
+/// that has not presented the token is closed when evicted or at `token_timeout`.
 async fn serve_connection(
     stream: TcpStream,
     router: Router,
@@ -141,7 +215,7 @@ async fn serve_connection(
     place: ConnectionPlace,
 ) {
     let connection = Arc::new(Connection {
-        _place: place,
+        place,
         upgrading: tokio::sync::Notify::new(),
     });
     let service = {
@@ -158,15 +232,30 @@ async fn serve_connection(
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
     tokio::pin!(served);
-    let result = tokio::select! {
-        result = &mut served => result,
-        () = connection.upgrading.notified() => {
-            // The 101 is answered: hyper writes it and hands the socket over.
-            match tokio::time::timeout(shared.config.handshake_timeout, &mut served).await {
-                Ok(result) => result,
-                Err(_) => {
-                    shared.counters.handshake_timeouts.increment();
-                    tracing::debug!("web relay: a websocket handshake did not complete in time");
+    let token_deadline = tokio::time::sleep(shared.config.token_timeout);
+    tokio::pin!(token_deadline);
+    let mut deadline_passed = false;
+    let result = loop {
+        tokio::select! {
+            result = &mut served => break result,
+            () = connection.upgrading.notified() => {
+                // The 101 is answered: hyper writes it and hands the socket over.
+                match tokio::time::timeout(shared.config.handshake_timeout, &mut served).await {
+                    Ok(result) => break result,
+                    Err(_) => {
+                        shared.counters.handshake_timeouts.increment();
+                        tracing::debug!("web relay: a websocket handshake did not complete in time");
+                        return;
+                    }
+                }
+            }
+            // Counted when evicted (`evicted_connections`).
+            () = connection.place.evicted.notified() => return,
+            () = &mut token_deadline, if !deadline_passed => {
+                deadline_passed = true;
+                if !connection.place.is_authenticated() {
+                    shared.counters.token_timeouts.increment();
+                    tracing::debug!("web relay: a connection presented no token in time");
                     return;
                 }
             }

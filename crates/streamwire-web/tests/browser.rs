@@ -29,6 +29,7 @@ const PAGE_STATE: &str = r#"JSON.stringify({
     imageWidth: (document.querySelector('.panel img') || {}).naturalWidth || 0,
     table: Object.fromEntries([...document.querySelectorAll('#streams tbody tr')]
         .map(r => [r.dataset.topic, {
+            type: r.querySelector('.type').textContent,
             rate: r.querySelector('.rate').textContent,
             latency: r.querySelector('.lat').textContent,
         }])),
@@ -111,6 +112,15 @@ fn the_viewer_shows_live_camera_odometry_cloud_and_depth() -> anyhow::Result<()>
         "a latency is shown: {state}"
     );
     assert_eq!(state["errors"], serde_json::json!([]), "{state}");
+    // The table names ROS 2 types, as rosapi gives them.
+    let shown_type = |topic: &str| state["table"][topic]["type"].as_str().map(str::to_owned);
+    for (topic, ros_type) in [
+        ("/color_image/compressed", "sensor_msgs/msg/CompressedImage"),
+        ("/odom", "nav_msgs/msg/Odometry"),
+        ("/depth", "sensor_msgs/msg/Image"),
+    ] {
+        assert_eq!(shown_type(topic).as_deref(), Some(ros_type), "{state}");
+    }
 
     // Depth in false colour: near is red, far is blue (the viewer's scale ends at 5 m).
     let depth = eval(&tab, DEPTH_PIXELS)?;

@@ -267,7 +267,10 @@ fn check_services(services: &Value, topic_count: usize, type_of: &dyn Fn(&str) -
         "publishers",
         "subscribers",
         "services",
+        "services_for_type",
         "service_type",
+        "service_request_details",
+        "action_servers",
         "message_details",
         "get_time",
         "get_param_names",
@@ -382,6 +385,22 @@ fn roslib_in_node_every_service_compression_and_topic() {
             .to_owned()
     };
     check_services(services, topics.len(), &type_of);
+    // rosapi's actions and service types (the run has no actions; its services are rosapi's).
+    assert_eq!(services["getActionServers"], serde_json::json!([]));
+    assert_eq!(
+        services["getServicesForType"],
+        serde_json::json!(["/rosapi/get_param"])
+    );
+    let request = &services["getServiceRequestDetails"]["typedefs"][0];
+    assert_eq!(request["type"], "rosapi_msgs/GetParam_Request", "{request}");
+    assert_eq!(
+        request["fieldnames"],
+        serde_json::json!(["name", "default"])
+    );
+    assert_eq!(
+        request["fieldtypes"],
+        serde_json::json!(["string", "string"])
+    );
 
     // Every topic, JSON and CBOR, field by field against its ROS 2 definition.
     for topic in TOPICS {

@@ -407,6 +407,46 @@ fn foxglove_clients_without_the_token_or_from_a_foreign_origin_are_refused() {
     assert_eq!(relay_counter(&run, "refused_subprotocol"), 1);
 }
 
+/// The relay chooses the client's first offered subprotocol that it serves, whichever the
+/// order, for `@foxglove/ws-protocol` 0.8.0 and 0.7.2 alike: a 0.7.2 client offering
+/// `foxglove.websocket.v1` first gets it (it accepts nothing else, and throws "Expected
+/// subprotocol" when it gets `foxglove.sdk.v1`, its own second choice here).
+#[test]
+fn foxglove_clients_get_their_first_offered_subprotocol() {
+    let Some(modules) = node_modules() else {
+        return;
+    };
+    let run = start(
+        RelayConfig::default(),
+        SyntheticCamera::new(32, 24, 5.0, None),
+    );
+    let url = run.with_token(&format!("ws://{}/foxglove", run.addr));
+    let offers = json!([
+        ["foxglove.websocket.v1", "foxglove.sdk.v1"],
+        ["foxglove.sdk.v1", "foxglove.websocket.v1"],
+    ]);
+    let answer = foxglove_client(
+        &modules,
+        json!({"mode": "subprotocols", "url": url, "offers": offers}),
+    );
+    let results = answer["results"].as_array().expect("a list");
+    assert_eq!(results.len(), 4, "{answer}");
+    for result in results {
+        assert_eq!(result["protocol"], result["offered"][0], "{result}");
+        assert_eq!(result["serverInfo"], true, "{result}");
+        let dislikes_sdk = result["version"] == "0.7.2" && result["protocol"] == "foxglove.sdk.v1";
+        if dislikes_sdk {
+            let error = result["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("Expected subprotocol foxglove.websocket.v1"),
+                "{result}"
+            );
+        } else {
+            assert_eq!(result["error"], Value::Null, "{result}");
+        }
+    }
+}
+
 /// A Foxglove client that stops reading loses frames on its own queues, counted on its
 /// row of the run's report, and nobody else is hurt.
 #[test]

@@ -1,6 +1,7 @@
 //! The relay's sockets under hostile or broken clients: timeouts that close silent,
 //! half-sent and idle connections, RFC 6455 close codes for broken frames, a cap on
-//! open connections, and counted drops of replies nobody reads.
+//! open connections that a stranger without the token cannot fill, and counted drops of
+//! replies nobody reads.
 
 mod common;
 
@@ -151,8 +152,9 @@ async fn connections_past_the_cap_are_refused_while_a_client_keeps_receiving() {
     };
     odometry().await;
 
-    // Three more take the other places (and hold them: the header timeout is 10 s).
-    let holders: Vec<TcpStream> = (0..3).map(|_| connect_raw(&run)).collect();
+    // Three more take the other places with the token (and hold them: the header timeout
+    // is 10 s); a connection without it would make way for a newcomer.
+    let holders: Vec<TcpStream> = (0..3).map(|_| authenticated_raw(&run)).collect();
     // Until the relay has accepted them, one more could still get in: wait for the count.
     let deadline = Instant::now() + WAIT;
     while relay_counter(&run, "refused_connections") == 0 {
@@ -202,6 +204,160 @@ async fn connections_past_the_cap_are_refused_while_a_client_keeps_receiving() {
         "{s}"
     );
     assert_eq!(s["connections"]["max"], 4, "{s}");
+    drop(run);
+}
+
+/// A kept-alive connection that presented the token (its `/stats` answered).
+fn authenticated_raw(run: &TestRun) -> TcpStream {
+    let mut stream = connect_raw(run);
+    write!(
+        stream,
+        "GET {} HTTP/1.1\r\nHost: relay\r\n\r\n",
+        run.with_token("/stats")
+    )
+    .expect("writes");
+    let mut answer = [0u8; 12];
+    stream.read_exact(&mut answer).expect("an answer");
+    assert_eq!(&answer, b"HTTP/1.1 200");
+    stream
+}
+
+/// A local stranger without the token: `connections` tasks, each holding one idle
+/// connection to `addr` and opening another as soon as the relay closes it, until `stop`.
+fn stranger(
+    addr: std::net::SocketAddr,
+    connections: usize,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("stranger".to_owned())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                let holders = (0..connections).map(|_| {
+                    let mut stop = stop.clone();
+                    tokio::spawn(async move {
+                        while !*stop.borrow() {
+                            let Ok(stream) = tokio::net::TcpStream::connect(addr).await else {
+                                tokio::time::sleep(Duration::from_millis(10)).await;
+                                continue;
+                            };
+                            // Idle until the relay answers or closes, then again.
+                            tokio::select! {
+                                _ = stream.readable() => {}
+                                _ = stop.changed() => {}
+                            }
+                        }
+                    })
+                });
+                for holder in holders.collect::<Vec<_>>() {
+                    let _ = holder.await;
+                }
+            });
+        })
+        .expect("the stranger's thread starts")
+}
+
+/// A stranger without the token holds 300 idle connections (more than `max_connections`,
+/// 256) and re-opens each one closed; a client with the token connects 10 times, to the
+/// viewer page, the rosbridge and Foxglove websockets and `/stats`: it is served each
+/// time, the stranger's oldest connections making way.
+#[test]
+fn a_stranger_holding_every_connection_cannot_keep_a_client_with_the_token_out() {
+    let config = RelayConfig {
+        foxglove: true,
+        ..RelayConfig::default()
+    };
+    let run = start(config, camera());
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let stranger = stranger(run.addr, 300, stop);
+    // Until the relay is full, the client would get in anyway.
+    let deadline = Instant::now() + WAIT;
+    while relay_counter(&run, "refused_connections") + relay_counter(&run, "evicted_connections")
+        == 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the stranger never filled the relay"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut answers = Vec::new();
+    for attempt in 0..10 {
+        let answer = match attempt % 4 {
+            0 => {
+                let (status, body) = common::http_get(run.addr, &run.with_token("/"));
+                (status, body.contains("<html"))
+            }
+            1 => upgrade(run.addr, &run.with_token("/"), "").map_or((0, false), |(s, _)| (s, true)),
+            2 => upgrade(
+                run.addr,
+                &run.with_token("/foxglove"),
+                "Sec-WebSocket-Protocol: foxglove.websocket.v1\r\n",
+            )
+            .map_or((0, false), |(s, _)| (s, true)),
+            _ => {
+                let (status, body) = common::http_get(run.addr, &run.with_token("/stats"));
+                (status, body.contains("\"connections\""))
+            }
+        };
+        answers.push(answer);
+    }
+    let _ = stop_tx.send(true);
+    stranger.join().expect("the stranger ends");
+    let served = answers
+        .iter()
+        .filter(|(status, ok)| matches!(status, 101 | 200) && *ok)
+        .count();
+    assert_eq!(
+        served, 10,
+        "(status, answer as expected) per attempt: {answers:?}"
+    );
+    assert!(relay_counter(&run, "evicted_connections") > 0);
+    drop(run);
+}
+
+/// A connection that presents no token (here a request refused 401, then nothing) is
+/// closed at `token_timeout`, long before its header timeout, and counted.
+#[test]
+fn a_connection_without_the_token_is_closed_at_its_deadline() {
+    let config = RelayConfig {
+        token_timeout: Duration::from_millis(300),
+        ..RelayConfig::default()
+    };
+    let run = start(config, camera());
+    let mut refused = connect_raw(&run);
+    write!(refused, "GET /stats HTTP/1.1\r\nHost: relay\r\n\r\n").expect("writes");
+    let mut answer = [0u8; 12];
+    refused.read_exact(&mut answer).expect("an answer");
+    assert_eq!(&answer, b"HTTP/1.1 401");
+    let mut silent = connect_raw(&run);
+    // With the token, kept alive: only the header timeout (10 s) closes it.
+    let mut kept = authenticated_raw(&run);
+    assert!(closed_by_peer(&mut refused), "closed at its deadline");
+    assert!(closed_by_peer(&mut silent), "closed at its deadline");
+    assert_eq!(wait_for_counter(&run, "token_timeouts", 2), 2);
+    // The rest of its answer, then nothing: still open (a close would read as 0 bytes).
+    kept.set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("a timeout");
+    let mut rest = [0u8; 4096];
+    let still_open = loop {
+        match kept.read(&mut rest) {
+            Ok(0) => break false,
+            Ok(_) => {}
+            Err(e) => {
+                break matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+            }
+        }
+    };
+    assert!(still_open, "the connection with the token is kept");
+    assert_eq!(stats(&run)["totals"]["token_timeouts"], 2);
     drop(run);
 }
 

@@ -15,9 +15,10 @@
 //! Messages panels read them. It may publish `cmd_vel` only (`geometry_msgs/msg/Twist` in
 //! `cdr` or `json`): any other advertisement or message is refused in a `status` and
 //! counted (`refused_publishes`). The run's configuration reads as parameters;
-//! `setParameters` is refused (read-only). The subprotocol is `foxglove.sdk.v1`, or
-//! `foxglove.websocket.v1` for clients that offer only that (`@foxglove/ws-protocol`'s
-//! own client, older Lichtblick); a client offering neither is answered 400.
+//! `setParameters` is refused (read-only). The subprotocol is the client's first choice
+//! of `foxglove.sdk.v1` and `foxglove.websocket.v1` (`@foxglove/ws-protocol` 0.7's own
+//! client, older Lichtblick, accept only the latter); a client offering neither is
+//! answered 400.
 //!
 //! [Foxglove WebSocket protocol]: https://github.com/foxglove/ws-protocol/blob/main/docs/spec.md
 
@@ -32,7 +33,7 @@ use std::sync::atomic::Ordering;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{Message, WebSocketUpgrade};
 use axum::extract::{Extension, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use streamwire_core::{Context, Counter};
 use streamwire_msgs::Twist;
@@ -46,12 +47,14 @@ pub(crate) use server_to_client::message_data;
 use crate::RelayConfig;
 use crate::listener::Connection;
 use crate::rosbridge::topics::Topic;
-use crate::server::{self, Client, ClientTopic, Dialect, Shared, accept_client, clip};
+use crate::server::{
+    self, Client, ClientTopic, Dialect, Shared, accept_client, authorized_upgrade, clip,
+};
 use streamwire_core::log::{BurstLog, chain, more_since};
 
 /// Where the relay serves the protocol.
 pub(crate) const PATH: &str = "/foxglove";
-/// The subprotocols served, the preferred first.
+/// The subprotocols served (the client's first choice of them is taken).
 const SUBPROTOCOLS: [&str; 2] = ["foxglove.sdk.v1", "foxglove.websocket.v1"];
 /// Frames queued per subscription (keep-last): a little slack for a Plot panel's
 /// odometry while a large image is written, the newest kept when the client is behind.
@@ -121,21 +124,19 @@ pub(crate) async fn connect(
     connection: Option<Extension<Arc<Connection>>>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
-    if let Err(denied) = shared.access.check_token(query.token.as_deref(), &headers) {
-        return shared.refuse(denied);
-    }
-    let Ok(upgrade) = upgrade else {
-        let why = "this is the Foxglove WebSocket protocol: connect Foxglove or Lichtblick to ws://HOST:PORT/foxglove?token=...\n";
-        return (StatusCode::UPGRADE_REQUIRED, why).into_response();
+    let token = query.token.as_deref();
+    let upgrade = match authorized_upgrade(&shared, token, &headers, connection.as_ref(), upgrade) {
+        Err(denied) => return shared.refuse(denied),
+        Ok(Some(upgrade)) => upgrade,
+        Ok(None) => {
+            let why = "this is the Foxglove WebSocket protocol: connect Foxglove or Lichtblick to ws://HOST:PORT/foxglove?token=...\n";
+            return (StatusCode::UPGRADE_REQUIRED, why).into_response();
+        }
     };
-    if let Err(denied) = shared.access.check_origin(&headers) {
-        return shared.refuse(denied);
-    }
     let Some(served) = &shared.foxglove else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    let upgrade = upgrade.protocols(SUBPROTOCOLS);
-    if upgrade.selected_protocol().is_none() {
+    let Some(chosen) = first_supported(&headers) else {
         served.refused_subprotocol.increment();
         if let Some(unsaid) = served.refused_subprotocol_log.note() {
             tracing::warn!(
@@ -148,7 +149,8 @@ pub(crate) async fn connect(
             SUBPROTOCOLS.join(" or ")
         );
         return (StatusCode::BAD_REQUEST, why).into_response();
-    }
+    };
+    let upgrade = upgrade.protocols([chosen]);
     served.clients.increment();
     let session = Session::default();
     accept_client(
@@ -158,6 +160,19 @@ pub(crate) async fn connect(
         query.client,
         Dialect::Foxglove(session),
     )
+}
+
+/// The first subprotocol the client offers (`Sec-WebSocket-Protocol`, in its order of
+/// preference, RFC 6455 4.1) that the relay serves. Why the client's order: a client
+/// checks the subprotocol it gets against its own list (`@foxglove/ws-protocol` 0.7
+/// accepts only `foxglove.websocket.v1`), so it must get its first choice.
+fn first_supported(headers: &HeaderMap) -> Option<&'static str> {
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .find_map(|offered| SUBPROTOCOLS.into_iter().find(|s| *s == offered.trim()))
 }
 
 /// What one Foxglove client has asked for.

@@ -24,16 +24,75 @@ pub(crate) const SERVICES: &[(&str, &str)] = &[
     ("topics_for_type", "rosapi_msgs/srv/TopicsForType"),
     ("nodes", "rosapi_msgs/srv/Nodes"),
     ("node_details", "rosapi_msgs/srv/NodeDetails"),
+    ("action_servers", "rosapi_msgs/srv/GetActionServers"),
     ("publishers", "rosapi_msgs/srv/Publishers"),
     ("subscribers", "rosapi_msgs/srv/Subscribers"),
     ("services", "rosapi_msgs/srv/Services"),
+    ("services_for_type", "rosapi_msgs/srv/ServicesForType"),
     ("service_type", "rosapi_msgs/srv/ServiceType"),
+    (
+        "service_request_details",
+        "rosapi_msgs/srv/ServiceRequestDetails",
+    ),
     ("message_details", "rosapi_msgs/srv/MessageDetails"),
     ("get_time", "rosapi_msgs/srv/GetTime"),
     ("get_param_names", "rosapi_msgs/srv/GetParamNames"),
     ("get_param", "rosapi_msgs/srv/GetParam"),
     ("set_param", "rosapi_msgs/srv/SetParam"),
 ];
+
+/// The request fields of each service above (every one a `string`), as rosapi_msgs
+/// defines them: `service_request_details` answers from this.
+fn request_fields(service: &str) -> &'static [&'static str] {
+    match service {
+        "topic_type" | "publishers" | "subscribers" => &["topic"],
+        "topics_for_type" | "message_details" | "services_for_type" | "service_request_details" => {
+            &["type"]
+        }
+        "node_details" => &["node"],
+        "service_type" => &["service"],
+        "get_param" => &["name", "default"],
+        "set_param" => &["name", "value"],
+        _ => &[],
+    }
+}
+
+/// The service (by name) whose type is `asked`, in ROS 2 (`rosapi_msgs/srv/Nodes`) or
+/// ROS 1 spelling (`rosapi/Nodes`, as roslib names them).
+fn service_of_type(asked: &str) -> Option<&'static str> {
+    let (package, name) = asked.split_once('/')?;
+    let name = name.strip_prefix("srv/").unwrap_or(name);
+    if !matches!(package, "rosapi_msgs" | "rosapi") {
+        return None;
+    }
+    SERVICES
+        .iter()
+        .find(|(_, t)| t.strip_prefix("rosapi_msgs/srv/") == Some(name))
+        .map(|(n, _)| *n)
+}
+
+/// rosapi's `service_request_details` of service type `asked`: the request as a TypeDef
+/// (`rosapi_msgs/<Name>_Request`, as rosapi names it).
+fn service_request_details(asked: &str) -> Result<Value, String> {
+    let service = service_of_type(asked).ok_or_else(|| {
+        format!("no service of type `{asked}` here (the relay serves rosapi only)")
+    })?;
+    let (_, ros_type) = SERVICES
+        .iter()
+        .find(|(n, _)| *n == service)
+        .ok_or_else(|| format!("no service of type `{asked}`"))?;
+    let name = ros_type.trim_start_matches("rosapi_msgs/srv/");
+    let fields = request_fields(service);
+    Ok(json!({"typedefs": [{
+        "type": format!("rosapi_msgs/{name}_Request"),
+        "fieldnames": fields,
+        "fieldtypes": vec!["string"; fields.len()],
+        "fieldarraylen": vec![-1; fields.len()],
+        "examples": vec![""; fields.len()],
+        "constnames": [],
+        "constvalues": [],
+    }]}))
+}
 
 /// What the services are answered from.
 pub(crate) struct RunView<'a> {
@@ -151,6 +210,17 @@ pub(crate) fn answer(view: &RunView<'_>, name: &str, args: &Value) -> Result<Val
                 .collect();
             json!({"services": services})
         }
+        "services_for_type" => {
+            let asked = string_arg(args, "type")?;
+            let services: Vec<String> = service_of_type(asked)
+                .map(|n| format!("/rosapi/{n}"))
+                .into_iter()
+                .collect();
+            json!({"services": services})
+        }
+        "service_request_details" => service_request_details(string_arg(args, "type")?)?,
+        // The run has no ROS actions.
+        "action_servers" => json!({"action_servers": []}),
         "service_type" => {
             let service = string_arg(args, "service")?;
             let ros_type = service_name(service)
@@ -311,6 +381,25 @@ mod tests {
             ("subscribers", json!({"topic": "/cmd_vel"})),
             ("subscribers", json!({"topic": "/odom"})),
             ("service_type", json!({"service": "/rosapi/nodes"})),
+            ("action_servers", json!({})),
+            (
+                "services_for_type",
+                json!({"type": "rosapi_msgs/srv/GetParam"}),
+            ),
+            ("services_for_type", json!({"type": "rosapi/Topics"})),
+            ("services_for_type", json!({"type": "std_srvs/srv/Empty"})),
+            (
+                "service_request_details",
+                json!({"type": "rosapi/GetParam"}),
+            ),
+            (
+                "service_request_details",
+                json!({"type": "rosapi_msgs/srv/Nodes"}),
+            ),
+            (
+                "service_request_details",
+                json!({"type": "std_srvs/srv/Empty"}),
+            ),
             ("get_time", json!({})),
             ("get_param_names", json!({})),
             ("get_param", json!({"name": "/web:port"})),

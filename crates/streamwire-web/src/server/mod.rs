@@ -44,6 +44,7 @@ use streamwire_msgs::Twist;
 
 pub(crate) use client::{Client, ClientTopic, MAX_ID, MAX_REPLY_TEXT, clip};
 pub(crate) use feeds::{subscribe, unsubscribe};
+pub(crate) use routes::authorized_upgrade;
 pub(crate) use session::{Dialect, accept_client};
 pub(crate) use shared::{Shared, lock};
 

@@ -52,17 +52,48 @@ async fn root(
     connection: Option<Extension<Arc<Connection>>>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
-    if let Err(denied) = shared.access.check_token(query.token.as_deref(), &headers) {
-        return shared.refuse(denied);
+    let token = query.token.as_deref();
+    match authorized_upgrade(&shared, token, &headers, connection.as_ref(), upgrade) {
+        Err(denied) => shared.refuse(denied),
+        Ok(None) => Html(VIEWER).into_response(),
+        Ok(Some(upgrade)) => {
+            let dialect = Dialect::Rosbridge(rosbridge::Session);
+            accept_client(shared, connection, upgrade, query.client, dialect)
+        }
     }
+}
+
+/// The token check of every route: refused (answered with [`Shared::refuse`]), or the
+/// request's connection counted as one that presented the token (from then on never
+/// evicted for a newcomer, nor closed at `token_timeout`).
+pub(crate) fn authorize(
+    shared: &Shared,
+    token: Option<&str>,
+    headers: &HeaderMap,
+    connection: Option<&Extension<Arc<Connection>>>,
+) -> Result<(), Denied> {
+    shared.access.check_token(token, headers)?;
+    if let Some(Extension(connection)) = connection {
+        connection.place.authenticate();
+    }
+    Ok(())
+}
+
+/// A websocket route's checks: the token ([`authorize`]), then for an upgrade its
+/// origin. `Ok(None)`: a plain request, no upgrade asked.
+pub(crate) fn authorized_upgrade(
+    shared: &Shared,
+    token: Option<&str>,
+    headers: &HeaderMap,
+    connection: Option<&Extension<Arc<Connection>>>,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Option<WebSocketUpgrade>, Denied> {
+    authorize(shared, token, headers, connection)?;
     let Ok(upgrade) = upgrade else {
-        return Html(VIEWER).into_response();
+        return Ok(None);
     };
-    if let Err(denied) = shared.access.check_origin(&headers) {
-        return shared.refuse(denied);
-    }
-    let dialect = Dialect::Rosbridge(rosbridge::Session);
-    accept_client(shared, connection, upgrade, query.client, dialect)
+    shared.access.check_origin(headers)?;
+    Ok(Some(upgrade))
 }
 
 #[derive(serde::Deserialize)]
@@ -75,16 +106,21 @@ async fn stats(
     State(shared): State<Arc<Shared>>,
     Query(query): Query<TokenQuery>,
     headers: HeaderMap,
+    connection: Option<Extension<Arc<Connection>>>,
 ) -> Response {
-    if let Err(denied) = shared.access.check_token(query.token.as_deref(), &headers) {
+    let token = query.token.as_deref();
+    if let Err(denied) = authorize(&shared, token, &headers, connection.as_ref()) {
         return shared.refuse(denied);
     }
+    let (authenticated, unauthenticated) = lock(&shared.connections).counts();
     let body = json!({
         "topics": topic_stats(&shared),
         "clients": client_stats(&shared),
         "totals": totals(&shared),
         "connections": {
-            "open": shared.connections_open.load(Ordering::Relaxed),
+            "open": authenticated + unauthenticated,
+            "authenticated": authenticated,
+            "unauthenticated": unauthenticated,
             "max": shared.connection_cap,
         },
     });
@@ -145,6 +181,8 @@ fn totals(shared: &Shared) -> serde_json::Value {
         "refused_token": c.refused_token.get(),
         "refused_origin": c.refused_origin.get(),
         "refused_connections": c.refused_connections.get(),
+        "evicted_connections": c.evicted_connections.get(),
+        "token_timeouts": c.token_timeouts.get(),
         "accept_errors": c.accept_errors.get(),
         "header_timeouts": c.header_timeouts.get(),
         "handshake_timeouts": c.handshake_timeouts.get(),

@@ -17,6 +17,7 @@ use super::feeds::Feed;
 use crate::RelayConfig;
 use crate::access::{Access, BurstLog};
 use crate::foxglove;
+use crate::listener::ConnectionBook;
 use crate::rosbridge::topics::{Topic, topics_of};
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -39,6 +40,11 @@ pub(crate) struct Counters {
     pub(crate) accept_errors: Counter,
     /// Connections closed for sending no request headers in time.
     pub(crate) header_timeouts: Counter,
+    /// Connections closed for presenting no token within `token_timeout`.
+    pub(crate) token_timeouts: Counter,
+    /// Connections without the token closed, the oldest first, to make way for a new one
+    /// while the relay was full.
+    pub(crate) evicted_connections: Counter,
     /// Websocket upgrades not completed in time.
     pub(crate) handshake_timeouts: Counter,
     /// Websockets closed for silence (1001).
@@ -67,6 +73,8 @@ impl Counters {
             refused_connections: cx.counter("refused_connections"),
             accept_errors: cx.counter("accept_errors"),
             header_timeouts: cx.counter("header_timeouts"),
+            token_timeouts: cx.counter("token_timeouts"),
+            evicted_connections: cx.counter("evicted_connections"),
             handshake_timeouts: cx.counter("handshake_timeouts"),
             idle: cx.counter("idle_disconnects"),
             replies_dropped: cx.counter("replies_dropped"),
@@ -98,8 +106,8 @@ pub(crate) struct Shared {
     pub(crate) access: Access,
     /// The most connections kept open at once (see `listener::connection_cap`).
     pub(crate) connection_cap: usize,
-    /// Connections open now (a `ConnectionPlace` each).
-    pub(crate) connections_open: AtomicUsize,
+    /// Connections open now (a `ConnectionPlace` each), by whether they gave the token.
+    pub(crate) connections: Mutex<ConnectionBook>,
     pub(crate) logs: Logs,
     pub(crate) taps: Arc<dyn TapService>,
     pub(crate) topics: Vec<Arc<Topic>>,
@@ -154,7 +162,7 @@ impl Shared {
             config: config.clone(),
             access,
             connection_cap,
-            connections_open: AtomicUsize::new(0),
+            connections: Mutex::new(ConnectionBook::default()),
             logs: Logs::default(),
             graph: taps.run_graph(),
             taps,

@@ -103,6 +103,9 @@ report.services.getNodes = await within(WAIT_MS, "getNodes", new Promise((r, e) 
 report.services.getNodeDetails = await within(WAIT_MS, "getNodeDetails", new Promise((r, e) => ros.getNodeDetails("/odometry", r, e)));
 report.services.getServices = await within(WAIT_MS, "getServices", new Promise((r, e) => ros.getServices(r, e)));
 report.services.getServiceType = await within(WAIT_MS, "getServiceType", new Promise((r, e) => ros.getServiceType("/rosapi/topics", r, e)));
+report.services.getActionServers = await within(WAIT_MS, "getActionServers", new Promise((r, e) => ros.getActionServers(r, e)));
+report.services.getServicesForType = await within(WAIT_MS, "getServicesForType", new Promise((r, e) => ros.getServicesForType("rosapi/GetParam", r, e)));
+report.services.getServiceRequestDetails = await within(WAIT_MS, "getServiceRequestDetails", new Promise((r, e) => ros.getServiceRequestDetails("rosapi/GetParam", r, e)));
 report.services.getMessageDetails = await within(WAIT_MS, "getMessageDetails", new Promise((r, e) => ros.getMessageDetails("geometry_msgs/msg/Twist", r, e)));
 report.services.decodeTypeDefs = ros.decodeTypeDefs(report.services.getMessageDetails);
 report.services.getParams = await within(WAIT_MS, "getParams", new Promise((r, e) => ros.getParams(r, e)));

@@ -7,6 +7,9 @@
 //     to refused requests.
 //   {"mode": "refused", "url", "origin"?, "subprotocol"?}: the HTTP status of the upgrade (101
 //     and the subprotocol chosen when it is not refused).
+//   {"mode": "subprotocols", "url", "offers": [[subprotocol, ...], ...]}: for each client
+//     version (0.8.0, and 0.7.2 through its npm alias) and each list offered in that order,
+//     the subprotocol the relay chose, whether serverInfo came, and what the client threw.
 //   {"mode": "stall", "url", "stall_ms"}: subscribes to every channel, then stops reading
 //     (a busy event loop) for stall_ms, then reads on until the relay closes or 2 s pass.
 // Each wait is bounded; a failure answers {"error": text}.
@@ -15,6 +18,10 @@ const { FoxgloveClient } = require("@foxglove/ws-protocol");
 const { parse } = require("@foxglove/rosmsg");
 const { MessageReader, MessageWriter } = require("@foxglove/rosmsg2-serialization");
 const WebSocket = require("ws");
+const CLIENTS = {
+  "0.8.0": require("@foxglove/ws-protocol").FoxgloveClient,
+  "0.7.2": require("ws-protocol-0.7.2").FoxgloveClient,
+};
 
 const SUBPROTOCOL = "foxglove.sdk.v1";
 const WAIT_MS = 20000;
@@ -158,6 +165,39 @@ function refused(request) {
   );
 }
 
+// One connection offering `offered` with FoxgloveClient `version`: the subprotocol the
+// relay chose, and what the client made of it, once serverInfo came.
+function offer(url, version, offered) {
+  const result = { version, offered, protocol: null, serverInfo: false, error: null };
+  // 0.7's client throws from the socket's open handler when it dislikes the subprotocol.
+  let onThrow;
+  return within(
+    WAIT_MS,
+    `serverInfo with ${version} offering ${offered}`,
+    new Promise((resolve) => {
+      const ws = new WebSocket(url, offered);
+      onThrow = (e) => (result.error = String(e && e.message ? e.message : e));
+      process.on("uncaughtException", onThrow);
+      const client = new CLIENTS[version]({ ws });
+      client.on("error", (e) => (result.error = String(e)));
+      client.on("serverInfo", () => {
+        result.serverInfo = true;
+        result.protocol = ws.protocol;
+        client.close();
+        resolve(result);
+      });
+    }),
+  ).finally(() => process.removeListener("uncaughtException", onThrow));
+}
+
+async function subprotocols(request) {
+  const results = [];
+  for (const version of Object.keys(CLIENTS)) {
+    for (const offered of request.offers) results.push(await offer(request.url, version, offered));
+  }
+  return { results };
+}
+
 async function stall(request) {
   const { client, events, channels: advertised } = connect(request.url);
   const channels = await within(WAIT_MS, "advertise", advertised);
@@ -181,7 +221,7 @@ process.stdin.on("end", async () => {
   const request = JSON.parse(input);
   let answer;
   try {
-    const modes = { session, refused, stall };
+    const modes = { session, refused, subprotocols, stall };
     answer = await modes[request.mode](request);
   } catch (e) {
     answer = { error: String(e && e.stack ? e.stack : e) };
