@@ -427,13 +427,30 @@ fn read_config<T: DeserializeOwned>(
             (prefix, path) => format!("{prefix}.{path}"),
         };
         let inner = error.into_inner();
-        match layers.iter().rev().find(|s| s.key == key) {
+        // A module's config read through its type tag keeps no path: the one setting of
+        // that instance given is the one at fault.
+        let of_instance: Vec<&Setting> = layers
+            .iter()
+            .filter(|s| !prefix.is_empty() && s.key.starts_with(&format!("{prefix}.")))
+            .collect();
+        let at_fault =
+            layers
+                .iter()
+                .rev()
+                .find(|s| s.key == key)
+                .or(match of_instance.as_slice() {
+                    [one] if key == prefix => Some(*one),
+                    _ => None,
+                });
+        match at_fault {
             Some(s) => ConfigError {
                 origin: s.source.clone(),
-                message: format!("invalid `{key}` `{}`: {inner}", s.value),
+                message: format!("invalid `{}` `{}`: {inner}", s.key, s.value),
             }
             .into(),
-            None if key.is_empty() => anyhow!("invalid configuration of {what}: {inner}"),
+            None if key.is_empty() || key == prefix => {
+                anyhow!("invalid configuration of {what}: {inner}")
+            }
             None => anyhow!("invalid configuration of {what}: `{key}`: {inner}"),
         }
     })
