@@ -6,7 +6,6 @@
 mod mcap_replay;
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use streamwire::prelude::*;
@@ -100,31 +99,11 @@ fn demo(config: StockDemo) -> Result<Blueprint, DemoError> {
                 }
             };
         }
-        let foxglove = relay.foxglove;
-        let address = relay.address.clone();
         let web = blueprint.add("web", WebRelay::new(relay));
         blueprint.place(&web, Placement::process("ui").on_host("laptop"));
         blueprint.autoconnect();
-        // Say where to point a browser once the relay listens (a `graph` or `config`
-        // never starts it; the thread then just ends with the process).
-        std::thread::spawn(move || {
-            if address.wait(Duration::from_secs(30)).is_some()
-                && let Some(url) = address.url()
-            {
-                if address.token().is_some() {
-                    eprintln!("viewer: open {url} in a browser (the token is this run's)");
-                } else {
-                    eprintln!(
-                        "viewer: open {url} in a browser (no token: web.token=none lets any program on this machine connect)"
-                    );
-                }
-                if foxglove && let Some(url) = address.foxglove_url() {
-                    eprintln!(
-                        "foxglove: open a Foxglove WebSocket connection to {url} in Foxglove or Lichtblick (a web app's origin needs -o web.allowed_origins=...)"
-                    );
-                }
-            }
-        });
+        // Where to point a browser is the relay's to say (`Context::announce`): `run`
+        // prints it, whatever the blueprint.
     }
     Ok(blueprint)
 }

@@ -257,14 +257,36 @@ impl Cli {
         command
     }
 
-    /// `run` with the runner's flags and the plugins' flags.
+    /// `run` with the runner's flags and the plugins' flags; the replay's short flags
+    /// (`--replay`, `--fps`, `--rate`, `--loop`) only in the help of a binary with a
+    /// blueprint that has a replay source (they still work for a file that has one).
     fn run_command(&self, run: clap::Command) -> clap::Command {
+        let run = if self.offers_replay() {
+            run
+        } else {
+            ["replay", "fps", "rate", "looping"]
+                .into_iter()
+                .fold(run, |run, id| run.mut_arg(id, |arg| arg.hide(true)))
+        };
         keeping_about(run, |run| {
             let run = match &self.runner {
                 Some(runner) => runner.args(run),
                 None => run,
             };
             self.run_flags.iter().fold(run, |run, f| f.args(run))
+        })
+    }
+}
+
+impl Cli {
+    /// Whether a registered blueprint has a replay source: a `replay.*` key of a code
+    /// blueprint, or an instance `replay` of a file.
+    fn offers_replay(&self) -> bool {
+        self.blueprints.iter().any(|b| match &b.kind {
+            RegisteredKind::Code { defaults, .. } => {
+                defaults.keys().any(|k| k.starts_with("replay."))
+            }
+            RegisteredKind::File { text } => text.lines().any(|l| l.trim_end() == "  replay:"),
         })
     }
 }

@@ -187,8 +187,7 @@ where
             .cloned()
             .partition(|s| keys::is_global(&s.key));
         let (object, mut effective) = own_code_keys(&name, &defaults, &own)?;
-        let config: C = serde_json::from_value(unflatten(object))
-            .map_err(|e| anyhow!("invalid configuration of blueprint `{name}`: {e}"))?;
+        let config: C = read_config(unflatten(object), "", &own, &format!("blueprint `{name}`"))?;
         let mut blueprint = build(config)
             .into_blueprint()
             // The whole chain: a blueprint's error says what it is, its sources why.
@@ -400,13 +399,62 @@ fn own_file_keys(
         if !changed {
             continue;
         }
-        let module: Box<dyn ModuleConfig> = serde_json::from_value(Value::Object(map))
-            .map_err(|e| anyhow!("invalid configuration of instance `{name}`: {e}"))?;
+        let module: Box<dyn ModuleConfig> = read_config(
+            Value::Object(map),
+            &name,
+            own,
+            &format!("instance `{name}`"),
+        )?;
         if let Some(slot) = file.instances.0.iter_mut().find(|(n, _)| *n == name) {
             slot.1 = module;
         }
     }
     Ok(effective)
+}
+
+/// `T` read from `value`: a mistake names the key at fault (`camera.fps`, its path under
+/// `prefix`) and who set it (`-o`, a file's line), not only what serde expected.
+fn read_config<T: DeserializeOwned>(
+    value: Value,
+    prefix: &str,
+    layers: &[Setting],
+    what: &str,
+) -> anyhow::Result<T> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let key = match (prefix, path.as_str()) {
+            (_, ".") => prefix.to_owned(),
+            ("", path) => path.to_owned(),
+            (prefix, path) => format!("{prefix}.{path}"),
+        };
+        let inner = error.into_inner();
+        // A module's config read through its type tag keeps no path: the one setting of
+        // that instance given is the one at fault.
+        let of_instance: Vec<&Setting> = layers
+            .iter()
+            .filter(|s| !prefix.is_empty() && s.key.starts_with(&format!("{prefix}.")))
+            .collect();
+        let at_fault =
+            layers
+                .iter()
+                .rev()
+                .find(|s| s.key == key)
+                .or(match of_instance.as_slice() {
+                    [one] if key == prefix => Some(*one),
+                    _ => None,
+                });
+        match at_fault {
+            Some(s) => ConfigError {
+                origin: s.source.clone(),
+                message: format!("invalid `{}` `{}`: {inner}", s.key, s.value),
+            }
+            .into(),
+            None if key.is_empty() || key == prefix => {
+                anyhow!("invalid configuration of {what}: {inner}")
+            }
+            None => anyhow!("invalid configuration of {what}: `{key}`: {inner}"),
+        }
+    })
 }
 
 /// NaN or an infinity given to a number setting (`-o camera.fps=NaN`): JSON cannot hold

@@ -366,19 +366,29 @@ impl Coordinator {
         stop: &AtomicBool,
         say: &mut dyn FnMut(&str),
     ) -> Result<ClusterReport, ClusterError> {
-        self.run_observed(command, stop, say, &mut |_| {})
+        // One `say` for the events and what the workers' modules announce.
+        let say = std::cell::RefCell::new(say);
+        self.run_observed(
+            command,
+            stop,
+            &mut |event| (*say.borrow_mut())(event),
+            &mut |_| {},
+            &mut |line| (*say.borrow_mut())(line),
+        )
     }
 
     /// Like [`run`](Coordinator::run), and `progress` gets the workers' counters merged,
-    /// about once a second while the sources run (for a status line).
+    /// about once a second while the sources run (for a status line); `announce` gets
+    /// each line the workers' modules announced (a relay's address).
     pub fn run_observed(
         self,
         command: &dyn Fn(&Launch) -> std::process::Command,
         stop: &AtomicBool,
         say: &mut dyn FnMut(&str),
         progress: &mut dyn FnMut(&RunStats),
+        announce: &mut dyn FnMut(&str),
     ) -> Result<ClusterReport, ClusterError> {
-        Supervisor::new(&self, command, stop, say, progress).run()
+        Supervisor::new(&self, command, stop, say, progress, announce).run()
     }
 }
 
@@ -388,17 +398,18 @@ impl Coordinator {
 /// request names another process than its key, is logged and left unanswered (in a
 /// closed run a key is its worker's alone: the access control lets nobody else ask on
 /// it).
-fn answer<Q, A>(
+fn answer<Q, A, E>(
     session: &zenoh::Session,
     keys: &Keys,
     ask: &'static str,
     board: &Arc<Mutex<Board>>,
     events: &Sender<Event>,
-    handle: impl Fn(&mut Board, Q) -> (A, Option<Event>) + Send + Sync + 'static,
+    handle: impl Fn(&mut Board, Q) -> (A, E) + Send + Sync + 'static,
 ) -> Result<zenoh::query::Queryable<()>, ClusterError>
 where
     Q: protocol::Named + for<'de> serde::Deserialize<'de>,
     A: serde::Serialize,
+    E: IntoIterator<Item = Event>,
 {
     let (board, events) = (board.clone(), events.clone());
     // Forged requests may come in floods: the first is said, the others counted.
@@ -421,9 +432,9 @@ where
                 }
                 return;
             }
-            let (reply, event) = handle(&mut lock(&board), request);
+            let (reply, news) = handle(&mut lock(&board), request);
             protocol::reply(&query, &reply);
-            if let Some(event) = event {
+            for event in news {
                 // The supervisor may have ended: nobody left to tell.
                 let _ = events.send(event);
             }
@@ -517,7 +528,7 @@ fn versions(versions: &[u16]) -> String {
 }
 
 /// A joined worker's state (ready, counters), answered with the run's (go, stop).
-fn state(b: &mut Board, request: StateRequest) -> (StateReply, Option<Event>) {
+fn state(b: &mut Board, request: StateRequest) -> (StateReply, Vec<Event>) {
     let mut became_ready = false;
     if b.joined.contains_key(&request.process) {
         b.heard.insert(request.process.clone(), Instant::now());
@@ -532,7 +543,14 @@ fn state(b: &mut Board, request: StateRequest) -> (StateReply, Option<Event>) {
         go: b.go,
         stop: b.stop,
     };
-    (reply, became_ready.then_some(Event::Ready(request.process)))
+    let mut news = Vec::new();
+    if !request.notices.is_empty() {
+        news.push(Event::Announced(request.notices));
+    }
+    if became_ready {
+        news.push(Event::Ready(request.process));
+    }
+    (reply, news)
 }
 
 /// A worker's report, acknowledged.

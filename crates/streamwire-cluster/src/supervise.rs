@@ -43,6 +43,8 @@ pub(crate) enum Event {
     Reported(String),
     /// A worker's liveliness token went away: its session ended.
     Gone(String),
+    /// Lines a worker's modules announced (a relay's address).
+    Announced(Vec<String>),
     /// A local worker's process exited.
     Exited {
         /// Its process, `host/process`.
@@ -79,6 +81,8 @@ pub(crate) struct Supervisor<'a> {
     say: &'a mut dyn FnMut(&str),
     /// Gets the merged counters once a second while the sources run.
     progress: &'a mut dyn FnMut(&RunStats),
+    /// Gets what the workers' modules announce.
+    announce: &'a mut dyn FnMut(&str),
     /// The processes started here.
     local: Vec<String>,
     /// The local workers still running.
@@ -109,6 +113,7 @@ impl<'a> Supervisor<'a> {
         stop: &'a AtomicBool,
         say: &'a mut dyn FnMut(&str),
         progress: &'a mut dyn FnMut(&RunStats),
+        announce: &'a mut dyn FnMut(&str),
     ) -> Supervisor<'a> {
         let local = coordinator.local_processes();
         let summaries = coordinator
@@ -122,6 +127,7 @@ impl<'a> Supervisor<'a> {
             stop,
             say,
             progress,
+            announce,
             local,
             children: BTreeMap::new(),
             summaries,
@@ -277,6 +283,11 @@ impl<'a> Supervisor<'a> {
             }
             Event::Reported(process) => return Ok(self.on_report(&process)),
             Event::Gone(process) => return self.on_gone(process),
+            Event::Announced(lines) => {
+                for line in lines {
+                    (self.announce)(&line);
+                }
+            }
             Event::Exited {
                 process,
                 generation,

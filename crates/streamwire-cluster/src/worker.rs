@@ -385,7 +385,8 @@ impl Worker<'_> {
                     last_stats = Instant::now();
                     handle.stats()
                 });
-            let state = self.ask_state(keys, matched, stats)?;
+            let notices = handle.take_notices();
+            let state = self.ask_state(keys, matched, stats, notices)?;
             let mut stopped_by = None;
             match state {
                 Some(state) => {
@@ -430,11 +431,13 @@ impl Worker<'_> {
         keys: &Keys,
         ready: bool,
         stats: Option<RunStats>,
+        notices: Vec<String>,
     ) -> Result<Option<StateReply>, ClusterError> {
         let request = StateRequest {
             process: self.process.to_owned(),
             ready,
             stats,
+            notices,
         };
         Ok(protocol::ask::<_, StateReply>(
             self.base.session(),
@@ -470,7 +473,7 @@ impl Worker<'_> {
         let mut silence = Silence::new();
         while !silence.too_long() && !self.told_to_stop() {
             silence.poll();
-            match self.ask_state(keys, false, None)? {
+            match self.ask_state(keys, false, None, Vec::new())? {
                 Some(state) if state.stop => break,
                 Some(_) => silence.heard(),
                 None => {}

@@ -291,6 +291,11 @@ pub trait RunContext: Send + Sync {
     fn taps(&self) -> Option<Arc<dyn TapService>> {
         None
     }
+    /// Tells the person running the run one line (a server's address): the runtime keeps
+    /// it for its runner, which prints it at the default log level (`streamwire run` on
+    /// standard error, a distributed run through its coordinator). Dropped where nobody
+    /// runs the run (the default, and the `Harness`, whose tests read the module).
+    fn announce(&self, _line: &str) {}
 }
 
 /// Subscriptions at run time from inside a run: what the run handle's `tap` offers
@@ -399,6 +404,12 @@ impl<'a> Context<'a> {
     /// `None` where the runtime has none (the `Harness`).
     pub fn taps(&self) -> Option<Arc<dyn TapService>> {
         self.run.taps()
+    }
+
+    /// Tells the person running the run `line` (where to point a browser, say): printed
+    /// once by whatever runs it, at the default log level, whatever the blueprint.
+    pub fn announce(&self, line: &str) {
+        self.run.announce(line);
     }
 }
 

@@ -122,8 +122,10 @@ impl Plan {
         placements
     }
 
-    /// A node's unique DOT identifier.
-    fn node_key(&self, node: PlanNode) -> String {
+    /// A node's identity in every rendering (DOT's node ids, Mermaid's through
+    /// [`mermaid_ids`], the JSON summary's `node`): an instance by its name, a codec node
+    /// by its kind, encoded stream and process, unique per node.
+    pub(crate) fn node_key(&self, node: PlanNode) -> String {
         match node {
             PlanNode::Instance(id) => self.instance(id).map_or_else(
                 || format!("instance:{id}"),
@@ -136,7 +138,7 @@ impl Plan {
         }
     }
 
-    fn endpoint_key(&self, endpoint: Endpoint) -> String {
+    pub(crate) fn endpoint_key(&self, endpoint: Endpoint) -> String {
         match endpoint {
             Endpoint::Port { instance, .. } => self.node_key(PlanNode::Instance(instance)),
             Endpoint::Codec(id) => self.node_key(PlanNode::Codec(id)),
@@ -200,11 +202,20 @@ fn quote(text: &str) -> String {
 
 impl Plan {
     /// The plan as a Mermaid flowchart: instances grouped by process (one subgraph each),
-    /// codec nodes as hexagons, links labelled with their stream and locality.
+    /// codec nodes as hexagons, links labelled with their stream and locality. Its nodes
+    /// are DOT's and the JSON summary's (`node`), so every link names a declared node.
     ///
     /// Paste it into a Markdown ```` ```mermaid ```` block, or render it with `mmdc`.
     pub fn to_mermaid(&self) -> String {
         let summary = self.summary();
+        let ids = mermaid_ids(
+            summary
+                .instances
+                .iter()
+                .map(|i| i.node.as_str())
+                .chain(summary.codec_nodes.iter().map(|c| c.node.as_str())),
+        );
+        let id = |node: &str| ids.get(node).cloned().unwrap_or_else(|| mermaid_id(node));
         let mut out = String::from("flowchart LR\n");
         let mut by_process: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for i in &summary.instances {
@@ -213,7 +224,7 @@ impl Plan {
                 .or_default()
                 .push(format!(
                     "    {}[\"{} ({})\"]",
-                    mermaid_id(&i.name),
+                    id(&i.node),
                     i.name,
                     i.module_type
                 ));
@@ -223,7 +234,7 @@ impl Plan {
             by_process
                 .entry(c.placement.clone())
                 .or_default()
-                .push(format!("    {}{{{{\"{name}\"}}}}", mermaid_id(&name)));
+                .push(format!("    {}{{{{\"{name}\"}}}}", id(&c.node)));
         }
         for (n, (process, nodes)) in by_process.iter().enumerate() {
             let _ = writeln!(out, "  subgraph p{n}[\"{process}\"]");
@@ -233,12 +244,35 @@ impl Plan {
             out.push_str("  end\n");
         }
         for l in &summary.links {
-            let from = mermaid_id(l.from_name.split('.').next().unwrap_or(&l.from_name));
-            let to = mermaid_id(l.to_name.split('.').next().unwrap_or(&l.to_name));
-            let _ = writeln!(out, "  {from} -->|\"{} ({})\"| {to}", l.stream, l.locality);
+            let _ = writeln!(
+                out,
+                "  {} -->|\"{} ({})\"| {}",
+                id(&l.from_node),
+                l.stream,
+                l.locality,
+                id(&l.to_node)
+            );
         }
         out
     }
+}
+
+/// Mermaid ids for node keys, in order: each key as an id ([`mermaid_id`]), made unique
+/// with a number where two keys differ only in characters an id cannot hold.
+fn mermaid_ids<'a>(keys: impl Iterator<Item = &'a str>) -> BTreeMap<String, String> {
+    let mut ids = BTreeMap::new();
+    let mut taken = std::collections::BTreeSet::new();
+    for key in keys {
+        let base = mermaid_id(key);
+        let mut id = base.clone();
+        let mut n = 2;
+        while !taken.insert(id.clone()) {
+            id = format!("{base}_{n}");
+            n += 1;
+        }
+        ids.insert(key.to_owned(), id);
+    }
+    ids
 }
 
 /// A name as a Mermaid node id: ASCII letters and digits, anything else `_`.

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 use streamwire_core::{CodecParams, Direction, Fidelity, Qos, Taps};
 
 use crate::plan::{
-    CodecKind, CodecNodeId, Endpoint, InstanceIndex, LinkId, LinkPayload, Plan, PortIndex,
-    QosOrigin,
+    CodecKind, CodecNodeId, Endpoint, InstanceIndex, LinkId, LinkPayload, Plan, PlanNode,
+    PortIndex, QosOrigin,
 };
 
 /// Everything a plan says, as plain data: instances with their ports, codec nodes and
@@ -43,6 +43,10 @@ pub struct PlanSummary {
 pub struct InstanceSummary {
     /// Its id.
     pub id: InstanceIndex,
+    /// Its node in every rendering (`instance:camera`): the identity DOT, Mermaid and this
+    /// summary share, which links name in `from_node` and `to_node`.
+    #[serde(default)]
+    pub node: String,
     /// Full name.
     pub name: String,
     /// Module type.
@@ -90,6 +94,10 @@ pub struct PortSummary {
 pub struct CodecNodeSummary {
     /// Its id.
     pub id: CodecNodeId,
+    /// Its node in every rendering (`decode:color_image/compressed@laptop/ui`): unique
+    /// per codec node, as links name it in `from_node` and `to_node`.
+    #[serde(default)]
+    pub node: String,
     /// Encode or decode.
     pub kind: CodecKind,
     /// The codec's name.
@@ -125,6 +133,12 @@ pub struct LinkSummary {
     pub to: Endpoint,
     /// `from` as plans print it.
     pub from_name: String,
+    /// The node it leaves (an instance's or codec node's `node`).
+    #[serde(default)]
+    pub from_node: String,
+    /// The node it enters.
+    #[serde(default)]
+    pub to_node: String,
     /// `to` as plans print it.
     pub to_name: String,
     /// The stream or encoded stream.
@@ -149,6 +163,7 @@ impl Plan {
                 .instances()
                 .map(|i| InstanceSummary {
                     id: i.id,
+                    node: self.node_key(PlanNode::Instance(i.id)),
                     name: i.name.clone(),
                     module_type: i.module_type.to_owned(),
                     placement: i.placement.to_string(),
@@ -175,6 +190,7 @@ impl Plan {
                 .codec_nodes()
                 .map(|c| CodecNodeSummary {
                     id: c.id,
+                    node: self.node_key(PlanNode::Codec(c.id)),
                     kind: c.kind,
                     codec: c.codec.name().to_owned(),
                     stream: c.stream.clone(),
@@ -199,6 +215,8 @@ impl Plan {
                         from: l.from,
                         to: l.to,
                         from_name: self.endpoint_name(l.from),
+                        from_node: self.endpoint_key(l.from),
+                        to_node: self.endpoint_key(l.to),
                         to_name: self.endpoint_name(l.to),
                         stream: l.stream.clone(),
                         message: message.to_owned(),

@@ -26,7 +26,7 @@ use crate::options::{RunError, RunOptions, StartError};
 use crate::queue::{Bound, InputQueue};
 use crate::stats::{InstanceRecord, Records};
 use crate::taps::StreamHub;
-use crate::worker::{InstanceCounters, Shared};
+use crate::worker::{InstanceCounters, Shared, Supervisor};
 
 use slots::{CodecSlot, InstanceSlot, Layout, Slots};
 use threads::PendingThread;
@@ -178,6 +178,8 @@ impl RunBuilder {
                 signals: Mutex::new(Vec::new()),
                 hubs: Mutex::new(Vec::new()),
                 gate: options.start_gate.clone(),
+                supervision: Supervisor::new(plan.supervision()),
+                notices: Mutex::new(Vec::new()),
             }),
             keep_all_depth: options.keep_all_depth,
             keep_all_deadline: options.keep_all_deadline,

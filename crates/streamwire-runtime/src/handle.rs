@@ -250,6 +250,13 @@ impl RunHandle {
         }
     }
 
+    /// The lines the run's modules announced (`Context::announce`: a relay's address)
+    /// since the last call, in order: a runner prints them where the person running it
+    /// reads (`streamwire run`: standard error, at the default log level).
+    pub fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *self.shared.notices.lock())
+    }
+
     /// A snapshot of every counter, while the run goes on.
     pub fn stats(&self) -> RunStats {
         self.records.snapshot(&self.shared)

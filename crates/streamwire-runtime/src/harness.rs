@@ -15,7 +15,8 @@ use crate::hub::{Demand, Hub, Wants};
 use crate::queue::{Bound, InputQueue};
 use crate::stats::DropCounts;
 use crate::worker::{
-    InstanceContext, InstanceCounters, Phase, PhaseFailure, Shared, call_phase, readiness,
+    InstanceContext, InstanceCounters, Phase, PhaseFailure, Shared, Supervisor, call_phase,
+    readiness,
 };
 
 /// How many messages the harness keeps per output until taken (a keep-last queue: the
@@ -113,6 +114,9 @@ impl<M: Module + Node> Harness<M> {
             signals: Mutex::new(Vec::new()),
             hubs: Mutex::new(Vec::new()),
             gate: None,
+            // A module in the harness fails its test: never restarted behind its back.
+            supervision: Supervisor::new(streamwire_graph::Supervision::Stop),
+            notices: Mutex::new(Vec::new()),
         });
         let signal = Signal::new();
         let mut inputs = Vec::new();

@@ -34,7 +34,8 @@ use crate::stats::{WireDirection, WireStats};
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct StartGate {
-    inner: Arc<(Mutex<bool>, parking_lot::Condvar)>,
+    /// When it opened (`None`: closed), and who waits for it.
+    inner: Arc<(Mutex<Option<std::time::Instant>>, parking_lot::Condvar)>,
 }
 
 impl StartGate {
@@ -45,12 +46,21 @@ impl StartGate {
 
     /// Lets the modules start.
     pub fn open(&self) {
-        *self.inner.0.lock() = true;
+        self.inner
+            .0
+            .lock()
+            .get_or_insert_with(std::time::Instant::now);
         self.inner.1.notify_all();
     }
 
     /// Whether it was opened.
     pub fn is_open(&self) -> bool {
+        self.inner.0.lock().is_some()
+    }
+
+    /// When it was opened: the run's time counts from there (a distributed run's wait for
+    /// its workers is not part of it).
+    pub(crate) fn opened_at(&self) -> Option<std::time::Instant> {
         *self.inner.0.lock()
     }
 
@@ -61,7 +71,7 @@ impl StartGate {
     /// Waits until opened or `stopping` is set.
     pub(crate) fn wait(&self, stopping: &AtomicBool) {
         let mut open = self.inner.0.lock();
-        while !*open && !stopping.load(Ordering::SeqCst) {
+        while open.is_none() && !stopping.load(Ordering::SeqCst) {
             self.inner
                 .1
                 .wait_for(&mut open, std::time::Duration::from_millis(50));

@@ -4,7 +4,7 @@ use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
@@ -35,6 +35,42 @@ pub(crate) struct Shared {
     /// Instances wait for it before their first step (a distributed run opens it once
     /// every process is up and subscribed).
     pub(crate) gate: Option<crate::StartGate>,
+    /// The blueprint's supervision of a failed instance, and the restarts it has used.
+    pub(crate) supervision: Supervisor,
+    /// Lines the instances announced (`Context::announce`) that the runner has not taken.
+    pub(crate) notices: Mutex<Vec<String>>,
+}
+
+/// The blueprint's [`Supervision`](streamwire_graph::Supervision) of this process's
+/// instances, as the coordinator applies it to its workers: `stop` lets a failure end the
+/// run; `restart:N` restarts a failed instance, at most N times over the run (all
+/// instances together), and the next failure ends it.
+pub(crate) struct Supervisor {
+    policy: streamwire_graph::Supervision,
+    restarts_used: AtomicU32,
+}
+
+impl Supervisor {
+    pub(crate) fn new(policy: streamwire_graph::Supervision) -> Supervisor {
+        Supervisor {
+            policy,
+            restarts_used: AtomicU32::new(0),
+        }
+    }
+
+    /// Takes one restart from the budget: `Some((restart, max))`, or `None` when the
+    /// policy is `stop` or the budget is spent.
+    fn take_restart(&self) -> Option<(u32, u32)> {
+        let streamwire_graph::Supervision::Restart { max } = self.policy else {
+            return None;
+        };
+        self.restarts_used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                (used < max).then_some(used + 1)
+            })
+            .ok()
+            .map(|used| (used + 1, max))
+    }
 }
 
 impl Shared {
@@ -53,6 +89,15 @@ impl Shared {
 
     pub(crate) fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Wall time since the run started: since its start gate opened when it has one (a
+    /// distributed run's wait for its workers is not run time; zero until then).
+    pub(crate) fn elapsed(&self) -> Duration {
+        match &self.gate {
+            Some(gate) => gate.opened_at().map_or(Duration::ZERO, |at| at.elapsed()),
+            None => self.started.elapsed(),
+        }
     }
 
     /// Wall nanoseconds since the run started, plus one (zero means "not set").
@@ -151,6 +196,11 @@ impl RunContext for InstanceContext {
 
     fn taps(&self) -> Option<Arc<dyn streamwire_core::TapService>> {
         self.taps.clone()
+    }
+
+    fn announce(&self, line: &str) {
+        tracing::info!(instance = %self.name, "{line}");
+        self.shared.notices.lock().push(line.to_owned());
     }
 }
 
@@ -251,43 +301,10 @@ impl InstanceWorker {
         } else {
             self.call(Phase::Start, &context)
         };
-        let mut next_tick = self.shared.clock.now();
-        while outcome.is_none() {
-            if self.shared.is_stopping() || context.finish_requested.load(Ordering::SeqCst) {
+        loop {
+            self.step_until_done(&context, &mut outcome, cpu_origin.as_ref());
+            if !self.restarted(&context, &mut outcome) {
                 break;
-            }
-            let since = self.signal.count();
-            let (ready, done, wait) = self.readiness(&mut next_tick);
-            if ready {
-                let began = Instant::now();
-                self.counters
-                    .step_began
-                    .store(self.shared.mark(), Ordering::SeqCst);
-                let step_at = self.shared.clock.now().as_nanos().saturating_add(1);
-                let _ = self.counters.first_step_ns.compare_exchange(
-                    0,
-                    step_at,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-                self.counters.last_step_ns.store(step_at, Ordering::Relaxed);
-                outcome = self.call(Phase::Step, &context);
-                self.counters.step_began.store(0, Ordering::SeqCst);
-                let took = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                self.counters.steps.fetch_add(1, Ordering::Relaxed);
-                self.counters
-                    .longest_step_nanos
-                    .fetch_max(took, Ordering::Relaxed);
-                if let Some(cpu) = cpu_origin.as_ref().and_then(|t| t.try_elapsed().ok()) {
-                    self.counters.cpu_nanos.store(
-                        u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX),
-                        Ordering::Relaxed,
-                    );
-                }
-            } else if done {
-                break;
-            } else {
-                self.signal.wait(since, wait);
             }
         }
         // `stop` runs even after a failed step, so a module can release what it holds;
@@ -311,6 +328,75 @@ impl InstanceWorker {
             thread: self.thread,
             outcome: outcome.unwrap_or(Outcome::Finished),
         });
+    }
+
+    /// Steps the instance whenever its trigger fires, until it finishes, fails (`outcome`
+    /// set), or the run stops.
+    fn step_until_done(
+        &mut self,
+        context: &InstanceContext,
+        outcome: &mut Option<Outcome>,
+        cpu_origin: Option<&cpu_time::ThreadTime>,
+    ) {
+        let mut next_tick = self.shared.clock.now();
+        while outcome.is_none() {
+            if self.shared.is_stopping() || context.finish_requested.load(Ordering::SeqCst) {
+                break;
+            }
+            let since = self.signal.count();
+            let (ready, done, wait) = self.readiness(&mut next_tick);
+            if ready {
+                let began = Instant::now();
+                self.counters
+                    .step_began
+                    .store(self.shared.mark(), Ordering::SeqCst);
+                let step_at = self.shared.clock.now().as_nanos().saturating_add(1);
+                let _ = self.counters.first_step_ns.compare_exchange(
+                    0,
+                    step_at,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                self.counters.last_step_ns.store(step_at, Ordering::Relaxed);
+                *outcome = self.call(Phase::Step, context);
+                self.counters.step_began.store(0, Ordering::SeqCst);
+                let took = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                self.counters.steps.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .longest_step_nanos
+                    .fetch_max(took, Ordering::Relaxed);
+                if let Some(cpu) = cpu_origin.and_then(|t| t.try_elapsed().ok()) {
+                    self.counters.cpu_nanos.store(
+                        u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX),
+                        Ordering::Relaxed,
+                    );
+                }
+            } else if done {
+                break;
+            } else {
+                self.signal.wait(since, wait);
+            }
+        }
+    }
+
+    /// After a failure, the blueprint's supervision: restarts the instance in place (its
+    /// `stop`, then its `start` again; its fields keep their values) while the budget
+    /// lasts, and says so; false when the failure stands (or there was none).
+    fn restarted(&mut self, context: &InstanceContext, outcome: &mut Option<Outcome>) -> bool {
+        if !matches!(outcome, Some(Outcome::Failed(_))) || self.shared.is_stopping() {
+            return false;
+        }
+        let Some((restart, max)) = self.shared.supervision.take_restart() else {
+            return false;
+        };
+        tracing::warn!(
+            "supervision: restarting instance `{}` (restart {restart} of {max})",
+            self.name
+        );
+        // What its `stop` says is logged by `call`; the restart goes on regardless.
+        let _ = self.call(Phase::Stop, context);
+        *outcome = self.call(Phase::Start, context);
+        true
     }
 
     /// Calls one phase, turning an error or a panic into the failure that stops the run.

@@ -369,6 +369,115 @@ fn a_panicking_module_is_reported_by_name_and_the_run_stops_cleanly() {
     );
 }
 
+/// Fails in every step from frame `fail_from` on, counting its starts and stops; says
+/// one line when it starts.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct Flaky {
+    #[port(name = "color_image")]
+    frames: In<Image>,
+    #[state]
+    starts: std::sync::Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl Node for Flaky {
+    fn start(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        let n = 1 + self
+            .starts
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        cx.announce(&format!("flaky: start {n}"));
+        Ok(())
+    }
+
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        if let Some(frame) = self.frames.recv()? {
+            return Err(format!("cannot handle frame {}", frame.header.seq).into());
+        }
+        Ok(())
+    }
+}
+
+/// `supervision: restart:2`: a failed instance is restarted in place twice (its `stop`,
+/// then its `start` again), and its third failure ends the run, as the coordinator does
+/// for workers; what it announces on each start is the runner's to print.
+#[test]
+fn restart_supervision_restarts_a_failed_instance_then_its_failure_ends_the_run() {
+    let starts = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(u32::MAX, Duration::from_millis(1)));
+    bp.add(
+        "flaky",
+        Flaky {
+            frames: In::new(),
+            starts: starts.clone(),
+        },
+    );
+    bp.supervision("restart:2".parse().unwrap());
+    bp.autoconnect();
+    let mut handle = start(bp);
+    let began = Instant::now();
+    while handle.poll_end().is_none() {
+        assert!(began.elapsed() < GUARD, "the run did not end by itself");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        handle.take_notices(),
+        ["flaky: start 1", "flaky: start 2", "flaky: start 3"]
+    );
+    let report = handle.wait();
+    assert_eq!(report.reason, EndReason::Failed, "{report}");
+    assert_eq!(starts.load(std::sync::atomic::Ordering::SeqCst), 3);
+    let failure = report.failure.clone().unwrap();
+    assert!(
+        failure.contains("instance `flaky` (Flaky) failed in step: returned an error"),
+        "{failure}"
+    );
+}
+
+/// With `stop` (the default) the first failure ends the run: no restart.
+#[test]
+fn stop_supervision_ends_the_run_at_the_first_failure() {
+    let starts = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(u32::MAX, Duration::from_millis(1)));
+    bp.add(
+        "flaky",
+        Flaky {
+            frames: In::new(),
+            starts: starts.clone(),
+        },
+    );
+    bp.autoconnect();
+    let report = start(bp).wait_timeout(GUARD);
+    assert_eq!(report.reason, EndReason::Failed, "{report}");
+    assert_eq!(starts.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// A run held at its start gate (a distributed worker waiting for the others) has run
+/// for no time yet: its time counts from the gate's opening.
+#[test]
+fn a_runs_time_counts_from_its_start_gate() {
+    let gate = streamwire_runtime::StartGate::closed();
+    let mut bp = Blueprint::new();
+    bp.add("camera", Camera::new(u32::MAX, Duration::from_millis(1)));
+    bp.add("viewer", Viewer::new());
+    bp.autoconnect();
+    let handle = Runtime::start(
+        bp.into_runnable().unwrap(),
+        RunOptions {
+            start_gate: Some(gate.clone()),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(handle.stats().elapsed, Duration::ZERO);
+    gate.open();
+    wait_until(&handle, |stats| stats.elapsed > Duration::ZERO);
+    handle.stop();
+    drop(handle.wait());
+}
+
 /// Ignores the stop: one step that blocks far longer than the stop deadline.
 #[derive(Module)]
 #[module(crate = streamwire_core)]

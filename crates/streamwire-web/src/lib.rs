@@ -435,6 +435,31 @@ impl std::fmt::Debug for WebRelay {
     }
 }
 
+impl WebRelay {
+    /// Tells the person running the run where to point a browser (and Foxglove): the
+    /// runner prints it at the default level, whatever the blueprint.
+    fn announce_where(&self, cx: &Context<'_>) {
+        let address = &self.config.address;
+        let Some(url) = address.url() else { return };
+        if address.token().is_some() {
+            cx.announce(&format!(
+                "viewer: open {url} in a browser (the token is this run's)"
+            ));
+        } else {
+            cx.announce(&format!(
+                "viewer: open {url} in a browser (no token: web.token=none lets any program on this machine connect)"
+            ));
+        }
+        if self.config.foxglove
+            && let Some(url) = address.foxglove_url()
+        {
+            cx.announce(&format!(
+                "foxglove: open a Foxglove WebSocket connection to {url} in Foxglove or Lichtblick (a web app's origin needs -o web.allowed_origins=...)"
+            ));
+        }
+    }
+}
+
 impl Node for WebRelay {
     fn trigger(&self) -> Trigger {
         // Publishes browsers' commands; the serving happens on the relay's own threads.
@@ -449,6 +474,7 @@ impl Node for WebRelay {
             .address
             .set(running.address(), running.token().map(str::to_owned));
         self.running = Some(running);
+        self.announce_where(cx);
         Ok(())
     }
 

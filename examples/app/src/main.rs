@@ -67,6 +67,10 @@ pub struct Detector {
     /// reported. A blueprint file may leave it out.
     #[config(default = 0)]
     pub fail_after: u64,
+    /// Fail on purpose in `start` (false, the default: never), as a module does whose
+    /// device or port is taken. A blueprint file may leave it out.
+    #[config(default = false)]
+    pub fail_on_start: bool,
     /// Frames seen.
     #[state]
     pub seen: u64,
@@ -75,6 +79,13 @@ pub struct Detector {
 impl Node for Detector {
     fn trigger(&self) -> Trigger {
         Trigger::AnyInput
+    }
+
+    fn start(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        if self.fail_on_start {
+            return Err("detector failed on purpose in start".into());
+        }
+        Ok(())
     }
 
     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {

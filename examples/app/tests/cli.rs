@@ -126,6 +126,86 @@ fn a_panicking_module_exits_nonzero_and_is_named() {
     );
 }
 
+/// The `error:` line of a failed run, with the worker's process named the same way in
+/// every run (its host is this machine's name).
+fn error_line(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no `error:` line in\n{stderr}"))
+        .to_owned()
+}
+
+/// A module failing in `start` or in `step` ends the run by itself, in one process and
+/// over workers alike, with exit status 1 and the failure named: no `--duration` (the
+/// harness's 30 s bound is the only limit; the run used to go on until Ctrl+C in one
+/// process).
+fn a_failure_ends_the_run(setting: &str, in_process: bool) -> String {
+    let mut args = vec!["run", "robot", "-o", setting];
+    if in_process {
+        args.push("--in-process");
+    }
+    let out = cli(&args, &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        text(&out.stdout).starts_with("run failed"),
+        "{}",
+        text(&out.stdout)
+    );
+    error_line(&stderr)
+}
+
+#[test]
+fn a_module_failing_in_step_ends_a_run_in_one_process() {
+    insta::assert_snapshot!(a_failure_ends_the_run("detector.fail_after=3", true));
+}
+
+#[test]
+fn a_module_failing_in_start_ends_a_run_in_one_process() {
+    insta::assert_snapshot!(a_failure_ends_the_run("detector.fail_on_start=true", true));
+}
+
+#[test]
+fn a_module_failing_in_step_ends_a_distributed_run() {
+    insta::assert_snapshot!(a_failure_ends_the_run("detector.fail_after=3", false));
+}
+
+#[test]
+fn a_module_failing_in_start_ends_a_distributed_run() {
+    insta::assert_snapshot!(a_failure_ends_the_run("detector.fail_on_start=true", false));
+}
+
+/// `supervision: restart:2`: the failed instance is restarted twice (said each time),
+/// then its third failure ends the run, in one process as over workers.
+#[test]
+fn restart_supervision_restarts_a_failed_module_then_stops() {
+    let yaml = std::fs::read_to_string(blueprint()).unwrap();
+    let dir = std::env::temp_dir().join(format!("acme-restart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("robot.yaml");
+    std::fs::write(&file, format!("supervision: restart:2\n{yaml}")).unwrap();
+    for in_process in [true, false] {
+        let mut args = vec!["run", file.to_str().unwrap(), "-o", "detector.fail_after=3"];
+        if in_process {
+            args.push("--in-process");
+        }
+        let out = cli(&args, &[]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        for n in [1, 2] {
+            let said = format!("restarting instance `detector` (restart {n} of 2)");
+            assert!(stderr.contains(&said), "{said} not in\n{stderr}");
+        }
+        assert!(!stderr.contains("restart 3"), "{stderr}");
+        assert!(
+            error_line(&stderr).contains("failed on purpose"),
+            "{stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn config_precedence_file_env_flag() {
     // File only.

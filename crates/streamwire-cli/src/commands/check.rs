@@ -11,13 +11,16 @@ use crate::Cli;
 pub(crate) struct Args {
     /// The blueprint file.
     file: PathBuf,
+    /// A setting, `key=value` (repeatable), checked with the file as `run` would take it.
+    #[arg(short = 'o', value_name = "KEY=VALUE")]
+    set: Vec<String>,
 }
 
 /// Builds the plan of `args.file`: its counts, or the error and exit status 1.
 pub(crate) fn run(cli: &Cli, args: &Args, cx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
     let target = args.file.to_string_lossy().into_owned();
     let plan = match cli
-        .resolve(&target, &cx.env, &[])
+        .resolve(&target, &cx.env, &args.set)
         .and_then(|b| b.blueprint.build().map_err(anyhow::Error::from))
     {
         Ok(plan) => plan,

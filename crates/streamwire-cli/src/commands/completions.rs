@@ -12,9 +12,18 @@ pub(crate) struct Args {
     shell: clap_complete::Shell,
 }
 
-/// Prints the script for `args.shell`.
+/// Prints the script for `args.shell`. A reader that stops early (`| head -3`) ends it
+/// quietly: the script is made first (clap_complete panics on a failed write), and a
+/// closed pipe is not an error.
 pub(crate) fn run(cli: &Cli, args: &Args, cx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
     let mut command = cli.command();
-    clap_complete::generate(args.shell, &mut command, cli.name.clone(), &mut *cx.out);
-    Ok(ExitCode::SUCCESS)
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, cli.name.clone(), &mut script);
+    match cx.out.write_all(&script).and_then(|()| cx.out.flush()) {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        other => {
+            other?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }

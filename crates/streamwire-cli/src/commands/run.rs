@@ -179,7 +179,7 @@ fn run_here(
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<Ran> {
     // Each planned process a partition of this one, joined by the loopback.
-    let handle = Runtime::start(
+    let mut handle = Runtime::start(
         runnable,
         RunOptions {
             partitions: streamwire_runtime::Partitions::PerProcess,
@@ -195,7 +195,7 @@ fn run_here(
     // Stopped from outside (duration, Ctrl+C), or ended by itself (every module finished,
     // or one failed and the runtime stopped the rest): only the former asks for a stop,
     // so a failure is reported as one.
-    let ask_stop = watch(&handle, duration, stop);
+    let ask_stop = watch(&mut handle, duration, stop);
     if ask_stop {
         handle.stop();
     }
@@ -209,10 +209,12 @@ fn run_here(
     })
 }
 
-/// Shows the status line (a spinner on a terminal, a plain line a second otherwise) until
-/// the run should stop (`true`: `--duration` or Ctrl+C) or ended by itself (`false`).
+/// Shows the status line (a spinner on a terminal, a plain line a second otherwise) and
+/// what the modules announce until the run should stop (`true`: `--duration` or Ctrl+C)
+/// or ended by itself (`false`: every module finished, or one failed past the blueprint's
+/// supervision).
 fn watch(
-    handle: &streamwire_runtime::RunHandle,
+    handle: &mut streamwire_runtime::RunHandle,
     duration: Option<Duration>,
     stop: &Arc<AtomicBool>,
 ) -> bool {
@@ -232,10 +234,13 @@ fn watch(
         if stop.load(Ordering::SeqCst) || duration.is_some_and(|d| started.elapsed() >= d) {
             break true;
         }
-        let stats = handle.stats();
-        if !stats.instances.is_empty() && stats.instances.iter().all(|i| i.finished) {
+        for notice in handle.take_notices() {
+            say(bar.as_ref(), &notice);
+        }
+        if handle.poll_end().is_some() {
             break false;
         }
+        let stats = handle.stats();
         let line = status_line(&previous, &stats);
         match &bar {
             Some(bar) => {
@@ -256,6 +261,14 @@ fn watch(
         bar.finish_and_clear();
     }
     ask_stop
+}
+
+/// One line for the person running it, above the spinner when there is one.
+fn say(bar: Option<&indicatif::ProgressBar>, line: &str) {
+    match bar {
+        Some(bar) => bar.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
+    }
 }
 
 #[cfg(test)]

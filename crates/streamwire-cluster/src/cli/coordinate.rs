@@ -239,6 +239,9 @@ pub(crate) fn coordinate(
             }
             previous = Some(stats.clone());
         },
+        // What the workers' modules announce (the viewer's address), as `run` prints it
+        // in one process.
+        &mut |line| eprintln!("{line}"),
     )?;
     println!("{report}");
     let silences = silent.episodes();

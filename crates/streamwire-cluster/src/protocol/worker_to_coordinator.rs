@@ -48,6 +48,11 @@ pub struct StateRequest {
     /// status line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<RunStats>,
+    /// Lines its modules announced since its last state (`Context::announce`: a relay's
+    /// address), for the coordinator to print (a coordinator too old to know the field
+    /// ignores it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
 }
 
 /// "My part of the run ended; here is its report."

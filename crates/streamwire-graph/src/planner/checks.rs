@@ -3,7 +3,7 @@
 //! is a problem or a note as the blueprint's `Report` settings say. Apart because it
 //! reads the finished graph and changes nothing in it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use streamwire_core::{Durability, History, MessageInfo, Qos, Reliability};
 
@@ -41,7 +41,14 @@ pub(super) fn check(
         {
             match bp.settings.lossy_pixels {
                 Report::Ignore => {}
-                Report::Warn => tracing::warn!(stream = %stream, codec, "{note}"),
+                Report::Warn if first_time(&note.to_string()) => tracing::warn!(
+                    stream = %stream,
+                    codec,
+                    "{note}: for exact pixels mark the input `#[port(lossless)]` (its link \
+                     stays raw) or set `streams.{stream}.compression=off`; \
+                     `lossy_pixels=ignore` keeps this to the plan's notes"
+                ),
+                Report::Warn => {}
                 Report::Error => problems.push(Problem::LossyPixels {
                     input: port_name(bp, *key),
                     stream: stream.clone(),
@@ -62,6 +69,13 @@ pub(super) fn check(
 
     check_wire_names(ports, wired, problems);
     notes
+}
+
+/// Whether this process has not logged `warning` yet: a command builds its plan more
+/// than once (`run --record` three times), and a warning said once per run is read.
+fn first_time(warning: &str) -> bool {
+    static SAID: parking_lot::Mutex<BTreeSet<String>> = parking_lot::Mutex::new(BTreeSet::new());
+    SAID.lock().insert(warning.to_owned())
 }
 
 /// What keeps output QoS `output` from satisfying input QoS `input`, as ROS 2 matches

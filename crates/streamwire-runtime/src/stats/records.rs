@@ -201,7 +201,7 @@ impl Records {
     /// A snapshot of every counter, as the run's `shared` state sees it now.
     pub(crate) fn snapshot(&self, shared: &Shared) -> RunStats {
         RunStats {
-            elapsed: shared.started.elapsed(),
+            elapsed: shared.elapsed(),
             instances: self.instance_stats(shared),
             outputs: self
                 .outputs
