@@ -421,19 +421,37 @@ fn over_cluster(
         credential,
         ..WorkerOptions::default()
     };
+    let outcome = drive_cluster(coordinator, runnable, &options, &job);
+    child.finish();
+    streamwire_zenoh::remove_orphaned_shared_memory();
+    outcome?;
+    Ok(take_results(&job))
+}
+
+/// Runs the coordinator and the pinger's worker until the pinger has done its job, then
+/// stops the run; its failure, or a worker's, is the error.
+fn drive_cluster(
+    coordinator: Coordinator,
+    runnable: streamwire_graph::RunnablePlan,
+    options: &WorkerOptions,
+    job: &Job,
+) -> Result<(), BenchError> {
+    let cluster = |e: streamwire_cluster::ClusterError| BenchError::Run(e.to_string());
     let stop = AtomicBool::new(false);
-    let outcome = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let pinger = scope.spawn(|| {
-            streamwire_cluster::run_worker(runnable, &options, &stop, &mut |event| {
+            streamwire_cluster::run_worker(runnable, options, &stop, &mut |event| {
                 tracing::debug!("bench pinger: {event}");
             })
         });
         let run = scope.spawn(|| {
+            // Never called: every process's host is another than the coordinator's
+            // (`NO_HOST`), the suite starts the workers.
             coordinator.run(&|_| Command::new("false"), &stop, &mut |event| {
                 tracing::debug!("bench coordinator: {event}");
             })
         });
-        let waited = wait_cluster(&job, &|| pinger.is_finished() || run.is_finished());
+        let waited = wait_cluster(job, &|| pinger.is_finished() || run.is_finished());
         stop.store(true, Ordering::SeqCst);
         let report = run.join();
         let pinger = pinger.join();
@@ -447,11 +465,7 @@ fn over_cluster(
             (Ok(Err(e)), _) | (_, Ok(Err(e))) => Err(cluster(e)),
             _ => Err(BenchError::Run("a thread of the run panicked".to_owned())),
         }
-    });
-    child.finish();
-    streamwire_zenoh::remove_orphaned_shared_memory();
-    outcome?;
-    Ok(take_results(&job))
+    })
 }
 
 /// `bench peer` arguments of the echo's worker.
