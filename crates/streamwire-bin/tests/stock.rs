@@ -1053,9 +1053,16 @@ fn raw_frames_leave_the_camera_by_reference() {
         .into_iter()
         .flatten()
         .filter(|w| w["direction"] == "Out")
-        .filter(|w| w["key"].as_str().is_some_and(|k| k.ends_with("color_image")))
+        .filter(|w| {
+            w["key"]
+                .as_str()
+                .is_some_and(|k| k.ends_with("color_image"))
+        })
         .collect();
-    assert!(!sent.is_empty(), "no wire row sends the camera's frames: {stdout}");
+    assert!(
+        !sent.is_empty(),
+        "no wire row sends the camera's frames: {stdout}"
+    );
     for row in sent {
         let frames = row["frames"].as_u64().unwrap_or(0);
         let by_reference = row["shared_memory"].as_u64().unwrap_or(0);
