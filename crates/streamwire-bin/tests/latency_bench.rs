@@ -79,11 +79,15 @@ fn smoke_run_writes_well_formed_csv() {
         "bare-channel",
         "loopback",
         "zenoh",
+        "zenoh-insecure",
         "bare-zenoh-fifo",
         "bare-zenoh-callback",
-        "zenoh-closed",
+        "zenoh-direct",
+        "zenoh-shm-direct",
         "zenoh-shm",
+        "zenoh-shm-insecure",
         "bare-zenoh-shm-fifo",
+        "bare-zenoh-shm-loan",
     ] {
         for bytes in [0, 4096, 65536] {
             assert!(
@@ -99,10 +103,13 @@ fn smoke_run_writes_well_formed_csv() {
         "in-process",
         "loopback",
         "zenoh",
+        "zenoh-insecure",
         "bare-zenoh-fifo",
-        "zenoh-closed",
+        "zenoh-direct",
         "zenoh-shm",
+        "zenoh-shm-insecure",
         "bare-zenoh-shm-fifo",
+        "bare-zenoh-shm-loan",
     ] {
         assert!(
             throughput.contains(&(label.to_owned(), 65536)),
@@ -110,15 +117,36 @@ fn smoke_run_writes_well_formed_csv() {
         );
     }
     // The table for people went to stderr, with the ratios and its notes.
-    assert!(
-        stderr.contains("p50 zenoh / bare zenoh (FIFO + recv thread):"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("p50 zenoh-shm / zenoh:"), "{stderr}");
-    assert!(
-        stderr.contains("p50 zenoh-closed / zenoh (TLS and access control / neither):"),
-        "{stderr}"
-    );
+    for ratio in [
+        "p50 zenoh-insecure / bare zenoh (FIFO + recv thread), both tcp:",
+        "p50 zenoh-shm-insecure / bare zenoh shm loan, both tcp+shm:",
+        "p50 zenoh / zenoh-insecure (tls / tcp):",
+        "p50 zenoh-shm / zenoh (tls+shm / tls):",
+        "msg/s zenoh-shm-insecure / bare zenoh shm loan, both tcp+shm:",
+    ] {
+        assert!(stderr.contains(ratio), "no {ratio}\n{stderr}");
+    }
+    // Every row names its link: the workers' closed run is TLS, the bare rows TCP.
+    let link_of = |label: &str| {
+        stderr
+            .lines()
+            .find_map(|l| {
+                let cells: Vec<&str> = l.split_whitespace().collect();
+                let at = cells.iter().position(|c| *c == label)?;
+                cells.get(at + 1).map(|c| (*c).to_owned())
+            })
+            .unwrap_or_default()
+    };
+    for (label, link) in [
+        ("zenoh", "tls"),
+        ("zenoh-insecure", "tcp"),
+        ("zenoh-shm", "tls+shm"),
+        ("zenoh-shm-insecure", "tcp+shm"),
+        ("bare-zenoh-shm-loan", "tcp+shm"),
+        ("zenoh-direct", "tcp"),
+    ] {
+        assert_eq!(link_of(label), link, "{label}:\n{stderr}");
+    }
     assert!(
         stderr.contains("zenoh-shm: zenoh's shared memory on at both ends"),
         "{stderr}"

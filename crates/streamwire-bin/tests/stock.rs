@@ -1046,6 +1046,32 @@ fn raw_frames_leave_the_camera_by_reference() {
         streamwire_testdata::skip(format!("a worker runs without shared memory: {stderr}"));
         return;
     }
+    // What the camera's worker put was shared memory already (the transport's count, on
+    // the sending side): a heap frame that zenoh copied into its pool is not counted.
+    let sent: Vec<&serde_json::Value> = report["stats"]["wire"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|w| w["direction"] == "Out")
+        .filter(|w| {
+            w["key"]
+                .as_str()
+                .is_some_and(|k| k.ends_with("color_image"))
+        })
+        .collect();
+    assert!(
+        !sent.is_empty(),
+        "no wire row sends the camera's frames: {stdout}"
+    );
+    for row in sent {
+        let frames = row["frames"].as_u64().unwrap_or(0);
+        let by_reference = row["shared_memory"].as_u64().unwrap_or(0);
+        // Every frame but the end-of-stream one (no pixels) when the camera finished.
+        assert!(
+            by_reference > 0 && frames.saturating_sub(by_reference) <= 1,
+            "{by_reference} of {frames} frames put by reference: {row}\n{stdout}"
+        );
+    }
     let published = report_row(&report, "outputs", "port", "camera.color_image")
         .and_then(|o| o["published"].as_u64())
         .unwrap_or(0);

@@ -11,7 +11,7 @@ use zenoh::Wait;
 use zenoh::bytes::ZBytes;
 use zenoh::qos::CongestionControl;
 
-use crate::modules::{WARMUP, payload_bytes, seq_of};
+use crate::modules::{WARMUP, fill_payload, payload_bytes, seq_of};
 use crate::{BenchError, Phase, PhaseKind, PhaseResult};
 
 /// How the bare zenoh peer and the measuring side take their samples.
@@ -22,6 +22,53 @@ pub(crate) enum Receive {
     Fifo,
     /// The sample handled inside zenoh's callback (no hand-off at all).
     Callback,
+}
+
+/// How the measuring side of bare zenoh makes each payload, before its clock starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Payloads {
+    /// A heap `Vec` put as it is: with shared memory on, zenoh copies it into its pool
+    /// (3 KiB and up) inside the clock.
+    Heap,
+    /// Written into a loan of the session's shared-memory provider, as zenoh recommends
+    /// and as the suite's pinger does: the put sends a reference. Under 3 KiB (zenoh's
+    /// threshold, where the runtime's loans are heap buffers too) a heap `Vec`.
+    Loan,
+}
+
+type PosixProvider = zenoh::shm::ShmProvider<zenoh::shm::PosixShmProviderBackend>;
+
+/// The session's shared-memory provider, which zenoh makes on a thread of its own after
+/// the session opened: waited for up to 10 s.
+fn provider(session: &zenoh::Session) -> Result<Arc<PosixProvider>, BenchError> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(provider) = session.get_shm_provider().into_option() {
+            return Ok(provider);
+        }
+        if Instant::now() > deadline {
+            return Err(BenchError::Zenoh(
+                "the session's shared-memory provider was not made within 10 s".to_owned(),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Payload `seq` of `len` bytes as `payloads` says, ready to put.
+fn payload(provider: Option<&PosixProvider>, len: usize, seq: u64) -> Result<ZBytes, BenchError> {
+    match provider {
+        Some(provider) if len >= crate::SHM_FROM => {
+            let mut buf = provider
+                .alloc(len)
+                .with_policy::<zenoh::shm::BlockOn<zenoh::shm::GarbageCollect>>()
+                .wait()
+                .map_err(|e| BenchError::Zenoh(format!("a loan of {len} B: {e:?}")))?;
+            fill_payload(&mut buf, seq);
+            Ok(ZBytes::from(buf))
+        }
+        _ => Ok(ZBytes::from(payload_bytes(len, seq))),
+    }
 }
 
 /// Keys of the bare baseline, under the run's prefix.
@@ -128,8 +175,14 @@ pub(crate) fn measure(
     session: &zenoh::Session,
     keys: &Keys,
     receive: Receive,
+    payloads: Payloads,
     phases: &[Phase],
 ) -> Result<Vec<PhaseResult>, BenchError> {
+    let provider = match payloads {
+        Payloads::Loan => Some(provider(session)?),
+        Payloads::Heap => None,
+    };
+    let provider = provider.as_deref();
     let ping = session
         .declare_publisher(keys.ping.clone())
         .congestion_control(CongestionControl::Block)
@@ -192,9 +245,9 @@ pub(crate) fn measure(
             PhaseKind::Latency => {
                 let started = Instant::now();
                 let (samples, lost) = match &fifo_pong {
-                    Some(pong) => round_trips(phase, &mut seq, &mut |data, seq| {
+                    Some(pong) => round_trips(phase, &mut seq, provider, &mut |data, seq| {
                         let sent = Instant::now();
-                        ping.put(ZBytes::from(data)).wait().map_err(engine)?;
+                        ping.put(data).wait().map_err(engine)?;
                         loop {
                             match pong.recv_timeout(Duration::from_secs(1)) {
                                 Ok(Some(sample)) => {
@@ -208,11 +261,11 @@ pub(crate) fn measure(
                             }
                         }
                     })?,
-                    None => round_trips(phase, &mut seq, &mut |data, _seq| {
+                    None => round_trips(phase, &mut seq, provider, &mut |data, _seq| {
                         let (lock, wake) = &*arrived;
                         *lock.lock() = None;
                         let sent = Instant::now();
-                        ping.put(ZBytes::from(data)).wait().map_err(engine)?;
+                        ping.put(data).wait().map_err(engine)?;
                         let mut guard = lock.lock();
                         wake.wait_while_for(&mut guard, |a| a.is_none(), Duration::from_secs(1));
                         Ok(guard.map(|at| nanos(at - sent)))
@@ -233,10 +286,14 @@ pub(crate) fn measure(
                 let template = payload_bytes(phase.size, 0);
                 let started = Instant::now();
                 for _ in 0..phase.samples {
-                    burst
-                        .put(ZBytes::from(template.clone()))
-                        .wait()
-                        .map_err(engine)?;
+                    // A loan per message, written as the pinger writes its own; a heap
+                    // payload is the template's bytes, shared (zenoh copies them into
+                    // its pool, or onto the link).
+                    let data = match provider {
+                        Some(_) => payload(provider, phase.size, 0)?,
+                        None => ZBytes::from(template.clone()),
+                    };
+                    burst.put(data).wait().map_err(engine)?;
                 }
                 let (lock, wake) = &*acks;
                 let mut guard = lock.lock();
@@ -284,12 +341,13 @@ fn wait_matched(publisher: &zenoh::pubsub::Publisher<'_>) -> Result<(), BenchErr
 fn round_trips(
     phase: &Phase,
     seq: &mut u64,
-    trip: &mut dyn FnMut(Vec<u8>, u64) -> Result<Option<u64>, BenchError>,
+    provider: Option<&PosixProvider>,
+    trip: &mut dyn FnMut(ZBytes, u64) -> Result<Option<u64>, BenchError>,
 ) -> Result<(Vec<u64>, u64), BenchError> {
     let mut samples = Vec::with_capacity(phase.samples + WARMUP);
     let mut lost = 0_u64;
     while samples.len() < phase.samples + WARMUP {
-        let data = payload_bytes(phase.size, *seq);
+        let data = payload(provider, phase.size, *seq)?;
         match trip(data, *seq)? {
             Some(rtt) => samples.push(rtt),
             None => lost += 1,
@@ -324,8 +382,8 @@ pub(crate) fn channel(phases: &[Phase]) -> Result<Vec<PhaseResult>, BenchError> 
     let mut seq = 0;
     for phase in phases.iter().filter(|p| p.kind == PhaseKind::Latency) {
         let started = Instant::now();
-        let (samples, lost) = round_trips(phase, &mut seq, &mut |data, _| {
-            let data = Bytes::from(data);
+        let (samples, lost) = round_trips(phase, &mut seq, None, &mut |data, _| {
+            let data = Bytes::from(data.to_bytes().into_owned());
             let sent = Instant::now();
             to_echo
                 .send(data)

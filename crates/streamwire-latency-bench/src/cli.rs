@@ -55,8 +55,9 @@ struct LatencyArgs {
     /// Payload sizes of the 16-hop chain (default: 0, 4096, 65536).
     #[arg(long, value_name = "BYTES,..", value_delimiter = ',')]
     chain_sizes: Vec<usize>,
-    /// What to measure, comma-separated: in-process, loopback, zenoh, zenoh-closed (a
-    /// closed run's TLS and access control), zenoh-shm, chain (default: all).
+    /// What to measure, comma-separated: in-process, loopback, zenoh (a distributed run's
+    /// workers, closed and --insecure), zenoh-direct (the transport without the workers),
+    /// zenoh-shm, chain (default: all).
     #[arg(long, value_name = "NAME,..", value_delimiter = ',')]
     transport: Vec<String>,
 }

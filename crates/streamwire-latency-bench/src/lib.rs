@@ -15,17 +15,24 @@
 //!   threads.
 //! - `loopback`: pinger and echo in two partitions of one process, every message a wire
 //!   frame through the loopback transport.
-//! - `zenoh`: the echo in a second process (this binary, started as a peer), over the zenoh
-//!   transport on 127.0.0.1; baselines in the same invocation: bare zenoh put/subscribe
-//!   between the same two kinds of processes, receiving through zenoh's FIFO handler and
-//!   `recv()` on a thread of its own (`bare-zenoh-fifo`), and in the callback
-//!   (`bare-zenoh-callback`).
-//! - `zenoh-closed`: the `zenoh` row's two processes as a closed run's workers (mutual
-//!   TLS with a certificate each, and zenoh's access control generated from the plan):
-//!   what closing a run costs, next to the open `zenoh` row.
-//! - `zenoh-shm`: the same two processes with zenoh's shared memory on at both ends
-//!   (`zenoh-shm`, and its bare baseline `bare-zenoh-shm-fifo`): payloads of 3 KB and more
-//!   travel through a shared pool, only a reference through TCP.
+//! - `zenoh`: a real distributed run of the pinger's and the echo's processes, as
+//!   `streamwire run` makes one: the cluster's coordinator in this process, the pinger's
+//!   worker on a thread of it, the echo's worker in a second process (this binary,
+//!   started as a peer), both joining through the coordinator and running the worker's
+//!   code. Closed by default (`zenoh`: mutual TLS, access control from the plan) and open
+//!   (`zenoh-insecure`, TCP), shared memory off; baselines in the same invocation: bare
+//!   zenoh put/subscribe over TCP between the same two kinds of processes, receiving
+//!   through zenoh's FIFO handler and `recv()` on a thread of its own
+//!   (`bare-zenoh-fifo`), and in the callback (`bare-zenoh-callback`).
+//! - `zenoh-shm`: the same runs with shared memory on at both ends (`zenoh-shm`,
+//!   `zenoh-shm-insecure`): payloads of 3 KiB and more travel through a shared pool, only
+//!   a reference through the link. Baselines: bare zenoh putting a heap buffer
+//!   (`bare-zenoh-shm-fifo`: zenoh copies it into its pool, inside the clock) and putting
+//!   a loan of its provider written before the clock (`bare-zenoh-shm-loan`), as the
+//!   pinger does.
+//! - `zenoh-direct`: the pinger's and the echo's runtimes on the zenoh transport
+//!   directly, without coordinator or workers, over TCP (`zenoh-direct`) and with shared
+//!   memory (`zenoh-shm-direct`): what the worker path adds.
 //! - `chain`: the pinger, a chain of 16 pass-through modules and back: in one process
 //!   (`chain16-in-process`) and with every hop crossing zenoh between two processes
 //!   (`chain16-zenoh`). Reported as the whole loop, 17 links.
@@ -38,7 +45,7 @@ mod results;
 mod suite;
 
 pub use peer::serve_peer;
-pub use results::{Latency, Row, Suite, Throughput, size_label};
+pub use results::{Latency, Link, Row, Suite, Throughput, size_label};
 pub use suite::{PeerCommand, run};
 
 pub(crate) use results::{Phase, PhaseKind, PhaseResult};
@@ -48,6 +55,11 @@ pub(crate) use results::{Phase, PhaseKind, PhaseResult};
 pub const SIZES: [usize; 10] = [
     0, 64, 512, 4096, 16_384, 65_536, 262_144, 1_048_576, 2_764_800, 4_194_304,
 ];
+
+/// Payloads from this size up go through shared memory where it is on: zenoh's threshold,
+/// and the size from which the runtime lends shared memory (a blob's
+/// [`MIN_LEN`](streamwire_core::blob::MIN_LEN)); smaller ones travel inline, copied.
+pub(crate) const SHM_FROM: usize = streamwire_core::blob::MIN_LEN;
 
 /// Sizes of the 16-hop chain by default (a loop of 17 links per sample).
 pub const CHAIN_SIZES: [usize; 3] = [0, 4096, 65_536];
@@ -68,12 +80,12 @@ pub enum Route {
     InProcess,
     /// Two partitions of one process over the loopback transport.
     Loopback,
-    /// Two processes over zenoh, and the bare zenoh baselines.
+    /// Two processes as a distributed run's workers over zenoh, closed and open, and the
+    /// bare zenoh baselines.
     Zenoh,
-    /// Two processes over zenoh as a closed run's workers: mutual TLS with a certificate
-    /// each, and the access control generated from the plan.
-    ZenohClosed,
-    /// Two processes over zenoh with shared memory at both ends, and the bare baseline.
+    /// Two processes over the zenoh transport without the cluster's workers.
+    ZenohDirect,
+    /// The workers with shared memory at both ends, and the bare baselines.
     ZenohShm,
     /// The 16-hop chain, in one process and over zenoh.
     Chain,
@@ -85,7 +97,7 @@ impl Route {
         Route::InProcess,
         Route::Loopback,
         Route::Zenoh,
-        Route::ZenohClosed,
+        Route::ZenohDirect,
         Route::ZenohShm,
         Route::Chain,
     ];
@@ -96,7 +108,7 @@ impl Route {
             Route::InProcess => "in-process",
             Route::Loopback => "loopback",
             Route::Zenoh => "zenoh",
-            Route::ZenohClosed => "zenoh-closed",
+            Route::ZenohDirect => "zenoh-direct",
             Route::ZenohShm => "zenoh-shm",
             Route::Chain => "chain",
         }

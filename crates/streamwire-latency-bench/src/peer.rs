@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use streamwire_cluster::{AccessRules, Credential, RunAuthority, access};
+use streamwire_cluster::{Credential, WorkerOptions};
 use streamwire_runtime::{RunOptions, Runtime};
 use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 
@@ -57,46 +57,16 @@ impl Drop for Peer {
     }
 }
 
-/// How the suite's two processes are joined.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Link {
-    /// TCP, no access control.
-    Open,
-    /// TCP, shared memory at both ends.
-    Shm,
-    /// A closed run: mutual TLS and the plan's access control.
-    Closed,
-}
-
+/// A session of the suite's direct rows and bare baselines: open, TCP on loopback,
+/// shared memory (a 64 MiB pool) or not.
 pub(crate) fn open_session(
     run_id: &str,
     connect: Vec<String>,
     shm: bool,
 ) -> Result<ZenohTransport, BenchError> {
-    open_member(run_id, connect, shm, None)
-}
-
-/// A session, as a closed run's member with `member` (its credential and the run's
-/// rules).
-pub(crate) fn open_member(
-    run_id: &str,
-    connect: Vec<String>,
-    shm: bool,
-    member: Option<(&Credential, &AccessRules)>,
-) -> Result<ZenohTransport, BenchError> {
-    let (listen, connect, settings) = match member {
-        Some((credential, rules)) => (
-            access::closed_endpoints(&ZenohOptions::default().listen),
-            access::closed_endpoints(&connect),
-            streamwire_zenoh::Settings(credential.zenoh_settings(rules)),
-        ),
-        None => (ZenohOptions::default().listen, connect, Default::default()),
-    };
     ZenohTransport::open(&ZenohOptions {
         run_id: run_id.to_owned(),
-        listen,
         connect,
-        settings,
         shared_memory: if shm {
             SharedMemory {
                 enabled: true,
@@ -108,44 +78,6 @@ pub(crate) fn open_member(
         ..ZenohOptions::default()
     })
     .map_err(|e| BenchError::Zenoh(e.to_string()))
-}
-
-/// A closed run's credentials for the suite's two processes: the home's, the rules, and
-/// the peer's secret file (0600, removed with it).
-pub(crate) struct ClosedBench {
-    pub(crate) home: Credential,
-    pub(crate) rules: AccessRules,
-    pub(crate) peer_file: std::path::PathBuf,
-}
-
-impl ClosedBench {
-    pub(crate) fn new(
-        runnable: &streamwire_graph::RunnablePlan,
-        run_id: &str,
-        home: &str,
-    ) -> Result<ClosedBench, BenchError> {
-        let credential = |e: streamwire_cluster::ClusterError| BenchError::Zenoh(e.to_string());
-        let authority = RunAuthority::new(run_id).map_err(credential)?;
-        let peer = process_name(runnable, modules::PEER)?;
-        let peer_file = access::secret_file(&access::run_folder(run_id), &peer);
-        authority
-            .issue(&peer)
-            .and_then(|c| c.write_file(&peer_file))
-            .map_err(credential)?;
-        Ok(ClosedBench {
-            home: authority.issue(home).map_err(credential)?,
-            rules: AccessRules::from_plan(runnable.plan(), run_id),
-            peer_file,
-        })
-    }
-}
-
-impl Drop for ClosedBench {
-    fn drop(&mut self) {
-        if let Some(folder) = self.peer_file.parent() {
-            let _ = std::fs::remove_dir_all(folder);
-        }
-    }
 }
 
 pub(crate) fn peer_args(
@@ -171,35 +103,31 @@ pub(crate) fn peer_args(
     args
 }
 
+/// What the peer process was told.
+#[derive(Default)]
+struct PeerArgs {
+    connect: Vec<String>,
+    run_id: Option<String>,
+    mode: Option<String>,
+    hops: usize,
+    shm: bool,
+    secret_file: Option<std::path::PathBuf>,
+    process: Option<String>,
+}
+
 /// The peer process of [`run`](crate::run): `--connect ENDPOINT... --run-id ID --mode
-/// streamwire|bare-fifo|bare-callback --hops N --shm true|false`. Serves until its
-/// standard input closes.
+/// streamwire|bare-fifo|bare-callback|worker --hops N --shm true|false`, and a worker's
+/// `--process NAME [--secret-file FILE]`. Serves until its standard input closes.
 pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
-    let mut connect = Vec::new();
-    let mut run_id = None;
-    let mut mode = None;
-    let mut hops = 0;
-    let mut shm = false;
-    let mut secret_file = None;
-    let mut rest = args.iter();
-    while let Some(flag) = rest.next() {
-        let value = rest
-            .next()
-            .ok_or_else(|| BenchError::Arguments(format!("{flag} needs a value")))?;
-        match flag.as_str() {
-            "--connect" => connect.push(value.clone()),
-            "--run-id" => run_id = Some(value.clone()),
-            "--mode" => mode = Some(value.clone()),
-            "--shm" => shm = value == "true",
-            "--secret-file" => secret_file = Some(std::path::PathBuf::from(value)),
-            "--hops" => {
-                hops = value
-                    .parse()
-                    .map_err(|_| BenchError::Arguments(format!("--hops {value}")))?;
-            }
-            other => return Err(BenchError::Arguments(format!("unknown flag {other}"))),
-        }
-    }
+    let PeerArgs {
+        connect,
+        run_id,
+        mode,
+        hops,
+        shm,
+        secret_file,
+        process,
+    } = peer_args_of(args)?;
     let run_id = run_id.ok_or_else(|| BenchError::Arguments("--run-id is needed".to_owned()))?;
     let stopped = Arc::new(AtomicBool::new(false));
     {
@@ -216,15 +144,65 @@ pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
     let runnable = modules::blueprint(Arc::new(Job::default()), Layout::Apart, hops)
         .into_runnable()
         .map_err(|e| BenchError::Run(e.to_string()))?;
-    let member = secret_file
-        .map(|file| {
-            Credential::read_file(&file)
-                .map(|c| (c, AccessRules::from_plan(runnable.plan(), &run_id)))
-                .map_err(|e| BenchError::Arguments(format!("--secret-file: {e}")))
+    if mode.as_deref() == Some("worker") {
+        let process =
+            process.ok_or_else(|| BenchError::Arguments("--process is needed".to_owned()))?;
+        let credential = secret_file
+            .map(|file| Credential::read_file(&file))
+            .transpose()
+            .map_err(|e| BenchError::Arguments(format!("--secret-file: {e}")))?;
+        let options = WorkerOptions {
+            process,
+            run_id: Some(run_id),
+            connect,
+            shared_memory: shm,
+            credential,
+            ..WorkerOptions::default()
+        };
+        let report = streamwire_cluster::run_worker(runnable, &options, &stopped, &mut |event| {
+            tracing::debug!("bench echo: {event}");
         })
-        .transpose()?;
-    let transport = open_member(&run_id, connect, shm, member.as_ref().map(|(c, r)| (c, r)))?;
-    match mode.as_deref() {
+        .map_err(|e| BenchError::Run(e.to_string()))?;
+        return report.failure.map_or(Ok(()), |f| Err(BenchError::Run(f)));
+    }
+    let transport = open_session(&run_id, connect, shm)?;
+    serve_mode(mode.as_deref(), runnable, transport, &stopped)
+}
+
+/// The peer's arguments, read.
+fn peer_args_of(args: &[String]) -> Result<PeerArgs, BenchError> {
+    let mut out = PeerArgs::default();
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        let value = rest
+            .next()
+            .ok_or_else(|| BenchError::Arguments(format!("{flag} needs a value")))?;
+        match flag.as_str() {
+            "--connect" => out.connect.push(value.clone()),
+            "--run-id" => out.run_id = Some(value.clone()),
+            "--mode" => out.mode = Some(value.clone()),
+            "--shm" => out.shm = value == "true",
+            "--secret-file" => out.secret_file = Some(std::path::PathBuf::from(value)),
+            "--process" => out.process = Some(value.clone()),
+            "--hops" => {
+                out.hops = value
+                    .parse()
+                    .map_err(|_| BenchError::Arguments(format!("--hops {value}")))?;
+            }
+            other => return Err(BenchError::Arguments(format!("unknown flag {other}"))),
+        }
+    }
+    Ok(out)
+}
+
+/// Serves a direct or bare peer on `transport` until `stopped`.
+fn serve_mode(
+    mode: Option<&str>,
+    runnable: streamwire_graph::RunnablePlan,
+    transport: ZenohTransport,
+    stopped: &AtomicBool,
+) -> Result<(), BenchError> {
+    match mode {
         Some("streamwire") => {
             let local = process_name(&runnable, modules::PEER)?;
             let mut handle = Runtime::start(
@@ -259,7 +237,7 @@ pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
             })
         }
         other => Err(BenchError::Arguments(format!(
-            "--mode {}: one of streamwire, bare-fifo, bare-callback",
+            "--mode {}: one of streamwire, bare-fifo, bare-callback, worker",
             other.unwrap_or("(missing)")
         ))),
     }

@@ -127,11 +127,45 @@ pub struct Throughput {
     pub elapsed: Duration,
 }
 
+/// What a row's messages cross between the pinger and the echo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Link {
+    /// Threads of one process.
+    InProcess,
+    /// Two partitions of one process, through the loopback transport.
+    Loopback,
+    /// Two processes, TCP on 127.0.0.1, shared memory off.
+    Tcp,
+    /// TCP, with zenoh's shared memory on at both ends.
+    TcpShm,
+    /// Two processes, mutual TLS on 127.0.0.1 (a closed run), shared memory off.
+    Tls,
+    /// Mutual TLS, with shared memory on at both ends.
+    TlsShm,
+}
+
+impl Link {
+    /// Its name in the table: the link, and `+shm` where shared memory is on.
+    pub fn name(self) -> &'static str {
+        match self {
+            Link::InProcess => "in-process",
+            Link::Loopback => "loopback",
+            Link::Tcp => "tcp",
+            Link::TcpShm => "tcp+shm",
+            Link::Tls => "tls",
+            Link::TlsShm => "tls+shm",
+        }
+    }
+}
+
 /// One payload size through one transport.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     /// The transport's label (`zenoh`, `bare-zenoh-fifo`, ...).
     pub label: String,
+    /// What its messages cross.
+    pub link: Link,
     /// Payload bytes.
     pub size: usize,
     /// Latency (one way, or the chain's whole loop).
@@ -151,7 +185,7 @@ pub struct Suite {
     pub notes: Vec<String>,
 }
 
-pub(crate) fn rows_of(label: &str, results: &[PhaseResult], divisor: u64) -> Vec<Row> {
+pub(crate) fn rows_of(label: &str, link: Link, results: &[PhaseResult], divisor: u64) -> Vec<Row> {
     let mut rows: Vec<Row> = Vec::new();
     for result in results {
         let index = match rows.iter().position(|r| r.size == result.phase.size) {
@@ -159,6 +193,7 @@ pub(crate) fn rows_of(label: &str, results: &[PhaseResult], divisor: u64) -> Vec
             None => {
                 rows.push(Row {
                     label: label.to_owned(),
+                    link,
                     size: result.phase.size,
                     latency: None,
                     throughput: None,
@@ -271,6 +306,80 @@ impl Suite {
     }
 }
 
+/// The p50 ratios the table states: each streamwire row over the best bare row of its
+/// link (TCP over bare zenoh's callback and FIFO; shared memory over the bare loan, which
+/// puts what the pinger puts, and the heap put), then what TLS, shared memory and the
+/// worker path cost.
+const PAIRS: [(&str, &str, &str); 12] = [
+    (
+        "zenoh-insecure",
+        "bare-zenoh-callback",
+        "zenoh-insecure / bare zenoh (callback only), both tcp",
+    ),
+    (
+        "zenoh-insecure",
+        "bare-zenoh-fifo",
+        "zenoh-insecure / bare zenoh (FIFO + recv thread), both tcp",
+    ),
+    (
+        "zenoh-shm-insecure",
+        "bare-zenoh-shm-loan",
+        "zenoh-shm-insecure / bare zenoh shm loan, both tcp+shm",
+    ),
+    (
+        "zenoh-shm-insecure",
+        "bare-zenoh-shm-fifo",
+        "zenoh-shm-insecure / bare zenoh shm heap put, both tcp+shm",
+    ),
+    (
+        "zenoh",
+        "zenoh-insecure",
+        "zenoh / zenoh-insecure (tls / tcp)",
+    ),
+    (
+        "zenoh-shm",
+        "zenoh-shm-insecure",
+        "zenoh-shm / zenoh-shm-insecure (tls+shm / tcp+shm)",
+    ),
+    ("zenoh-shm", "zenoh", "zenoh-shm / zenoh (tls+shm / tls)"),
+    (
+        "zenoh-insecure",
+        "zenoh-direct",
+        "zenoh-insecure / zenoh-direct (the worker path / the transport alone)",
+    ),
+    (
+        "zenoh-shm-insecure",
+        "zenoh-shm-direct",
+        "zenoh-shm-insecure / zenoh-shm-direct (the worker path / the transport alone)",
+    ),
+    ("in-process", "bare-channel", "in-process / bare channel"),
+    ("loopback", "in-process", "loopback / in-process"),
+    (
+        "chain16-zenoh",
+        "chain16-in-process",
+        "chain16 zenoh / in-process",
+    ),
+];
+
+/// The throughput ratios the table states.
+const THROUGHPUT_PAIRS: [(&str, &str, &str); 3] = [
+    (
+        "zenoh-insecure",
+        "bare-zenoh-fifo",
+        "zenoh-insecure / bare zenoh (FIFO), both tcp",
+    ),
+    (
+        "zenoh-shm-insecure",
+        "bare-zenoh-shm-loan",
+        "zenoh-shm-insecure / bare zenoh shm loan, both tcp+shm",
+    ),
+    (
+        "zenoh-shm-insecure",
+        "bare-zenoh-shm-fifo",
+        "zenoh-shm-insecure / bare zenoh shm heap put, both tcp+shm",
+    ),
+];
+
 impl std::fmt::Display for Suite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
@@ -283,9 +392,10 @@ impl std::fmt::Display for Suite {
         )?;
         writeln!(
             f,
-            "{:>8}  {:<20} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>5}",
+            "{:>8}  {:<20} {:<10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>5}",
             "size",
             "transport",
+            "link",
             "n",
             "avg",
             "p50",
@@ -312,9 +422,10 @@ impl std::fmt::Display for Suite {
             };
             writeln!(
                 f,
-                "{:>8}  {:<20} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>5}",
+                "{:>8}  {:<20} {:<10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>5}",
                 size_label(row.size),
                 row.label,
+                row.link.name(),
                 n,
                 cells[0],
                 cells[1],
@@ -331,41 +442,7 @@ impl std::fmt::Display for Suite {
             f,
             "lost: round trips given up after 1 s (sent again) plus burst messages never acknowledged"
         )?;
-        let pairs = [
-            (
-                "zenoh",
-                "bare-zenoh-fifo",
-                "p50 zenoh / bare zenoh (FIFO + recv thread)",
-            ),
-            (
-                "zenoh",
-                "bare-zenoh-callback",
-                "p50 zenoh / bare zenoh (callback only)",
-            ),
-            (
-                "zenoh-shm",
-                "bare-zenoh-shm-fifo",
-                "p50 zenoh-shm / bare zenoh-shm (FIFO + recv thread)",
-            ),
-            ("zenoh-shm", "zenoh", "p50 zenoh-shm / zenoh"),
-            (
-                "zenoh-closed",
-                "zenoh",
-                "p50 zenoh-closed / zenoh (TLS and access control / neither)",
-            ),
-            (
-                "in-process",
-                "bare-channel",
-                "p50 in-process / bare channel",
-            ),
-            ("loopback", "in-process", "p50 loopback / in-process"),
-            (
-                "chain16-zenoh",
-                "chain16-in-process",
-                "p50 chain16 zenoh / in-process",
-            ),
-        ];
-        for (label, baseline, title) in pairs {
+        for (label, baseline, title) in PAIRS {
             let ratios = self.ratios(label, baseline);
             if ratios.is_empty() {
                 continue;
@@ -374,15 +451,18 @@ impl std::fmt::Display for Suite {
                 .iter()
                 .map(|(size, r)| format!("{} {r:.2}x", size_label(*size)))
                 .collect();
-            writeln!(f, "{title}: {}", cells.join(", "))?;
+            writeln!(f, "p50 {title}: {}", cells.join(", "))?;
         }
-        let tput = self.throughput_ratios("zenoh", "bare-zenoh-fifo");
-        if !tput.is_empty() {
-            let cells: Vec<String> = tput
+        for (label, baseline, title) in THROUGHPUT_PAIRS {
+            let ratios = self.throughput_ratios(label, baseline);
+            if ratios.is_empty() {
+                continue;
+            }
+            let cells: Vec<String> = ratios
                 .iter()
                 .map(|(size, r)| format!("{} {r:.2}x", size_label(*size)))
                 .collect();
-            writeln!(f, "msg/s zenoh / bare zenoh (FIFO): {}", cells.join(", "))?;
+            writeln!(f, "msg/s {title}: {}", cells.join(", "))?;
         }
         for note in &self.notes {
             writeln!(f, "note: {note}")?;
@@ -421,6 +501,7 @@ mod tests {
             samples: 3,
             rows: rows_of(
                 "zenoh",
+                Link::Tcp,
                 &[
                     PhaseResult::latency(
                         Phase {

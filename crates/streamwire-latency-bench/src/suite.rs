@@ -3,15 +3,16 @@
 
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use streamwire_cluster::{Access, Coordinator, CoordinatorOptions, Credential, WorkerOptions};
 use streamwire_runtime::{Partitions, RunHandle, RunOptions, Runtime, StartGate};
 
-use crate::bare::{self, Receive};
+use crate::bare::{self, Payloads, Receive};
 use crate::modules::{self, Job, Layout};
-use crate::peer::{ClosedBench, Link, Peer, open_member, open_session, peer_args};
-use crate::results::{Phase, PhaseKind, PhaseResult, rows_of};
+use crate::peer::{Peer, open_session, peer_args};
+use crate::results::{Link, Phase, PhaseKind, PhaseResult, rows_of};
 use crate::{BenchError, CHAIN_HOPS, Options, Route, Suite};
 
 /// The keep-all depth of the streamwire cells across zenoh: as deep as the FIFO channel
@@ -66,18 +67,37 @@ pub fn run(
         match transport {
             Route::InProcess => {
                 let results = in_this_process(&latency_phases, Layout::Together, 0)?;
-                suite.rows.extend(rows_of("in-process", &results, 2));
+                suite
+                    .rows
+                    .extend(rows_of("in-process", Link::InProcess, &results, 2));
                 let results = bare::channel(&latency_phases)?;
-                suite.rows.extend(rows_of("bare-channel", &results, 2));
+                suite
+                    .rows
+                    .extend(rows_of("bare-channel", Link::InProcess, &results, 2));
             }
             Route::Loopback => {
                 let results = in_this_process(&latency_phases, Layout::Apart, 0)?;
-                suite.rows.extend(rows_of("loopback", &results, 2));
+                suite
+                    .rows
+                    .extend(rows_of("loopback", Link::Loopback, &results, 2));
             }
             Route::Zenoh => {
-                let results =
-                    over_zenoh(&latency_phases, 0, &format!("{run_id}z"), peer, Link::Open)?;
-                suite.rows.extend(rows_of("zenoh", &results, 2));
+                for (label, access) in [
+                    ("zenoh", Access::Closed),
+                    ("zenoh-insecure", Access::Insecure),
+                ] {
+                    progress(&format!("measuring {label}"));
+                    let results = over_cluster(
+                        &latency_phases,
+                        &format!("{run_id}{label}"),
+                        peer,
+                        access,
+                        false,
+                    )?;
+                    suite
+                        .rows
+                        .extend(rows_of(label, link_of(access, false), &results, 2));
+                }
                 for (receive, label, mode) in [
                     (Receive::Fifo, "bare-zenoh-fifo", "bare-fifo"),
                     (Receive::Callback, "bare-zenoh-callback", "bare-callback"),
@@ -85,51 +105,77 @@ pub fn run(
                     progress(&format!("measuring {label}"));
                     let results = bare_zenoh(
                         &latency_phases,
-                        receive,
+                        (receive, Payloads::Heap),
                         mode,
                         &format!("{run_id}{mode}"),
                         peer,
                         false,
                     )?;
-                    suite.rows.extend(rows_of(label, &results, 2));
+                    suite.rows.extend(rows_of(label, Link::Tcp, &results, 2));
                 }
-            }
-            Route::ZenohClosed => {
-                let results = over_zenoh(
-                    &latency_phases,
-                    0,
-                    &format!("{run_id}t"),
-                    peer,
-                    Link::Closed,
-                )?;
-                suite.rows.extend(rows_of("zenoh-closed", &results, 2));
                 suite.notes.push(
-                    "zenoh-closed: the zenoh row's two processes as a closed run's: mutual TLS \
-                     (a certificate each, from a run authority) and zenoh's access control \
-                     generated from the plan"
+                    "zenoh, zenoh-shm: a real run of the pinger's and the echo's processes: \
+                     the cluster's coordinator and two workers (`streamwire run`'s code), closed \
+                     (mutual TLS, access control from the plan); *-insecure: the same run \
+                     opened (`run --insecure`, TCP)"
+                        .to_owned(),
+                );
+            }
+            Route::ZenohDirect => {
+                for (label, shm) in [("zenoh-direct", false), ("zenoh-shm-direct", true)] {
+                    progress(&format!("measuring {label}"));
+                    let link = if shm { Link::TcpShm } else { Link::Tcp };
+                    let results =
+                        over_zenoh(&latency_phases, 0, &format!("{run_id}{label}"), peer, shm)?;
+                    suite.rows.extend(rows_of(label, link, &results, 2));
+                }
+                suite.notes.push(
+                    "*-direct: the pinger's and the echo's runtimes on the zenoh transport \
+                     directly, without the cluster's coordinator and workers: what the worker \
+                     path adds, next to the *-insecure rows"
                         .to_owned(),
                 );
             }
             Route::ZenohShm => {
-                let results =
-                    over_zenoh(&latency_phases, 0, &format!("{run_id}s"), peer, Link::Shm)?;
-                suite.rows.extend(rows_of("zenoh-shm", &results, 2));
-                progress("measuring bare-zenoh-shm-fifo");
-                let results = bare_zenoh(
-                    &latency_phases,
-                    Receive::Fifo,
-                    "bare-fifo",
-                    &format!("{run_id}sb"),
-                    peer,
-                    true,
-                )?;
-                suite
-                    .rows
-                    .extend(rows_of("bare-zenoh-shm-fifo", &results, 2));
+                for (label, access) in [
+                    ("zenoh-shm", Access::Closed),
+                    ("zenoh-shm-insecure", Access::Insecure),
+                ] {
+                    progress(&format!("measuring {label}"));
+                    let results = over_cluster(
+                        &latency_phases,
+                        &format!("{run_id}{label}"),
+                        peer,
+                        access,
+                        true,
+                    )?;
+                    suite
+                        .rows
+                        .extend(rows_of(label, link_of(access, true), &results, 2));
+                }
+                for (label, payloads) in [
+                    ("bare-zenoh-shm-fifo", Payloads::Heap),
+                    ("bare-zenoh-shm-loan", Payloads::Loan),
+                ] {
+                    progress(&format!("measuring {label}"));
+                    let results = bare_zenoh(
+                        &latency_phases,
+                        (Receive::Fifo, payloads),
+                        "bare-fifo",
+                        &format!("{run_id}{label}"),
+                        peer,
+                        true,
+                    )?;
+                    suite.rows.extend(rows_of(label, Link::TcpShm, &results, 2));
+                }
                 suite.notes.push(
-                    "zenoh-shm: zenoh's shared memory on at both ends (a 64 MiB pool each); \
-                     zenoh makes the pool on the first large payload, so the warm-up round \
-                     trips cover it"
+                    "zenoh-shm: zenoh's shared memory on at both ends (each worker's pool sized \
+                     from the plan; the bare rows' 64 MiB); payloads of 3 KiB and more travel \
+                     through it, only a reference through the link. bare-zenoh-shm-fifo puts a \
+                     heap buffer (zenoh copies it into its pool, inside the clock); \
+                     bare-zenoh-shm-loan writes it into a loan of zenoh's provider before the \
+                     clock, as the pinger does (under 3 KiB both put heap bytes, as the \
+                     runtime does)"
                         .to_owned(),
                 );
             }
@@ -137,16 +183,18 @@ pub fn run(
                 let results = in_this_process(&chain_phases, Layout::Together, CHAIN_HOPS)?;
                 suite
                     .rows
-                    .extend(rows_of("chain16-in-process", &results, 1));
+                    .extend(rows_of("chain16-in-process", Link::InProcess, &results, 1));
                 progress("measuring chain16-zenoh");
                 let results = over_zenoh(
                     &chain_phases,
                     CHAIN_HOPS,
                     &format!("{run_id}c"),
                     peer,
-                    Link::Open,
+                    false,
                 )?;
-                suite.rows.extend(rows_of("chain16-zenoh", &results, 1));
+                suite
+                    .rows
+                    .extend(rows_of("chain16-zenoh", Link::Tcp, &results, 1));
             }
         }
     }
@@ -224,7 +272,7 @@ fn over_zenoh(
     hops: usize,
     run_id: &str,
     peer: PeerCommand<'_>,
-    link: Link,
+    shm: bool,
 ) -> Result<Vec<PhaseResult>, BenchError> {
     let job = Arc::new(Job {
         phases: phases.to_vec(),
@@ -235,22 +283,8 @@ fn over_zenoh(
         .into_runnable()
         .map_err(|e| BenchError::Run(e.to_string()))?;
     let home = process_name(&runnable, modules::HOME)?;
-    let closed = (link == Link::Closed)
-        .then(|| ClosedBench::new(&runnable, run_id, &home))
-        .transpose()?;
-    let transport = open_member(
-        run_id,
-        Vec::new(),
-        link == Link::Shm,
-        closed.as_ref().map(|c| (&c.home, &c.rules)),
-    )?;
-    let mut args = peer_args(&transport, run_id, "streamwire", hops);
-    if let Some(closed) = &closed {
-        args.extend([
-            "--secret-file".to_owned(),
-            closed.peer_file.display().to_string(),
-        ]);
-    }
+    let transport = open_session(run_id, Vec::new(), shm)?;
+    let args = peer_args(&transport, run_id, "streamwire", hops);
     let child = Peer::start(peer, &args)?;
     let gate = StartGate::closed();
     let mut handle = Runtime::start(
@@ -308,7 +342,7 @@ pub(crate) fn process_name(
 /// Bare zenoh between this process and a peer.
 fn bare_zenoh(
     phases: &[Phase],
-    receive: Receive,
+    (receive, payloads): (Receive, Payloads),
     mode: &str,
     run_id: &str,
     peer: PeerCommand<'_>,
@@ -317,8 +351,163 @@ fn bare_zenoh(
     let transport = open_session(run_id, Vec::new(), shm)?;
     let child = Peer::start(peer, &peer_args(&transport, run_id, mode, 0))?;
     let keys = bare::Keys::new(transport.prefix());
-    let results = bare::measure(transport.session(), &keys, receive, phases);
+    let results = bare::measure(transport.session(), &keys, receive, payloads, phases);
     child.finish();
     streamwire_zenoh::remove_orphaned_shared_memory();
     results
+}
+
+/// The link of a cluster run's rows.
+fn link_of(access: Access, shm: bool) -> Link {
+    match (access, shm) {
+        (Access::Insecure, false) => Link::Tcp,
+        (Access::Insecure, true) => Link::TcpShm,
+        (_, false) => Link::Tls,
+        (_, true) => Link::TlsShm,
+    }
+}
+
+/// A host of no process of the plan: the coordinator starts no worker itself (the suite
+/// starts them, the pinger's in this process, so that its results are at hand).
+const NO_HOST: &str = "bench-starts-its-own";
+
+/// The pinger and the echo as a real distributed run: the cluster's coordinator here,
+/// the pinger's worker on a thread of this process and the echo's worker in a peer
+/// process, each joining as `streamwire worker` does (closed: its credential from the
+/// run's secret file).
+fn over_cluster(
+    phases: &[Phase],
+    run_id: &str,
+    peer: PeerCommand<'_>,
+    access: Access,
+    shm: bool,
+) -> Result<Vec<PhaseResult>, BenchError> {
+    let job = Arc::new(Job {
+        phases: phases.to_vec(),
+        ..Job::default()
+    });
+    let runnable = modules::blueprint(job.clone(), Layout::Apart, 0)
+        .into_runnable()
+        .map_err(|e| BenchError::Run(e.to_string()))?;
+    let home = process_name(&runnable, modules::HOME)?;
+    let far = process_name(&runnable, modules::PEER)?;
+    let cluster = |e: streamwire_cluster::ClusterError| BenchError::Run(e.to_string());
+    let coordinator = Coordinator::start(
+        runnable.plan(),
+        CoordinatorOptions {
+            run_id: run_id.to_owned(),
+            host: Some(NO_HOST.to_owned()),
+            access,
+            ..CoordinatorOptions::default()
+        },
+    )
+    .map_err(cluster)?;
+    let connect = coordinator.endpoints();
+    let credential = coordinator
+        .secret_file(&home)
+        .map(Credential::read_file)
+        .transpose()
+        .map_err(cluster)?;
+    let mut args = worker_args(run_id, &far, &connect, shm);
+    if let Some(file) = coordinator.secret_file(&far) {
+        args.extend(["--secret-file".to_owned(), file.display().to_string()]);
+    }
+    let child = Peer::start(peer, &args)?;
+    let options = WorkerOptions {
+        process: home,
+        run_id: Some(run_id.to_owned()),
+        connect,
+        shared_memory: shm,
+        credential,
+        ..WorkerOptions::default()
+    };
+    let outcome = drive_cluster(coordinator, runnable, &options, &job);
+    child.finish();
+    streamwire_zenoh::remove_orphaned_shared_memory();
+    outcome?;
+    Ok(take_results(&job))
+}
+
+/// Runs the coordinator and the pinger's worker until the pinger has done its job, then
+/// stops the run; its failure, or a worker's, is the error.
+fn drive_cluster(
+    coordinator: Coordinator,
+    runnable: streamwire_graph::RunnablePlan,
+    options: &WorkerOptions,
+    job: &Job,
+) -> Result<(), BenchError> {
+    let cluster = |e: streamwire_cluster::ClusterError| BenchError::Run(e.to_string());
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let pinger = scope.spawn(|| {
+            streamwire_cluster::run_worker(runnable, options, &stop, &mut |event| {
+                tracing::debug!("bench pinger: {event}");
+            })
+        });
+        let run = scope.spawn(|| {
+            // Never called: every process's host is another than the coordinator's
+            // (`NO_HOST`), the suite starts the workers.
+            coordinator.run(&|_| Command::new("false"), &stop, &mut |event| {
+                tracing::debug!("bench coordinator: {event}");
+            })
+        });
+        let waited = wait_cluster(job, &|| pinger.is_finished() || run.is_finished());
+        stop.store(true, Ordering::SeqCst);
+        let report = run.join();
+        let pinger = pinger.join();
+        match (report, pinger) {
+            (Ok(Ok(report)), Ok(Ok(_))) => waited.and_then(|()| {
+                report
+                    .report
+                    .failure
+                    .map_or(Ok(()), |f| Err(BenchError::Run(f)))
+            }),
+            (Ok(Err(e)), _) | (_, Ok(Err(e))) => Err(cluster(e)),
+            _ => Err(BenchError::Run("a thread of the run panicked".to_owned())),
+        }
+    })
+}
+
+/// `bench peer` arguments of the echo's worker.
+fn worker_args(run_id: &str, process: &str, connect: &[String], shm: bool) -> Vec<String> {
+    let mut args = vec![
+        "--mode".to_owned(),
+        "worker".to_owned(),
+        "--run-id".to_owned(),
+        run_id.to_owned(),
+        "--process".to_owned(),
+        process.to_owned(),
+        "--shm".to_owned(),
+        shm.to_string(),
+    ];
+    for endpoint in connect {
+        args.extend(["--connect".to_owned(), endpoint.clone()]);
+    }
+    args
+}
+
+/// Waits until the pinger has done its job, or the run `ended`, or a phase took too long.
+fn wait_cluster(job: &Job, ended: &dyn Fn() -> bool) -> Result<(), BenchError> {
+    let mut done_phases = 0;
+    let mut since = Instant::now();
+    while !job.done.load(Ordering::SeqCst) {
+        if ended() {
+            return Err(BenchError::Run(
+                "the run ended before the measurements did".to_owned(),
+            ));
+        }
+        let now_done = job.results.lock().len();
+        if now_done != done_phases {
+            done_phases = now_done;
+            since = Instant::now();
+        } else if since.elapsed() > PHASE_TIMEOUT + Duration::from_secs(30) {
+            return Err(BenchError::Run(format!(
+                "phase {} did not end within {} s",
+                done_phases + 1,
+                PHASE_TIMEOUT.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }

@@ -90,7 +90,7 @@ impl SenderRecord {
                 })
                 .collect(),
             receive_copies: 0,
-            shared_memory: 0,
+            shared_memory: sent.shared_memory,
             sent_by_producer: self.inline.is_some(),
             batches: self.link.batches.load(Ordering::Relaxed),
             batched: self.link.batched.load(Ordering::Relaxed),

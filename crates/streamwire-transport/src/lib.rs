@@ -226,6 +226,11 @@ pub struct PublisherCounters {
     pub wire_bytes: u64,
     /// Puts while nobody was subscribed: not built, not sent.
     pub unmatched: u64,
+    /// Of `frames`, those put with a large part (a blob, or a whole frame of one part)
+    /// that already lay in shared memory: a loan, sent by reference. What the sending side
+    /// alone can tell: a heap part that zenoh copies into its pool arrives through shared
+    /// memory too. 0 for a transport without shared memory.
+    pub shared_memory: u64,
 }
 
 /// A subscription's counts, as the transport saw them (before any decoding).

@@ -324,6 +324,7 @@ impl Publisher for PublisherState {
             frames: self.frames.load(Ordering::Relaxed),
             wire_bytes: self.wire_bytes.load(Ordering::Relaxed),
             unmatched: self.unmatched.load(Ordering::Relaxed),
+            shared_memory: 0,
         }
     }
 }

@@ -91,14 +91,27 @@ use subscription::ZenohSubscription;
 /// of zenoh's (a shared-memory loan, a received slice) is appended as that buffer, so
 /// shared memory travels by reference.
 fn to_zbytes(frame: &FrameBytes) -> ZBytes {
+    to_zbytes_counted(frame).0
+}
+
+/// [`to_zbytes`], and whether a part of it is already shared memory (a loan, or a
+/// received chunk sent on): zenoh sends that part by reference, no copy.
+fn to_zbytes_counted(frame: &FrameBytes) -> (ZBytes, bool) {
     match frame.parts() {
-        [one] => loans::to_zbytes_part(one),
+        [one] => {
+            let part = loans::to_zbytes_part(one);
+            let shared = part.as_shm().is_some();
+            (part, shared)
+        }
         parts => {
+            let mut shared = false;
             let mut writer = ZBytes::writer();
             for part in parts {
-                writer.append(loans::to_zbytes_part(part));
+                let part = loans::to_zbytes_part(part);
+                shared |= part.as_shm().is_some();
+                writer.append(part);
             }
-            writer.finish()
+            (writer.finish(), shared)
         }
     }
 }

@@ -18,7 +18,7 @@ use zenoh::Wait;
 use zenoh::qos::{CongestionControl, Priority};
 
 use crate::history::{RecentFrames, declare_history, history_depth};
-use crate::{ZenohTransport, engine, to_zbytes};
+use crate::{ZenohTransport, engine, to_zbytes_counted};
 
 struct PublisherShared {
     matched: AtomicBool,
@@ -48,6 +48,8 @@ pub(crate) struct ZenohPublisher {
     frames: AtomicU64,
     wire_bytes: AtomicU64,
     unmatched: AtomicU64,
+    /// Frames put with a large part already in shared memory (sent by reference).
+    shared_memory: AtomicU64,
     transport: ZenohTransport,
 }
 
@@ -116,6 +118,7 @@ impl ZenohPublisher {
             frames: AtomicU64::new(0),
             wire_bytes: AtomicU64::new(0),
             unmatched: AtomicU64::new(0),
+            shared_memory: AtomicU64::new(0),
             transport: transport.clone(),
         })
     }
@@ -148,11 +151,15 @@ impl Publisher for ZenohPublisher {
             }
         }
         let len = frame.len() as u64;
+        let (payload, by_reference) = to_zbytes_counted(&frame);
         self.publisher
-            .put(to_zbytes(&frame))
+            .put(payload)
             .wait()
             .map_err(engine("send a frame"))?;
         self.frames.fetch_add(1, Ordering::Relaxed);
+        if by_reference {
+            self.shared_memory.fetch_add(1, Ordering::Relaxed);
+        }
         self.wire_bytes.fetch_add(len, Ordering::Relaxed);
         Ok(())
     }
@@ -184,11 +191,15 @@ impl Publisher for ZenohPublisher {
             return Ok(true);
         }
         let len = batch.len() as u64;
+        let (payload, by_reference) = to_zbytes_counted(&batch);
         self.publisher
-            .put(to_zbytes(&batch))
+            .put(payload)
             .wait()
             .map_err(engine("send a batch of frames"))?;
         self.frames.fetch_add(frames, Ordering::Relaxed);
+        if by_reference {
+            self.shared_memory.fetch_add(frames, Ordering::Relaxed);
+        }
         self.wire_bytes.fetch_add(len, Ordering::Relaxed);
         Ok(true)
     }
@@ -235,6 +246,7 @@ impl Publisher for ZenohPublisher {
             frames: self.frames.load(Ordering::Relaxed),
             wire_bytes: self.wire_bytes.load(Ordering::Relaxed),
             unmatched: self.unmatched.load(Ordering::Relaxed),
+            shared_memory: self.shared_memory.load(Ordering::Relaxed),
         }
     }
 }

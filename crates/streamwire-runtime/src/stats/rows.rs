@@ -143,7 +143,9 @@ pub struct WireStats {
     #[serde(default)]
     pub receive_copies: u64,
     /// Receiving: frames whose large part arrived in shared memory (by reference, from a
-    /// process of this host); the others of `frames` came through the link. Sending: 0.
+    /// process of this host); the others of `frames` came through the link. Sending:
+    /// frames put with their large part already in shared memory (a loan, sent by
+    /// reference); a heap part zenoh copies into its pool is not counted.
     #[serde(default)]
     pub shared_memory: u64,
     /// An out row whose frames the stream's forwarding thread (its producer's, or its

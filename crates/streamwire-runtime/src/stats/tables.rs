@@ -418,7 +418,14 @@ impl RunStats {
         note(
             "received through shared memory (by reference, from this host)",
             &|w| {
-                (w.shared_memory > 0)
+                (w.direction == WireDirection::In && w.shared_memory > 0)
+                    .then(|| format!("{} {} {}", w.partition, w.key, w.shared_memory))
+            },
+        );
+        note(
+            "sent by reference (put from shared memory, no copy)",
+            &|w| {
+                (w.direction == WireDirection::Out && w.shared_memory > 0)
                     .then(|| format!("{} {} {}", w.partition, w.key, w.shared_memory))
             },
         );
