@@ -232,21 +232,7 @@ pub(crate) fn coordinate(
         stop,
         &mut |event| eprintln!("coordinator: {event}"),
         &mut |stats| {
-            let newly = silent.observe(stats, std::time::Instant::now());
-            if let Some(previous) = &previous {
-                let mut line = streamwire_cli::status_line(previous, stats);
-                // Silent links (taps' ingresses included) stay on the line while they last.
-                if silent.ongoing() > 0 {
-                    line.push_str(&format!(" | silent links {}", silent.ongoing()));
-                }
-                eprintln!("{line}");
-            }
-            for link in newly {
-                eprintln!("warning: silent link: {link}");
-            }
-            for link in silent.recovered() {
-                eprintln!("silent link receives again: {link}");
-            }
+            progress(&mut silent, previous.as_ref(), stats);
             previous = Some(stats.clone());
         },
     )?;
@@ -260,6 +246,30 @@ pub(crate) fn coordinate(
     println!("{}", streamwire_cli::accounting(&report.report));
     let code = with_silences(exit_code(&report.report), silences.len(), run.allow_silent);
     Ok((code, report.report, Some(report.access)))
+}
+
+/// Once a second, from the workers' counters `stats` (and the `previous` ones): the status
+/// line, and the links (taps' ingresses included) that went silent or receive again.
+fn progress(
+    silent: &mut SilentLinks,
+    previous: Option<&streamwire_runtime::RunStats>,
+    stats: &streamwire_runtime::RunStats,
+) {
+    let newly = silent.observe(stats, std::time::Instant::now());
+    if let Some(previous) = previous {
+        let mut line = streamwire_cli::status_line(previous, stats);
+        // Silent links stay on the line while they last.
+        if silent.ongoing() > 0 {
+            line.push_str(&format!(" | silent links {}", silent.ongoing()));
+        }
+        eprintln!("{line}");
+    }
+    for link in newly {
+        eprintln!("warning: silent link: {link}");
+    }
+    for link in silent.recovered() {
+        eprintln!("silent link receives again: {link}");
+    }
 }
 
 /// The exit status of a run that ended with `code` and had `silences` silent links: 3
