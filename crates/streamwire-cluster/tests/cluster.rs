@@ -1569,10 +1569,19 @@ fn a_members_bad_frames_are_counted_once_and_the_report_balances() {
             let (_, at, _) = head_fields(&real);
             let seq = u64::from_le_bytes(real[at..at + 8].try_into().unwrap());
             let member = member_session_of("member", &cam, &endpoint);
-            let key = member.key_expr("color_image/compressed");
+            let publisher = member
+                .session()
+                .declare_publisher(member.key_expr("color_image/compressed"))
+                .wait()
+                .unwrap();
+            // Once the member's session reaches the viewer's (gossip makes the link).
+            assert!(
+                until(|| publisher.matching_status().wait().unwrap().matching()),
+                "the member reaches no subscriber"
+            );
             let kinds = hostile_kinds(&real, seq);
             for (_, frame) in &kinds {
-                member.session().put(&key, frame.clone()).wait().unwrap();
+                publisher.put(frame.clone()).wait().unwrap();
             }
             let mut expected: std::collections::BTreeMap<&str, u64> = Default::default();
             for (kind, _) in &kinds {
