@@ -3,7 +3,9 @@
 //! a process stopped, a subscription gone) shows no error anywhere else: its inputs just
 //! stop. The coordinator watches the merged counters it gets about once a second and
 //! names every link that received nothing for a whole window while the stream's sender
-//! sent frames.
+//! sent frames. A tap's own ingress (a web relay's client, a recorder listening from
+//! another process than the producer's: a wire row with `tap` set) is watched the same way
+//! while its tap is attached (issue 50): a tap cannot go silent unnoticed either.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -28,15 +30,22 @@ pub struct SilentLink {
     pub sent_meanwhile: u64,
     /// Still silent at the last reading.
     pub ongoing: bool,
+    /// The tap whose own ingress it is (its number in the receiving process's taps
+    /// table), or `None` for a planned link.
+    pub tap: Option<u64>,
 }
 
 impl fmt::Display for SilentLink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "`{}` into {}: nothing received for {:.1} s{} while its sender sent {} frame{}",
+            "`{}` into {}{}: nothing received for {:.1} s{} while its sender sent {} frame{}",
             self.key,
             self.partition,
+            match self.tap {
+                Some(tap) => format!(" (tap {tap})"),
+                None => String::new(),
+            },
             self.silent_for.as_secs_f64(),
             if self.ongoing { " (to the end)" } else { "" },
             self.sent_meanwhile,
@@ -66,9 +75,12 @@ struct Watch {
 /// ```
 pub struct SilentLinks {
     window: Duration,
-    links: BTreeMap<(String, String), Watch>,
+    /// By receiving process, stream key and tap (`None`: the planned link).
+    links: BTreeMap<(String, String, Option<u64>), Watch>,
     /// Silences that ended.
     ended: Vec<SilentLink>,
+    /// How many of `ended` [`SilentLinks::recovered`] has given.
+    recovered_said: usize,
 }
 
 impl SilentLinks {
@@ -78,6 +90,7 @@ impl SilentLinks {
             window,
             links: BTreeMap::new(),
             ended: Vec::new(),
+            recovered_said: 0,
         }
     }
 
@@ -98,20 +111,27 @@ impl SilentLinks {
             .iter()
             .filter(|w| w.direction == WireDirection::In)
         {
+            let id = (w.partition.clone(), w.key.clone(), w.tap.map(|t| t.id));
+            // A tap nobody listens to any more: its ingress is gone, and so is any
+            // silence of it.
+            if w.tap.is_some_and(|t| !t.attached) {
+                if let Some(mut silence) = self.links.remove(&id).and_then(|w| w.silent) {
+                    silence.ongoing = false;
+                    self.ended.push(silence);
+                }
+                continue;
+            }
             // A stream whose sender does not report here (a hand-started remote worker
             // not reporting yet) cannot be judged.
             let Some(&sent_now) = sent.get(w.key.as_str()) else {
                 continue;
             };
-            let watch = self
-                .links
-                .entry((w.partition.clone(), w.key.clone()))
-                .or_insert(Watch {
-                    received: w.frames,
-                    grew_at: now,
-                    sent_then: sent_now,
-                    silent: None,
-                });
+            let watch = self.links.entry(id).or_insert(Watch {
+                received: w.frames,
+                grew_at: now,
+                sent_then: sent_now,
+                silent: None,
+            });
             if w.frames > watch.received {
                 watch.received = w.frames;
                 watch.grew_at = now;
@@ -133,6 +153,7 @@ impl SilentLinks {
                 silent_for,
                 sent_meanwhile,
                 ongoing: true,
+                tap: w.tap.map(|t| t.id),
             };
             if watch.silent.is_none() {
                 newly.push(silence.clone());
@@ -140,6 +161,23 @@ impl SilentLinks {
             watch.silent = Some(silence);
         }
         newly
+    }
+
+    /// The silences that ended since the last call (the link receives again, or the
+    /// tap detached), to say so once each.
+    pub fn recovered(&mut self) -> Vec<SilentLink> {
+        let new = self
+            .ended
+            .get(self.recovered_said..)
+            .unwrap_or_default()
+            .to_vec();
+        self.recovered_said = self.ended.len();
+        new
+    }
+
+    /// How many links are silent now.
+    pub fn ongoing(&self) -> usize {
+        self.links.values().filter(|w| w.silent.is_some()).count()
     }
 
     /// Every silence seen: those that ended, then those still going on.
@@ -195,6 +233,52 @@ mod tests {
         assert_eq!(episodes.len(), 1);
         assert!(!episodes[0].ongoing);
         assert_eq!(episodes[0].silent_for, Duration::from_secs(6));
+    }
+
+    /// `stats` with the receiving row a tap's own ingress (`attached` or not) in
+    /// robot/web.
+    fn tapped(sent: u64, received: u64, attached: bool) -> RunStats {
+        let mut stats = stats(sent, received);
+        let mut tap = streamwire_runtime::TapWire::default();
+        tap.id = 2;
+        tap.attached = attached;
+        stats.wire[1].partition = "robot/web".to_owned();
+        stats.wire[1].tap = Some(tap);
+        stats
+    }
+
+    #[test]
+    fn an_attached_tap_that_stops_receiving_is_named_and_said_when_it_receives_again() {
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        let mut links = SilentLinks::new(Duration::from_secs(5));
+        assert!(links.observe(&tapped(10, 10, true), at(0)).is_empty());
+        let newly = links.observe(&tapped(60, 10, true), at(5));
+        assert_eq!(newly.len(), 1, "{newly:?}");
+        assert_eq!(
+            newly[0].to_string(),
+            "`color_image/compressed` into robot/web (tap 2): nothing received for 5.0 s \
+             (to the end) while its sender sent 50 frames"
+        );
+        assert_eq!(links.ongoing(), 1);
+        assert!(links.recovered().is_empty());
+        // Re-subscribed, it receives again: said once.
+        assert!(links.observe(&tapped(70, 12, true), at(6)).is_empty());
+        let recovered = links.recovered();
+        assert_eq!(recovered.len(), 1, "{recovered:?}");
+        assert_eq!(recovered[0].tap, Some(2));
+        assert!(links.recovered().is_empty());
+        assert_eq!((links.ongoing(), links.episodes().len()), (0, 1));
+    }
+
+    #[test]
+    fn a_detached_tap_is_not_watched() {
+        let start = Instant::now();
+        let mut links = SilentLinks::new(Duration::from_secs(5));
+        links.observe(&tapped(10, 10, false), start);
+        let later = start + Duration::from_secs(30);
+        assert!(links.observe(&tapped(500, 10, false), later).is_empty());
+        assert!(links.episodes().is_empty());
     }
 
     #[test]

@@ -79,6 +79,33 @@ impl Node for BigCamera {
     }
 }
 
+/// A module without ports that taps the camera's encoded stream from its own process, as
+/// the web relay does for a client: the tap's own ingress crosses the wire.
+#[derive(Module, Default)]
+#[module(crate = streamwire_core)]
+struct Tapper {
+    #[state]
+    tap: Option<Box<dyn streamwire_core::StreamTap>>,
+}
+
+impl Node for Tapper {
+    fn trigger(&self) -> Trigger {
+        Trigger::Period(Duration::from_millis(10))
+    }
+
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        if self.tap.is_none()
+            && let Some(taps) = cx.taps()
+        {
+            self.tap = Some(taps.tap("color_image/compressed", None)?);
+        }
+        if let Some(tap) = &self.tap {
+            while tap.recv_timeout(Duration::ZERO).is_some() {}
+        }
+        Ok(())
+    }
+}
+
 /// The plan of scenario `name` (`variant` changes it, for the refused worker).
 fn scenario(name: &str, variant: &str) -> Blueprint {
     let mut bp = Blueprint::new();
@@ -185,6 +212,38 @@ fn scenario(name: &str, variant: &str) -> Blueprint {
             let viewer = bp.add("viewer", Viewer { frames: In::new() });
             bp.place(&camera, Placement::process("cam"))
                 .place(&viewer, Placement::process("ui"));
+        }
+        // The closed run's plan with the camera on another host (started by hand, with
+        // its secret file: the credential a member of the run puts frames with).
+        "member" => {
+            let camera = bp.add(
+                "camera",
+                Camera {
+                    color_image: Out::new(),
+                    count: CLOSED_FRAMES,
+                    sent: 0,
+                },
+            );
+            let viewer = bp.add("viewer", Viewer { frames: In::new() });
+            bp.place(&camera, Placement::process("cam").on_host("rig"))
+                .place(&viewer, Placement::process("ui"));
+        }
+        // A best-effort camera, its planned viewer, and a tap of its stream in a third
+        // process (the web relay's place).
+        "tap" => {
+            let camera = bp.add(
+                "camera",
+                SensorCamera {
+                    color_image: Out::new(),
+                    count: u32::MAX,
+                    sent: 0,
+                },
+            );
+            let viewer = bp.add("viewer", SlowViewer { frames: In::new() });
+            let tapper = bp.add("tapper", Tapper::default());
+            bp.place(&camera, Placement::process("cam"))
+                .place(&viewer, Placement::process("ui"))
+                .place(&tapper, Placement::process("web"));
         }
         other => panic!("no scenario {other}"),
     }
@@ -906,7 +965,12 @@ fn a_different_plan_is_refused_and_a_missing_host_is_named() {
 /// A session of the closed run's test: `credential`'s TLS and the run's rules, connected
 /// to `endpoint` (and, by gossip, to the workers), listening on loopback.
 fn member_session(credential: &Credential, endpoint: &str) -> ZenohTransport {
-    let plan = scenario("closed", "").build().unwrap();
+    member_session_of("closed", credential, endpoint)
+}
+
+/// [`member_session`] in a run of scenario `name`.
+fn member_session_of(name: &str, credential: &Credential, endpoint: &str) -> ZenohTransport {
+    let plan = scenario(name, "").build().unwrap();
     let rules = streamwire_cluster::AccessRules::from_plan(&plan, credential.run_id());
     ZenohTransport::open(&ZenohOptions {
         run_id: credential.run_id().to_owned(),
@@ -1275,6 +1339,309 @@ fn a_closed_run_refuses_strangers_and_forgeries() {
     std::fs::remove_dir_all(&outer).unwrap();
 }
 
+/// Sends `signal` (`-STOP`, `-CONT`) to `pid`.
+fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// What [`watch_tap`] saw: the silences named, those said to receive again, the report.
+type Watched = (
+    Vec<streamwire_cluster::SilentLink>,
+    Vec<streamwire_cluster::SilentLink>,
+    ClusterReport,
+);
+
+/// Runs scenario `tap` with `access`, its links watched by the coordinator's silent-link
+/// rule (a 2 s window); with `pause`, the tapping worker is stopped (SIGSTOP) once its tap
+/// receives and resumed once a silence is named. Stops once a silence ended, or (without
+/// `pause`) once one is named.
+fn watch_tap(access: streamwire_cluster::Access, pause: bool) -> Watched {
+    let events = Arc::new(Mutex::new(Vec::<String>::new()));
+    let plan = scenario("tap", "").build().unwrap();
+    let coordinator = Coordinator::start(
+        &plan,
+        CoordinatorOptions {
+            access,
+            ..options("tap")
+        },
+    )
+    .unwrap();
+    let stop = AtomicBool::new(false);
+    let mut silent = streamwire_cluster::SilentLinks::new(Duration::from_secs(2));
+    let (mut named, mut recovered) = (Vec::new(), Vec::new());
+    let (mut paused, mut resumed) = (None, false);
+    let began = Instant::now();
+    let recorded = events.clone();
+    let cluster = coordinator
+        .run_observed(
+            &launcher("tap"),
+            &stop,
+            &mut |e| {
+                eprintln!("coordinator: {e}");
+                recorded.lock().push(e.to_owned());
+            },
+            &mut |stats| {
+                for link in silent.observe(stats, Instant::now()) {
+                    eprintln!("warning: silent link: {link}");
+                    named.push(link);
+                }
+                for link in silent.recovered() {
+                    eprintln!("silent link receives again: {link}");
+                    recovered.push(link);
+                }
+                let tap_receives = stats
+                    .wire
+                    .iter()
+                    .any(|w| w.tap.is_some_and(|t| t.attached) && w.frames > 0);
+                if pause && paused.is_none() && tap_receives {
+                    let pid = pids(&events.lock(), "localhost/web")[0];
+                    signal(pid, "-STOP");
+                    paused = Some(pid);
+                }
+                if let Some(pid) = paused
+                    && !resumed
+                    && (!named.is_empty() || began.elapsed() > GUARD / 2)
+                {
+                    signal(pid, "-CONT");
+                    resumed = true;
+                }
+                let done = if pause {
+                    !recovered.is_empty()
+                } else {
+                    !named.is_empty()
+                };
+                if done || began.elapsed() > GUARD {
+                    stop.store(true, Ordering::SeqCst);
+                }
+            },
+        )
+        .unwrap();
+    assert_eq!(paused.is_some(), pause, "the tap never received: {cluster}");
+    (named, recovered, cluster)
+}
+
+/// A tap whose ingress receives nothing while the stream's sender sends is a silent link
+/// like a planned one (issue 50), named with its tap, and said again when it receives
+/// again. Two cuts: in a closed run, the access control generated from the plan, which
+/// declares no tap of the tapping module, refuses its subscription (before, the tap just
+/// got nothing, and nothing said so); in an insecure run, the tapping worker is stopped
+/// (SIGSTOP) once its tap receives: from the coordinator's side a tap ingress that stalls
+/// (its counters stop while the camera's sender goes on) with no hook in the library, the
+/// tap staying attached; resumed, it receives again. The planned link is never named.
+fn a_tap_that_receives_nothing_is_named_and_said_when_it_receives_again() {
+    let tap_line = "`color_image/compressed` into localhost/web (tap 0): nothing received for";
+    let (named, recovered, cluster) = watch_tap(streamwire_cluster::Access::Closed, false);
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert!(named[0].to_string().starts_with(tap_line), "{named:?}");
+    assert!(recovered.is_empty(), "{recovered:?}");
+    // The tap's ingress is a row of the report's wire table: no frame.
+    let text = cluster.to_string();
+    assert!(text.contains("in (tap 0"), "{text}");
+
+    let (named, recovered, cluster) = watch_tap(streamwire_cluster::Access::Insecure, true);
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert!(named[0].to_string().starts_with(tap_line), "{named:?}");
+    assert_eq!(
+        recovered.iter().map(|l| l.tap).collect::<Vec<_>>(),
+        [Some(0)],
+        "{recovered:?}"
+    );
+    assert_eq!(cluster.report.reason, EndReason::Stopped, "{cluster}");
+}
+
+/// Where a frame's schema version, link sequence and payload start in `frame` (version 1
+/// or 2 of the wire frame, RFC.md section 10).
+fn head_fields(frame: &[u8]) -> (usize, usize, usize) {
+    let u32_at = |at: usize| u32::from_le_bytes(frame[at..at + 4].try_into().unwrap()) as usize;
+    let version = u16::from_le_bytes([frame[4], frame[5]]);
+    let head = if version == 1 {
+        16
+    } else {
+        24 + 8 * u32_at(16)
+    };
+    // CDR after its 4-byte encapsulation: the name (length, bytes), then u32 schema
+    // version and u64 link sequence, each aligned to its size.
+    let cdr = head + 4;
+    let schema = (4 + u32_at(cdr)).next_multiple_of(4);
+    let link_seq = (schema + 4).next_multiple_of(8);
+    (cdr + schema, cdr + link_seq, head + u32_at(8))
+}
+
+/// The 11 kinds of bad frame a member of the run may put on its own stream, made from
+/// `real` (a frame of the stream, numbered `seq`), by the kind each is refused as.
+fn hostile_kinds(real: &[u8], seq: u64) -> Vec<(&'static str, Vec<u8>)> {
+    let (schema, link_seq, payload) = head_fields(real);
+    let edit = |at: usize, bytes: &[u8]| {
+        let mut frame = real.to_vec();
+        frame[at..at + bytes.len()].copy_from_slice(bytes);
+        frame
+    };
+    let unreadable = |number: u64| {
+        let mut frame = edit(link_seq, &number.to_le_bytes());
+        frame[payload] = 0xFF;
+        frame
+    };
+    let image = Image::from_packed(2, 2, ImageEncoding::Rgb8, vec![0u8; 12]).unwrap();
+    let header = streamwire_core::Header {
+        seq: 1,
+        publish_time: Timestamp::from_nanos(1),
+    };
+    let foreign = streamwire_transport::WireFrame::encode(&image, header, seq + 1, "").unwrap();
+    let mut wrong_schema = edit(link_seq, &0u64.to_le_bytes());
+    wrong_schema[schema] += 1;
+    vec![
+        ("garbage", b"not a frame".to_vec()),
+        ("garbage", vec![0, 0, 0]),
+        ("garbage", edit(6, &8u16.to_le_bytes())),
+        // A batch that declares no frame.
+        ("garbage", b"SWFB\x01\x00\x00\x00".to_vec()),
+        ("truncated", real[..real.len() / 2].to_vec()),
+        ("truncated", edit(12, &u32::MAX.to_le_bytes())),
+        ("incompatible", edit(4, &99u16.to_le_bytes())),
+        // Forged numbers: 28 ahead, 2^62, and 0 on another schema version.
+        ("undecodable", unreadable(seq + 28)),
+        ("undecodable", unreadable(1 << 62)),
+        ("incompatible", wrong_schema),
+        ("foreign", foreign.to_bytes().to_vec()),
+    ]
+}
+
+/// A member of a closed run, with the camera's own credential (a member may put on its
+/// streams), puts 11 kinds of bad frame on the camera's stream while it runs (issue 50):
+/// each is refused and counted once, on the viewer's wire row by its kind; none is on the
+/// viewer's input row and none of their link sequences makes a real frame lost; the report
+/// balances.
+fn a_members_bad_frames_are_counted_once_and_the_report_balances() {
+    let events = Arc::new(Mutex::new(Vec::<String>::new()));
+    let plan = scenario("member", "").build().unwrap();
+    let outer = std::env::temp_dir().join(format!("sw-member-{}", std::process::id()));
+    let folder = outer.join("member");
+    let coordinator = Coordinator::start(
+        &plan,
+        CoordinatorOptions {
+            host: Some("localhost".to_owned()),
+            secret_folder: Some(folder.clone()),
+            ..options("member")
+        },
+    )
+    .unwrap();
+    let endpoint = coordinator.endpoints()[0].clone();
+    let cam_file = coordinator.secret_file("rig/cam").unwrap().to_owned();
+    let cam = Credential::read_file(&cam_file).unwrap();
+    let tool = Credential::read_file(coordinator.tool_secret_file().unwrap()).unwrap();
+    let said =
+        |events: &Mutex<Vec<String>>, what: &str| events.lock().iter().any(|e| e.contains(what));
+    let attack = {
+        let (events, endpoint) = (events.clone(), endpoint.clone());
+        std::thread::spawn(move || {
+            assert!(until(|| said(&events, "worker `localhost/ui` started")));
+            let camera = Command::new(std::env::current_exe().unwrap())
+                .env("SW_TEST_WORKER", "rig/cam")
+                .env("SW_TEST_SCENARIO", "member")
+                .env("SW_TEST_SECRET_FILE", &cam_file)
+                .env("SW_TEST_CONNECT", &endpoint)
+                .spawn()
+                .unwrap();
+            assert!(until(|| said(&events, "the sources start")));
+            // A real frame of the stream, heard by the tool, to make the bad ones from.
+            let tool = member_session_of("member", &tool, &endpoint);
+            let heard: Arc<Mutex<Option<Vec<u8>>>> = Arc::default();
+            let keep = heard.clone();
+            let subscriber = tool
+                .session()
+                .declare_subscriber(tool.key_expr("color_image/compressed"))
+                .callback(move |sample| {
+                    let bytes = sample.payload().to_bytes().to_vec();
+                    // A message's frame (no flag: not the end, not a stop).
+                    if bytes.starts_with(b"SWFR") && bytes.get(6..8) == Some(&[0, 0]) {
+                        *keep.lock() = Some(bytes);
+                    }
+                })
+                .wait()
+                .unwrap();
+            assert!(until(|| heard.lock().is_some()), "no frame heard");
+            drop(subscriber);
+            let real = heard.lock().clone().unwrap();
+            let (_, at, _) = head_fields(&real);
+            let seq = u64::from_le_bytes(real[at..at + 8].try_into().unwrap());
+            let member = member_session_of("member", &cam, &endpoint);
+            let publisher = member
+                .session()
+                .declare_publisher(member.key_expr("color_image/compressed"))
+                .wait()
+                .unwrap();
+            // Once the member's session reaches the viewer's (gossip makes the link).
+            assert!(
+                until(|| publisher.matching_status().wait().unwrap().matching()),
+                "the member reaches no subscriber"
+            );
+            let kinds = hostile_kinds(&real, seq);
+            for (_, frame) in &kinds {
+                publisher.put(frame.clone()).wait().unwrap();
+            }
+            let mut expected: std::collections::BTreeMap<&str, u64> = Default::default();
+            for (kind, _) in &kinds {
+                *expected.entry(kind).or_default() += 1;
+            }
+            (expected, kinds.len(), Instant::now(), camera)
+        })
+    };
+    let recorded = events.clone();
+    let cluster = coordinator
+        .run(&launcher("member"), &AtomicBool::new(false), &mut |e| {
+            eprintln!("coordinator: {e}");
+            recorded.lock().push(e.to_owned());
+        })
+        .unwrap();
+    let ended = Instant::now();
+    let (expected, sent_bad, attacked, camera) = attack.join().unwrap();
+    let camera = camera.wait_with_output().unwrap();
+    assert!(camera.status.success(), "{:?}", camera.status);
+    assert!(attacked < ended, "the bad frames were put after the run");
+    assert_eq!(sent_bad, 11);
+    let report = &cluster.report;
+    assert_eq!(report.reason, EndReason::Finished, "{cluster}");
+    let received = wire(report, WireDirection::In);
+    let refused: std::collections::BTreeMap<&str, u64> = expected
+        .keys()
+        .map(|kind| {
+            let n = if *kind == "foreign" {
+                received.foreign
+            } else {
+                received.rejected(kind)
+            };
+            (*kind, n)
+        })
+        .collect();
+    assert_eq!(
+        refused, expected,
+        "each refused once by its kind: {cluster}"
+    );
+    assert_eq!(
+        received.rejected_total() + received.foreign,
+        11,
+        "{cluster}"
+    );
+    assert_eq!((received.lost, received.resets), (0, 0), "{cluster}");
+    let viewer_row = input(report, "viewer.frames");
+    assert_eq!(viewer_row.dropped.deserialize_failed, 0, "{cluster}");
+    assert_eq!(viewer_row.dropped.lost_on_wire, 0, "{cluster}");
+    assert_eq!(
+        counter(&report.stats, "viewer", "seen"),
+        u64::from(CLOSED_FRAMES),
+        "{cluster}"
+    );
+    if let Err(error) = streamwire_runtime::check_balance(report) {
+        panic!("{error}\n{cluster}");
+    }
+    assert!(!folder.exists(), "the run's secret files outlived it");
+    std::fs::remove_dir_all(&outer).unwrap();
+}
+
 /// The two network namespaces of the netns test, joined by a veth pair: `a` holds the
 /// coordinator and the camera's worker (10.231.0.1), `b` the remote viewer's (10.231.0.2).
 /// Both are this test's own: nothing is added to the host's namespace but the pair's
@@ -1527,10 +1894,18 @@ fn main() {
     if std::env::var("SW_TEST_SHM_PAIR").is_ok() {
         shm_pair_main();
     }
-    let tests: [(&str, fn()); 11] = [
+    let tests: [(&str, fn()); 13] = [
         (
             "the_access_control_is_generated_from_the_plan",
             the_access_control_is_generated_from_the_plan,
+        ),
+        (
+            "a_tap_that_receives_nothing_is_named_and_said_when_it_receives_again",
+            a_tap_that_receives_nothing_is_named_and_said_when_it_receives_again,
+        ),
+        (
+            "a_members_bad_frames_are_counted_once_and_the_report_balances",
+            a_members_bad_frames_are_counted_once_and_the_report_balances,
         ),
         (
             "a_closed_run_refuses_strangers_and_forgeries",

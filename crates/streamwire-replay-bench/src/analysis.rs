@@ -577,7 +577,12 @@ fn link_result(
             r.stats
                 .wire
                 .iter()
-                .filter(|w| w.direction == WireDirection::In && w.partition.starts_with("laptop/"))
+                // The planned links (a tap's own ingress is a row too since issue 50).
+                .filter(|w| {
+                    w.direction == WireDirection::In
+                        && w.tap.is_none()
+                        && w.partition.starts_with("laptop/")
+                })
         })
     };
     LinkResult {

@@ -179,7 +179,7 @@ pub use partition::{Partitions, StartGate};
 pub use stats::{
     BalanceError, Balanced, BufferStats, CodecRole, CodecStats, DropCounts, EndReason, InputStats,
     InstanceStats, LatencySummary, LinkStats, OutputStats, RateStats, RunReport, RunStats,
-    TapStats, ThreadKind, ThreadStats, Unbalanced, WireDirection, WireStats, balance_checks,
-    check_balance,
+    TapStats, TapWire, ThreadKind, ThreadStats, Unbalanced, WireDirection, WireStats,
+    balance_checks, check_balance,
 };
 pub use taps::{AnyTap, Tap, TapError};

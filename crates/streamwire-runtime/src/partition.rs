@@ -190,8 +190,17 @@ struct Receiver {
 }
 
 impl Receiver {
-    /// Reads one frame: loss from its link sequence, then the link's end, or its message
-    /// into the hub; a frame that cannot be read is counted and refused.
+    /// Reads one frame: its message (or the link's end), then loss from its link
+    /// sequence; a frame that cannot be read is counted and refused.
+    ///
+    /// A refused frame is counted once, on the wire row of its kind, and nowhere else:
+    /// not on the consumers' rows, and its link sequence is not followed. A frame that
+    /// does not read proves nothing about who sent it (a member of a closed run may put
+    /// on its own streams, and zenoh's `SourceInfo` is the sender's to choose), so its
+    /// number must not turn the real frames after it into losses, nor its refusal be
+    /// charged to a message nobody in the run published. Were it one of the stream's
+    /// own frames, the next frame that reads finds its number missing: the consumers'
+    /// rows count it `lost_on_wire` then, once (RFC.md section 9).
     fn frame(&self, bytes: FrameBytes) {
         let (counters, hub, accepted) = (&self.counters, &self.hub, &self.accepted);
         let frame = match WireFrame::parse(bytes) {
@@ -209,32 +218,26 @@ impl Receiver {
         {
             return counters.note_foreign(&self.key, &frame.head.wire_name, accepted);
         }
-        // Loss on the wire is read from the link sequence of every frame of the stream,
-        // before its payload is judged.
-        let seq = frame.head.link_seq;
-        let step = counters.tracker.lock().observe(seq);
-        match step {
-            Step::Gap { lost } => {
-                counters.lost.fetch_add(lost, Ordering::Relaxed);
-                // Each consumer of the stream here lost them: its row says so.
-                hub.account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
+        // The payload is judged before the number is followed (see above).
+        let message = if control {
+            None
+        } else {
+            match frame.decode_message(accepted) {
+                Ok(message) => Some(message),
+                Err(error) => return counters.reject(&self.key, &error),
             }
-            Step::Reset { cause, expected } => {
-                counters.note_reset(&self.key, seq, cause, expected);
+        };
+        self.follow(frame.head.link_seq);
+        let Some(message) = message else {
+            // The sender stopped (or the producer finished): every frame it sent has
+            // arrived or was lost.
+            counters.ended.store(true, Ordering::SeqCst);
+            if frame.end_of_stream {
+                // Consumers here see their input close.
+                hub.close();
             }
-            Step::InOrder | Step::Behind => {}
-        }
-        if frame.end_of_stream {
-            // The producer finished: consumers here see their input close.
-            counters.ended.store(true, Ordering::SeqCst);
-            hub.close();
             return;
-        }
-        if frame.stop {
-            // The sender stopped: every frame it sent has arrived or was lost.
-            counters.ended.store(true, Ordering::SeqCst);
-            return;
-        }
+        };
         if frame.unsent {
             // On its sender's not-sent count, yet here after all (from the
             // stream's history): whatever becomes of it now is counted below.
@@ -246,22 +249,31 @@ impl Receiver {
             hub.account_on_subscribers(Fate::InFlightAtStop);
             return;
         }
-        match frame.decode_message(accepted) {
-            Ok(message) => {
-                let copies = frame.copies();
-                if copies > 0 {
-                    counters.receive_copies.fetch_add(copies, Ordering::Relaxed);
-                }
-                hub.forward(Envelope {
-                    header: frame.head.header(),
-                    message: Arc::from(message),
-                });
+        let copies = frame.copies();
+        if copies > 0 {
+            counters.receive_copies.fetch_add(copies, Ordering::Relaxed);
+        }
+        hub.forward(Envelope {
+            header: frame.head.header(),
+            message: Arc::from(message),
+        });
+    }
+
+    /// Follows the link sequence of a frame that read: a gap is loss on the wire, on
+    /// every consumer's row here.
+    fn follow(&self, seq: u64) {
+        let counters = &self.counters;
+        let step = counters.tracker.lock().observe(seq);
+        match step {
+            Step::Gap { lost } => {
+                counters.lost.fetch_add(lost, Ordering::Relaxed);
+                self.hub
+                    .account_on_subscribers_n(Fate::Dropped(DropReason::LostOnWire), lost);
             }
-            Err(error) => {
-                counters.reject(&self.key, &error);
-                // Each consumer of the stream lost this message: its input says so.
-                hub.count_on_subscribers(DropReason::DeserializeFailed);
+            Step::Reset { cause, expected } => {
+                counters.note_reset(&self.key, seq, cause, expected);
             }
+            Step::InOrder | Step::Behind => {}
         }
     }
 }
@@ -356,6 +368,7 @@ impl Ingress {
             sent_by_producer: false,
             batches: 0,
             batched: 0,
+            tap: None,
         }
     }
 }

@@ -94,6 +94,7 @@ impl SenderRecord {
             sent_by_producer: self.inline.is_some(),
             batches: self.link.batches.load(Ordering::Relaxed),
             batched: self.link.batched.load(Ordering::Relaxed),
+            tap: None,
         }
     }
 }

@@ -20,12 +20,12 @@ mod tables;
 pub use balance::{BalanceError, Balanced, Unbalanced, balance_checks, check_balance};
 pub use rows::{
     BufferStats, CodecRole, CodecStats, DropCounts, InputStats, InstanceStats, LinkStats,
-    OutputStats, RateStats, TapStats, ThreadKind, ThreadStats, WireDirection, WireStats,
+    OutputStats, RateStats, TapStats, TapWire, ThreadKind, ThreadStats, WireDirection, WireStats,
 };
 
 pub(crate) use records::{
-    CodecRecord, InputRecord, InstanceRecord, LinkRecord, OutputRecord, Records, TapRecord,
-    ThreadListing,
+    CodecRecord, InputRecord, InstanceRecord, LinkRecord, OutputRecord, Records, TapIngressRow,
+    TapRecord, ThreadListing,
 };
 
 /// Everything counted so far in a run.

@@ -1,6 +1,7 @@
 //! Taps: listening to any stream of a run while it goes on, from the run handle
 //! ([`RunHandle::tap`](crate::RunHandle::tap)) or from a module (`Context::taps`).
 
+use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use crate::clock::Signal;
 use crate::hub::{Demand, Hub, Wants};
 use crate::partition::{Ingress, Joined};
 use crate::queue::{Bound, InputQueue};
-use crate::stats::{Records, TapRecord};
+use crate::stats::{Records, TapIngressRow, TapRecord};
 use crate::worker::Shared;
 
 /// Why a tap could not attach.
@@ -166,7 +167,11 @@ impl streamwire_core::StreamTap for AnyTap {
         // A stream from another process does not close when the run stops: its sender
         // sends a stop frame, after which nothing it sent can still arrive.
         self.queue.is_closed()
-            || (self._remote.as_ref().is_some_and(Ingress::has_ended) && self.queue.is_empty())
+            || (self
+                .remote
+                .as_ref()
+                .is_some_and(|(ingress, _)| ingress.has_ended())
+                && self.queue.is_empty())
     }
 
     fn in_flight_at_stop(&self) -> u64 {
@@ -211,10 +216,16 @@ impl TapPoint {
         let wants = wanted.map_or(Wants::Any, Wants::Message);
         let (id, _) = hub.subscribe(queue.clone(), wants, Demand::Always);
         let attached = Arc::new(AtomicBool::new(true));
+        let remote = remote.map(|ingress| {
+            let ingress = Arc::new(ingress);
+            let row = Arc::new(Mutex::new(TapIngressRow::Live(Arc::downgrade(&ingress))));
+            (ingress, row)
+        });
         self.records.taps.lock().push(TapRecord {
             stream: stream.to_owned(),
             queue: queue.clone(),
             attached: attached.clone(),
+            remote: remote.as_ref().map(|(_, row)| row.clone()),
         });
         Ok(AnyTap {
             hub,
@@ -223,7 +234,7 @@ impl TapPoint {
             signal,
             attached,
             shared: self.shared.clone(),
-            _remote: remote,
+            remote,
         })
     }
 
@@ -374,8 +385,9 @@ pub struct AnyTap {
     /// For the stop flag, and to unregister the tap's wake-up when it detaches.
     shared: Arc<Shared>,
     /// A tap from another partition than the producer's: its subscription on the
-    /// transport, undeclared when the tap detaches.
-    _remote: Option<Ingress>,
+    /// transport (the only owner: undeclared when the tap detaches), and its wire row,
+    /// which keeps the ingress's last counts then.
+    remote: Option<(Arc<Ingress>, Arc<Mutex<TapIngressRow>>)>,
 }
 
 impl AnyTap {
@@ -413,6 +425,9 @@ impl AnyTap {
 impl Drop for AnyTap {
     fn drop(&mut self) {
         self.attached.store(false, Ordering::SeqCst);
+        if let Some((ingress, row)) = self.remote.take() {
+            *row.lock() = TapIngressRow::Final(Box::new(ingress.stats()));
+        }
         self.hub.unsubscribe(self.id);
         // Taps come and go for as long as a run lasts: nothing of them may pile up.
         self.shared

@@ -286,9 +286,25 @@ fn lazy_encode_follows_a_remote_byte_consumer() {
     assert!(encoder(&busy).done >= 5, "{busy}");
     let inbound = wire(&busy, WireDirection::Out, "robot", "color_image/compressed");
     assert!(inbound.frames > 0, "{busy}");
+    // The tap's own ingress is a row of the wire table, as a planned link's is (issue 50).
+    let tap_row = |stats: &RunStats| -> WireStats {
+        wire(stats, WireDirection::In, "laptop", "color_image/compressed").clone()
+    };
+    let row = tap_row(&busy);
+    assert!(row.frames > 0, "{busy}");
+    assert_eq!(
+        row.tap.map(|t| (t.id, t.attached)),
+        Some((0, true)),
+        "{busy}"
+    );
+    assert!(busy.to_string().contains("in (tap 0)"), "{busy}");
 
     drop(tap);
     let after = handle.stats();
+    // Detached, it keeps its last counts.
+    let row = tap_row(&after);
+    assert!(row.frames > 0, "{after}");
+    assert_eq!(row.tap.map(|t| t.attached), Some(false), "{after}");
     let settled = wait_until(&handle, |s| {
         encoder(s).skipped >= encoder(&after).skipped + 5
     });
@@ -702,6 +718,77 @@ fn forged_link_sequences_are_resets_and_later_gaps_still_count() {
     // The report says it where a person reads it.
     let text = stats.to_string();
     assert!(text.contains("reset=2"), "{text}");
+    handle.stop();
+    foreign_frames_do_not_balance(handle.wait());
+}
+
+/// Where the fields of a frame's head and its payload start in `frame` (version 1 or 2):
+/// (schema version, link sequence, payload), offsets in bytes.
+fn head_fields(frame: &[u8]) -> (usize, usize, usize) {
+    let u32_at = |at: usize| u32::from_le_bytes(frame[at..at + 4].try_into().unwrap()) as usize;
+    let version = u16::from_le_bytes([frame[4], frame[5]]);
+    let head = if version == 1 {
+        16
+    } else {
+        24 + 8 * u32_at(16)
+    };
+    // CDR after its 4-byte encapsulation: the name (length, bytes), then u32 schema
+    // version and u64 link sequence, each aligned to its size.
+    let cdr = head + 4;
+    let schema = (4 + u32_at(cdr)).next_multiple_of(4);
+    let link_seq = (schema + 4).next_multiple_of(8);
+    (cdr + schema, cdr + link_seq, head + u32_at(8))
+}
+
+/// A frame of the planned type numbered `link_seq` that no consumer can read: its payload
+/// is no CBOR (`undecodable`) or, with `schema_bump`, of another schema version
+/// (`incompatible`).
+fn unreadable_frame(link_seq: u64, schema_bump: bool) -> Bytes {
+    let mut frame = jpeg_frame(link_seq).to_vec();
+    let (schema, _, payload) = head_fields(&frame);
+    if schema_bump {
+        frame[schema] += 1;
+    } else {
+        frame[payload] = 0xFF;
+    }
+    Bytes::from(frame)
+}
+
+/// Refused frames are counted once, on the wire row of their kind: not on the consumer's
+/// row, and their (forged) link sequence is not followed, so real frames after them are
+/// not lost; a refused frame of the real numbering is the one loss the next frame shows
+/// (issue 50).
+#[test]
+fn refused_frames_count_once_and_their_numbers_make_no_loss() {
+    let (loopback, handle) = idle_camera_on_a_loopback();
+    let key = "color_image/compressed";
+    let frames = [
+        jpeg_frame(0),
+        jpeg_frame(1),
+        // 28 ahead, 2^62 and 0: forged numbers on frames nobody can read.
+        unreadable_frame(30, false),
+        unreadable_frame(1 << 62, false),
+        unreadable_frame(0, true),
+        jpeg_frame(2),
+        jpeg_frame(3),
+        // The real frame 4, unreadable: lost once frame 5 arrives.
+        unreadable_frame(4, false),
+        jpeg_frame(5),
+    ];
+    for frame in frames {
+        loopback.put_raw(key, frame).unwrap();
+    }
+    let stats = wait_until(&handle, |s| {
+        let viewer = input(s, "viewer.frames");
+        viewer.delivered + viewer.dropped.queue_full == 5
+    });
+    let inbound = wire(&stats, WireDirection::In, "ui", key);
+    assert_eq!(inbound.rejected("undecodable"), 3, "{stats}");
+    assert_eq!(inbound.rejected("incompatible"), 1, "{stats}");
+    assert_eq!((inbound.lost, inbound.resets), (1, 0), "{stats}");
+    let viewer = input(&stats, "viewer.frames");
+    assert_eq!(viewer.dropped.deserialize_failed, 0, "{stats}");
+    assert_eq!(viewer.dropped.lost_on_wire, 1, "{stats}");
     handle.stop();
     foreign_frames_do_not_balance(handle.wait());
 }

@@ -48,8 +48,9 @@ pub(crate) struct RunPlacement {
     /// between the processes of a host are then copied through TCP.
     #[arg(long)]
     pub(crate) no_shared_memory: bool,
-    /// A planned link between processes that received nothing for this long while its
-    /// sender sent is *silent*: named with a warning and in the report, exit status 3.
+    /// A planned link between processes (or a tap's own ingress, while its tap is
+    /// attached) that received nothing for this long while its sender sent is *silent*:
+    /// named with a warning and in the report, exit status 3.
     #[arg(long, value_name = "S", default_value_t = 5.0)]
     pub(crate) silent_link: f64,
     /// A silent link is warned about and reported, but the exit status stays the run's.
@@ -231,12 +232,7 @@ pub(crate) fn coordinate(
         stop,
         &mut |event| eprintln!("coordinator: {event}"),
         &mut |stats| {
-            if let Some(previous) = &previous {
-                eprintln!("{}", streamwire_cli::status_line(previous, stats));
-            }
-            for link in silent.observe(stats, std::time::Instant::now()) {
-                eprintln!("warning: silent link: {link}");
-            }
+            progress(&mut silent, previous.as_ref(), stats);
             previous = Some(stats.clone());
         },
         // What the workers' modules announce (the viewer's address), as `run` prints it
@@ -253,6 +249,30 @@ pub(crate) fn coordinate(
     println!("{}", streamwire_cli::accounting(&report.report));
     let code = with_silences(exit_code(&report.report), silences.len(), run.allow_silent);
     Ok((code, report.report, Some(report.access)))
+}
+
+/// Once a second, from the workers' counters `stats` (and the `previous` ones): the status
+/// line, and the links (taps' ingresses included) that went silent or receive again.
+fn progress(
+    silent: &mut SilentLinks,
+    previous: Option<&streamwire_runtime::RunStats>,
+    stats: &streamwire_runtime::RunStats,
+) {
+    let newly = silent.observe(stats, std::time::Instant::now());
+    if let Some(previous) = previous {
+        let mut line = streamwire_cli::status_line(previous, stats);
+        // Silent links stay on the line while they last.
+        if silent.ongoing() > 0 {
+            line.push_str(&format!(" | silent links {}", silent.ongoing()));
+        }
+        eprintln!("{line}");
+    }
+    for link in newly {
+        eprintln!("warning: silent link: {link}");
+    }
+    for link in silent.recovered() {
+        eprintln!("silent link receives again: {link}");
+    }
 }
 
 /// The exit status of a run that ended with `code` and had `silences` silent links: 3

@@ -215,6 +215,10 @@ mod tests {
                 sent_by_producer: true,
                 batches: n + 9,
                 batched: n + 10,
+                tap: Some(TapWire {
+                    id: n,
+                    attached: true,
+                }),
             }],
             buffers: vec![BufferStats {
                 name: format!("camera{n}.image"),

@@ -43,7 +43,7 @@ pub(crate) struct Records {
     /// Streams leaving a partition of this process.
     pub(crate) senders: Vec<SenderRecord>,
     /// Streams entering a partition of this process (the planned ones; a tap's own
-    /// ingress is not listed).
+    /// ingress is listed with its tap, `TapRecord::remote`).
     pub(crate) ingresses: Vec<Ingress>,
     /// The process's pools as they were when the run was built: a run reports what it
     /// was served, not what earlier runs of the same process were.
@@ -145,6 +145,18 @@ pub(crate) struct TapRecord {
     pub(crate) queue: Arc<InputQueue>,
     /// Cleared when it detaches.
     pub(crate) attached: Arc<AtomicBool>,
+    /// Its own ingress, when it listens from another partition than the producer's: a
+    /// row of the wire table.
+    pub(crate) remote: Option<Arc<Mutex<TapIngressRow>>>,
+}
+
+/// The wire row of a tap's own ingress: read live while the tap holds the ingress, its
+/// last counts once the tap detached (and the subscription with it).
+pub(crate) enum TapIngressRow {
+    /// The tap holds it.
+    Live(std::sync::Weak<Ingress>),
+    /// The tap detached: its last counts.
+    Final(Box<super::WireStats>),
 }
 
 impl Records {
@@ -253,6 +265,7 @@ impl Records {
                 .iter()
                 .map(SenderRecord::stats)
                 .chain(self.ingresses.iter().map(Ingress::stats))
+                .chain(self.tap_ingress_stats())
                 .collect(),
             buffers: self.buffer_stats(),
             threads: self
@@ -320,6 +333,27 @@ impl Records {
                 queue.settle_relay();
             }
         }
+    }
+
+    /// The wire rows of the taps' own ingresses, numbered as the taps table.
+    fn tap_ingress_stats(&self) -> Vec<super::WireStats> {
+        self.taps
+            .lock()
+            .iter()
+            .enumerate()
+            .filter_map(|(id, t)| {
+                let row = t.remote.as_ref()?.lock();
+                let mut wire = match &*row {
+                    TapIngressRow::Live(ingress) => ingress.upgrade()?.stats(),
+                    TapIngressRow::Final(last) => (**last).clone(),
+                };
+                wire.tap = Some(super::TapWire {
+                    id: id as u64,
+                    attached: t.attached.load(Ordering::SeqCst),
+                });
+                Some(wire)
+            })
+            .collect()
     }
 
     fn tap_stats(&self) -> Vec<TapStats> {

@@ -159,6 +159,22 @@ pub struct WireStats {
     /// See `batches`.
     #[serde(default)]
     pub batched: u64,
+    /// Receiving, on a tap's own ingress (a web relay's client, a recorder or a tool
+    /// listening from another process than the stream's producer's): which tap, and
+    /// whether it is still attached; a distributed run's coordinator watches the
+    /// attached ones as it watches planned links (issue 50). `None` on a planned link.
+    #[serde(default)]
+    pub tap: Option<TapWire>,
+}
+
+/// The tap a wire row is the ingress of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct TapWire {
+    /// The tap's number among its process's taps (the row of the taps table).
+    pub id: u64,
+    /// Attached now: someone listens (a detached tap's row keeps its last counts).
+    pub attached: bool,
 }
 
 impl WireStats {

@@ -360,11 +360,16 @@ impl RunStats {
                     .join(" ");
                 vec![
                     w.partition.clone(),
-                    match w.direction {
-                        WireDirection::Out => "out",
-                        WireDirection::In => "in",
-                    }
-                    .to_owned(),
+                    match (w.direction, w.tap) {
+                        (WireDirection::Out, _) => "out".to_owned(),
+                        (WireDirection::In, None) => "in".to_owned(),
+                        // A tap's own ingress (the taps table's row of that number).
+                        (WireDirection::In, Some(tap)) => format!(
+                            "in (tap {}{})",
+                            tap.id,
+                            if tap.attached { "" } else { ", detached" }
+                        ),
+                    },
                     w.key.clone(),
                     w.frames.to_string(),
                     bytes(w.wire_bytes),
