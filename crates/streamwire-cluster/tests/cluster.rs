@@ -1418,6 +1418,7 @@ fn watch_tap(access: streamwire_cluster::Access, pause: bool) -> Watched {
                     stop.store(true, Ordering::SeqCst);
                 }
             },
+            &mut |_| {},
         )
         .unwrap();
     assert_eq!(paused.is_some(), pause, "the tap never received: {cluster}");

@@ -4,8 +4,6 @@
 //! the schema on the channel so that a replay into a changed type is refused.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::BufReader;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
@@ -473,7 +471,7 @@ pub enum AppReplayError {
 /// # Ok::<(), streamwire_mcap::AppReplayError>(())
 /// ```
 pub struct AppReplay<M> {
-    reader: mcap::io::MessageReader<BufReader<File>>,
+    reader: crate::scan::FileMessages,
     topic: String,
     schema: AppSchema,
     first: Option<mcap::Message<'static>>,
@@ -487,7 +485,7 @@ impl<M: Message> AppReplay<M> {
         let schema = AppSchema::of::<M>()?;
         let mut reader = crate::scan::open(path)?;
         let first = loop {
-            match reader.next() {
+            match reader.messages.next() {
                 None => {
                     return Err(AppReplayError::NoTopic {
                         path: path.to_owned(),
@@ -555,7 +553,7 @@ impl<M: Message> Iterator for AppReplay<M> {
         let message = match self.first.take() {
             Some(first) => first,
             None => loop {
-                match self.reader.next()? {
+                match self.reader.messages.next()? {
                     Ok(m) if m.channel.topic == self.topic => break m,
                     Ok(_) => {}
                     Err(error) => {
