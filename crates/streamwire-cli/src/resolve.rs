@@ -442,6 +442,12 @@ fn read_config<T: DeserializeOwned>(
                 .or(match of_instance.as_slice() {
                     [one] if key == prefix => Some(*one),
                     _ => None,
+                })
+                // A code blueprint's config struct may keep no path either (a flattened
+                // field): the one setting given is the one at fault.
+                .or(match layers {
+                    [one] if key.is_empty() || key == prefix => Some(one),
+                    _ => None,
                 });
         match at_fault {
             Some(s) => ConfigError {
@@ -450,7 +456,17 @@ fn read_config<T: DeserializeOwned>(
             }
             .into(),
             None if key.is_empty() || key == prefix => {
-                anyhow!("invalid configuration of {what}: {inner}")
+                let given: Vec<String> = layers
+                    .iter()
+                    .map(|s| format!("`{}={}`", s.key, s.value))
+                    .collect();
+                match given.as_slice() {
+                    [] => anyhow!("invalid configuration of {what}: {inner}"),
+                    _ => anyhow!(
+                        "invalid configuration of {what} (one of {}): {inner}",
+                        given.join(", ")
+                    ),
+                }
             }
             None => anyhow!("invalid configuration of {what}: `{key}`: {inner}"),
         }

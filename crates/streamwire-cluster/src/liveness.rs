@@ -169,6 +169,7 @@ impl SilentLinks {
         let new = self
             .ended
             .get(self.recovered_said..)
+            // infallible: `recovered_said` is only ever set to `ended.len()`, which grows.
             .unwrap_or_default()
             .to_vec();
         self.recovered_said = self.ended.len();

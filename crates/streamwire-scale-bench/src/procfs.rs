@@ -79,10 +79,11 @@ fn parent_in_stat(stat: &str) -> Option<u32> {
 pub fn sample(proc: &Path, pid: u32) -> Option<ProcessSample> {
     let dir = proc.join(pid.to_string());
     let status = std::fs::read_to_string(dir.join("status")).ok()?;
-    let rollup = std::fs::read_to_string(dir.join("smaps_rollup")).unwrap_or_default();
-    let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+    // A file that cannot be read means the process ended between the reads: no sample.
+    let rollup = std::fs::read_to_string(dir.join("smaps_rollup")).ok()?;
+    let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
     let fds = std::fs::read_dir(dir.join("fd")).map_or(0, |d| d.count() as u64);
-    let maps = std::fs::read_to_string(dir.join("maps")).unwrap_or_default();
+    let maps = std::fs::read_to_string(dir.join("maps")).ok()?;
     Some(ProcessSample {
         pid,
         role: role(&cmdline, field_kb(&status, "Name:").as_deref()),
