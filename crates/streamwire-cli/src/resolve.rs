@@ -434,21 +434,20 @@ fn read_config<T: DeserializeOwned>(
             .iter()
             .filter(|s| !prefix.is_empty() && s.key.starts_with(&format!("{prefix}.")))
             .collect();
-        let at_fault =
-            layers
-                .iter()
-                .rev()
-                .find(|s| s.key == key)
-                .or(match of_instance.as_slice() {
-                    [one] if key == prefix => Some(*one),
-                    _ => None,
-                })
-                // A code blueprint's config struct may keep no path either (a flattened
-                // field): the one setting given is the one at fault.
-                .or(match layers {
-                    [one] if key.is_empty() || key == prefix => Some(one),
-                    _ => None,
-                });
+        let at_fault = layers
+            .iter()
+            .rev()
+            .find(|s| s.key == key)
+            .or(match of_instance.as_slice() {
+                [one] if key == prefix => Some(*one),
+                _ => None,
+            })
+            // A code blueprint's config struct may keep no path either (a flattened
+            // field): the one setting given is the one at fault.
+            .or(match layers {
+                [one] if key.is_empty() || key == prefix => Some(one),
+                _ => None,
+            });
         match at_fault {
             Some(s) => ConfigError {
                 origin: s.source.clone(),

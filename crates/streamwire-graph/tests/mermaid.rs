@@ -84,7 +84,7 @@ fn two_decoders() -> Plan {
     blueprint.place(&left, Placement::process("ui").on_host("laptop"));
     let right = blueprint.add("right", Viewer { frames: In::new() });
     blueprint.place(&right, Placement::process("tools").on_host("laptop"));
-    blueprint.autoconnect().build().unwrap()
+    blueprint.autoconnect().build().expect("the plan builds")
 }
 
 #[test]
