@@ -397,6 +397,41 @@ fn a_worker_stopped_past_the_lease_receives_again_once_resumed() {
     assert_eq!(inbound.resets, 0, "{stdout}");
 }
 
+/// A coordinator that does not run for longer than the 5 s a hand-started worker waits for
+/// it (SIGSTOP here; on a loaded machine, starved of CPU) does not end the workers it
+/// started: their standard input would have told them of its end, so they wait longer,
+/// keep exchanging frames, and report when it runs again. (An hour's soak at load average
+/// 25-40 lost three workers this way: "stops: the coordinator stopped answering".)
+#[test]
+fn workers_outlast_a_coordinator_that_did_not_run_for_a_while() {
+    let mut command = Command::new(BIN);
+    command
+        .args(["run", "demo-split", "--insecure", "-o", "web.port=0"])
+        .args(["--duration", "9"]);
+    let mut run = Running::start(command);
+    run.wait_for("every worker is ready");
+    std::thread::sleep(Duration::from_millis(500));
+    run.signal("STOP");
+    std::thread::sleep(Duration::from_millis(6500));
+    run.signal("CONT");
+    let status = run.wait();
+    let (stdout, stderr) = (run.stdout(), run.stderr());
+    assert!(!stderr.contains("stopped answering"), "{stderr}");
+    assert_eq!(status.code(), Some(0), "{status}\n{stdout}\n{stderr}");
+    // Every worker it started sent its report: the table lists them all.
+    for process in [
+        "robot/camera",
+        "robot/sensors",
+        "robot/perception",
+        "robot/mapping",
+        "base_station/base",
+        "laptop/ui",
+    ] {
+        assert!(stdout.contains(process), "{process}:\n{stdout}");
+    }
+    assert!(!stdout.contains("without its report"), "{stdout}");
+}
+
 /// A worker stopped (SIGSTOP) past `--peer-timeout` (3 s here) is treated as dead: the
 /// coordinator says so, kills it, and the blueprint's supervision (`stop`, the default)
 /// fails the run naming it.

@@ -28,6 +28,14 @@ const POLL: Duration = Duration::from_millis(100);
 /// A worker that has heard nothing from its coordinator for this long stops.
 const COORDINATOR_SILENCE: Duration = Duration::from_secs(5);
 
+/// The same for a worker its coordinator started (`watch_stdin`): the coordinator's end,
+/// however it ends, closes the worker's standard input at once, so silence only has to
+/// catch a coordinator that hangs. A coordinator starved of CPU (a loaded machine: an
+/// hour's soak at load average 25-40 on 2 cores) can miss its 100 ms answers for more
+/// than 5 s while its workers still run and exchange frames; three workers stopping then
+/// ended their part of the run for nothing.
+const STARTED_WORKER_COORDINATOR_SILENCE: Duration = Duration::from_secs(30);
+
 /// Two polls further apart than this mean the worker itself did not run in between
 /// (stopped by SIGSTOP, a suspended machine, starved of CPU): a poll takes at most the
 /// query's timeout and the pause between polls.
@@ -42,14 +50,16 @@ struct Silence {
     heard: Instant,
     last_poll: Instant,
     not_running: Duration,
+    limit: Duration,
 }
 
 impl Silence {
-    fn new() -> Silence {
+    fn new(limit: Duration) -> Silence {
         Silence {
             heard: Instant::now(),
             last_poll: Instant::now(),
             not_running: Duration::ZERO,
+            limit,
         }
     }
 
@@ -72,7 +82,7 @@ impl Silence {
 
     /// Whether the coordinator has been silent, while this worker ran, for too long.
     fn too_long(&self) -> bool {
-        self.heard.elapsed().saturating_sub(self.not_running) >= COORDINATOR_SILENCE
+        self.heard.elapsed().saturating_sub(self.not_running) >= self.limit
     }
 }
 
@@ -257,6 +267,15 @@ struct Worker<'a> {
 }
 
 impl Worker<'_> {
+    /// How long this worker may hear nothing from its coordinator before it stops.
+    fn coordinator_silence(&self) -> Duration {
+        if self.options.watch_stdin {
+            STARTED_WORKER_COORDINATOR_SILENCE
+        } else {
+            COORDINATOR_SILENCE
+        }
+    }
+
     fn told_to_stop(&self) -> bool {
         self.stop.load(Ordering::SeqCst) || self.stdin_closed.load(Ordering::SeqCst)
     }
@@ -356,7 +375,7 @@ impl Worker<'_> {
         let started = Instant::now();
         let mut matched = false;
         let mut warned_unmatched = false;
-        let mut silence = Silence::new();
+        let mut silence = Silence::new(self.coordinator_silence());
         let mut last_stats = Instant::now();
         let stopped_by = loop {
             if let Some(gap) = silence.poll() {
@@ -470,7 +489,7 @@ impl Worker<'_> {
     /// Keeps the session until the run ends: frames this worker sent last (the end of a
     /// stream) may still be on their way, and closing the session would drop them.
     fn linger(&self, keys: &Keys) -> Result<(), ClusterError> {
-        let mut silence = Silence::new();
+        let mut silence = Silence::new(self.coordinator_silence());
         while !silence.too_long() && !self.told_to_stop() {
             silence.poll();
             match self.ask_state(keys, false, None, Vec::new())? {
