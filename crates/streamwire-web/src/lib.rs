@@ -88,6 +88,7 @@ mod foxglove;
 pub mod fuzzing;
 mod listener;
 mod rosbridge;
+mod rosout;
 mod server;
 mod typedefs;
 pub mod wire;
@@ -449,6 +450,7 @@ impl Node for WebRelay {
             }
             running.report_drops(cx);
         }
+        rosout::report_counts(cx);
         Ok(())
     }
 
@@ -457,6 +459,7 @@ impl Node for WebRelay {
             running.shutdown();
             running.report_drops(cx);
         }
+        rosout::report_counts(cx);
         Ok(())
     }
 
