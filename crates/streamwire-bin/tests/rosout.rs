@@ -83,14 +83,11 @@ fn client(dir: &Path, script: &str, url: &str) -> serde_json::Value {
 }
 
 /// The record a client got, checked as `rcl_interfaces/msg/Log` of the planner's warning.
-fn check_record(answer: &serde_json::Value) {
+fn check_record(answer: &serde_json::Value, named: &str) {
     let record = &answer["record"];
     assert_eq!(record["level"], 30, "{answer}");
     let name = record["name"].as_str().unwrap_or_default();
-    assert!(
-        name.starts_with("coordinator/streamwire_graph::planner"),
-        "{answer}"
-    );
+    assert!(name.starts_with(named), "{answer}");
     let text = record["msg"].as_str().unwrap_or_default();
     assert!(text.contains("receives lossy pixels of `color_image`"), "{answer}");
     assert!(
@@ -103,12 +100,26 @@ fn check_record(answer: &serde_json::Value) {
 
 #[test]
 fn a_planner_warning_reaches_rosout_of_a_distributed_run_through_both_protocols() {
+    planner_warning_on_rosout(&[], "coordinator/streamwire_graph::planner");
+}
+
+/// The same in one process (`--in-process`): no forwarding, the relay reads its own
+/// process's records.
+#[test]
+fn a_planner_warning_reaches_rosout_of_a_run_in_one_process() {
+    planner_warning_on_rosout(&["--in-process"], "streamwire_graph::planner");
+}
+
+/// Runs the demo with `extra` and reads `/rosout` with both clients: the planner's
+/// warning, its name starting with `named`.
+fn planner_warning_on_rosout(extra: &[&str], named: &str) {
     let Some((roslib, foxglove)) = clients() else {
         return;
     };
     let report = tempfile::NamedTempFile::new().expect("a report file");
     let mut child = Command::new(BIN)
         .args(["run", "demo", "--duration", "40"])
+        .args(extra)
         .args(["-o", "web.port=0", "-o", "foxglove.enabled=true"])
         .args(["-o", "camera.width=320", "-o", "camera.height=240"])
         .arg("--report")
@@ -140,9 +151,9 @@ fn a_planner_warning_reaches_rosout_of_a_distributed_run_through_both_protocols(
     let rosbridge = url.replacen("/foxglove?", "/?", 1);
 
     let from_roslib = client(&roslib, "rosout_roslib.mjs", &rosbridge);
-    check_record(&from_roslib);
+    check_record(&from_roslib, named);
     let from_foxglove = client(&foxglove, "rosout_foxglove.js", url);
-    check_record(&from_foxglove);
+    check_record(&from_foxglove, named);
     assert_eq!(from_foxglove["schemaName"], "rcl_interfaces/msg/Log");
 
     // The run ends by itself; the relay's row counts the records it had.

@@ -713,12 +713,55 @@ mod tests {
             subscribe["key_exprs"],
             json!([
                 "streamwire/lab/color_image",
-                "streamwire/lab/color_image/compressed"
+                "streamwire/lab/color_image/compressed",
+                "streamwire/lab/@log/**"
             ])
         );
         assert_eq!(
             json["subjects"][2],
             json!({ "id": "process0", "cert_common_names": ["base_station/base"] })
+        );
+    }
+
+    /// The `key_exprs` of rule `id` that contain `@log`.
+    fn log_keys(json: &serde_json::Value, id: &str) -> Vec<String> {
+        let rule = json["rules"].as_array().unwrap().iter().find(|r| r["id"] == id);
+        rule.map(|r| r["key_exprs"].as_array().unwrap().clone())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|k| k.as_str().filter(|k| k.contains("@log")).map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn each_member_puts_only_its_own_log_records_and_only_a_tapping_process_reads_them() {
+        let json = rules_with(None).to_json();
+        let subjects = json["subjects"].as_array().unwrap();
+        let id_of = |name: &str| {
+            subjects
+                .iter()
+                .find(|s| s["cert_common_names"][0] == name)
+                .map(|s| s["id"].as_str().unwrap().to_owned())
+                .unwrap()
+        };
+        for process in ["base_station/base", "laptop/ui", "robot/sensors"] {
+            let id = id_of(process);
+            assert_eq!(
+                log_keys(&json, &format!("{id}-0")),
+                [format!("streamwire/lab/@log/{process}")]
+            );
+            // Nobody taps in this plan: nobody reads the log records.
+            assert!(log_keys(&json, &format!("{id}-1")).is_empty());
+        }
+        assert_eq!(
+            log_keys(&json, "coordinator-2"),
+            ["streamwire/lab/@log/coordinator"]
+        );
+        let tapping = rules_with(Some(Tapper { streams: vec![] })).to_json();
+        let base = id_of("base_station/base");
+        assert_eq!(
+            log_keys(&tapping, &format!("{base}-1")),
+            ["streamwire/lab/@log/**"]
         );
     }
 
