@@ -68,11 +68,8 @@ fn line_with(lines: &Receiver<String>, marker: &str, limit: Duration) -> (Option
 /// Runs a node client in `dir` (each waits at most 30 s); its one JSON answer.
 fn client(dir: &Path, script: &str, url: &str) -> serde_json::Value {
     let mut command = Command::new(NODE);
-    command
-        .args([script, url, "lossy pixels"])
-        .current_dir(dir);
-    let out =
-        streamwire_testdata::process::output_bounded(command, &[], Duration::from_secs(45));
+    command.args([script, url, "lossy pixels"]).current_dir(dir);
+    let out = streamwire_testdata::process::output_bounded(command, &[], Duration::from_secs(45));
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
         panic!(
@@ -89,13 +86,19 @@ fn check_record(answer: &serde_json::Value, named: &str) {
     let name = record["name"].as_str().unwrap_or_default();
     assert!(name.starts_with(named), "{answer}");
     let text = record["msg"].as_str().unwrap_or_default();
-    assert!(text.contains("receives lossy pixels of `color_image`"), "{answer}");
+    assert!(
+        text.contains("receives lossy pixels of `color_image`"),
+        "{answer}"
+    );
     assert!(
         record["file"].as_str().is_some_and(|f| f.ends_with(".rs")),
         "{answer}"
     );
     assert!(record["line"].as_u64().is_some_and(|l| l > 0), "{answer}");
-    assert!(record["stamp"]["sec"].as_u64().is_some_and(|s| s > 0), "{answer}");
+    assert!(
+        record["stamp"]["sec"].as_u64().is_some_and(|s| s > 0),
+        "{answer}"
+    );
 }
 
 #[test]

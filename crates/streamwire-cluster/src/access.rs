@@ -725,7 +725,11 @@ mod tests {
 
     /// The `key_exprs` of rule `id` that contain `@log`.
     fn log_keys(json: &serde_json::Value, id: &str) -> Vec<String> {
-        let rule = json["rules"].as_array().unwrap().iter().find(|r| r["id"] == id);
+        let rule = json["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id);
         rule.map(|r| r["key_exprs"].as_array().unwrap().clone())
             .unwrap_or_default()
             .iter()

@@ -202,10 +202,15 @@ const LOGS: &str = "rosout";
 /// records, warnings and above of every process (the process's log hub), on `/rosout`.
 fn asks_for_logs(asked: &[String], available: &[(String, &'static str)]) -> (Vec<String>, bool) {
     let is_logs = |name: &str| {
-        name.trim_start_matches('/') == LOGS && !available.iter().any(|(s, _)| s == name)
+        let name = name.trim_start_matches('/');
+        name == LOGS && !available.iter().any(|(s, _)| s == name)
     };
     let logs = asked.iter().any(|name| is_logs(name));
-    let rest = asked.iter().filter(|name| !is_logs(name)).cloned().collect();
+    let rest = asked
+        .iter()
+        .filter(|name| !is_logs(name))
+        .cloned()
+        .collect();
     (rest, logs)
 }
 
@@ -464,5 +469,25 @@ impl TapWorker {
                 more_since(unsaid)
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rosout_asked_for_is_the_runs_log_records_unless_a_stream_has_that_name() {
+        let streams = [("odometry".to_owned(), "streamwire/Odometry")];
+        let asked = ["/rosout".to_owned(), "odometry".to_owned()];
+        assert_eq!(
+            asks_for_logs(&asked, &streams),
+            (vec!["odometry".to_owned()], true)
+        );
+        let named = [("rosout".to_owned(), "streamwire/LogRecord")];
+        assert_eq!(
+            asks_for_logs(&["rosout".to_owned()], &named),
+            (vec!["rosout".to_owned()], false)
+        );
     }
 }

@@ -13,9 +13,10 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, LazyLock, Weak};
 use std::time::{Duration, Instant};
 
+use parking_lot::{Condvar, Mutex};
 use streamwire_core::{Envelope, Header, StreamTap};
 
 use crate::LogRecord;
@@ -111,11 +112,6 @@ pub fn hub() -> &'static LogHub {
     &HUB
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A reader that panicked holding a queue leaves records, not a broken invariant.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl Default for LogHub {
     fn default() -> Self {
         LogHub::new()
@@ -146,18 +142,18 @@ impl LogHub {
     /// Names this process (`robot/sensors`, `coordinator`): its records' names become
     /// `<process>/<name>` from now on.
     pub fn set_process(&self, process: &str) {
-        lock(&self.inner).process = Some(Arc::from(process));
+        self.inner.lock().process = Some(Arc::from(process));
     }
 
     /// The process's name, if [`set_process`](LogHub::set_process) gave one.
     pub fn process(&self) -> Option<Arc<str>> {
-        lock(&self.inner).process.clone()
+        self.inner.lock().process.clone()
     }
 
     /// Offers a record this process logged; false when the rate limit dropped it
     /// (counted). Never waits for a reader.
     pub fn offer(&self, mut record: LogRecord) -> bool {
-        let mut inner = lock(&self.inner);
+        let mut inner = self.inner.lock();
         if !inner.bucket.take(Instant::now()) {
             self.rate_limited.fetch_add(1, Ordering::Relaxed);
             return false;
@@ -173,14 +169,17 @@ impl LogHub {
     /// Offers a record another process of the run logged (its forwarder's name checked
     /// by the receiver); no rate limit here, the sender's applied.
     pub fn offer_remote(&self, record: LogRecord) {
-        let mut inner = lock(&self.inner);
+        let mut inner = self.inner.lock();
         self.received.fetch_add(1, Ordering::Relaxed);
         self.publish(&mut inner, record, Origin::Remote);
     }
 
     /// Notes that process `from` has dropped `total` records in all (its latest count).
     pub fn remote_dropped(&self, from: &str, total: u64) {
-        lock(&self.inner).remote_dropped.insert(from.to_owned(), total);
+        self.inner
+            .lock()
+            .remote_dropped
+            .insert(from.to_owned(), total);
     }
 
     /// Counts a record received from another process that could not be read.
@@ -207,7 +206,7 @@ impl LogHub {
     /// A subscription to the records of `origins` (`Local` only: a forwarder, which must
     /// not send back what it received), starting with those the history still holds.
     pub fn subscribe(&self, origins: &[Origin]) -> LogSubscription {
-        let mut inner = lock(&self.inner);
+        let mut inner = self.inner.lock();
         let queue = Arc::new(Queue {
             origins: origins.to_vec(),
             records: Mutex::new(VecDeque::new()),
@@ -232,7 +231,7 @@ impl LogHub {
             received: self.received.load(Ordering::Relaxed),
             rate_limited: self.rate_limited.load(Ordering::Relaxed),
             queue_dropped: self.queue_dropped.load(Ordering::Relaxed),
-            remote_dropped: lock(&self.inner).remote_dropped.values().sum(),
+            remote_dropped: self.inner.lock().remote_dropped.values().sum(),
         }
     }
 }
@@ -251,7 +250,7 @@ impl Queue {
 
     /// Queues `record`; false when the queue is full (the record is dropped).
     fn push(&self, record: LogRecord) -> bool {
-        let mut records = lock(&self.records);
+        let mut records = self.records.lock();
         if records.len() >= QUEUE {
             return false;
         }
@@ -290,12 +289,13 @@ impl StreamTap for LogSubscription {
 impl LogSubscription {
     /// The next record, waiting up to `timeout`.
     pub fn recv_timeout(&self, timeout: Duration) -> Option<LogRecord> {
-        let records = lock(&self.queue.records);
-        let (mut records, _) = self
-            .queue
-            .ready
-            .wait_timeout_while(records, timeout, |r| r.is_empty())
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut records = self.queue.records.lock();
+        if records.is_empty() {
+            let _ = self
+                .queue
+                .ready
+                .wait_while_for(&mut records, |r| r.is_empty(), timeout);
+        }
         records.pop_front()
     }
 }
@@ -351,7 +351,10 @@ mod tests {
             hub.offer_remote(record(n));
         }
         assert_eq!(hub.counts().dropped(), 7);
-        assert_eq!(reader.recv_timeout(Duration::ZERO).map(|r| r.msg), Some("0".into()));
+        assert_eq!(
+            reader.recv_timeout(Duration::ZERO).map(|r| r.msg),
+            Some("0".into())
+        );
     }
 
     #[test]
@@ -367,7 +370,10 @@ mod tests {
                 .map(|r| r.name.to_string())
                 .collect::<Vec<_>>()
         };
-        assert_eq!(names(&everything), ["robot/sensors/t", "robot/perception/x"]);
+        assert_eq!(
+            names(&everything),
+            ["robot/sensors/t", "robot/perception/x"]
+        );
         assert_eq!(names(&forwarder), ["robot/sensors/t"]);
     }
 
