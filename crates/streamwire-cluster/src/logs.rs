@@ -29,6 +29,8 @@ use crate::{ClusterError, engine};
 
 /// How often a forwarder looks for a subscriber, its stop flag and its drop count.
 const POLL: Duration = Duration::from_millis(100);
+/// How long a forwarder waits after it found a subscriber before it sends.
+const SETTLE: Duration = Duration::from_secs(1);
 /// The largest forwarded record a receiver reads (a record is a log line).
 const MAX_BYTES: usize = 64 * 1024;
 
@@ -110,8 +112,11 @@ fn forward(publisher: &Publisher<'static>, stop: &AtomicBool) {
                 .matching_status()
                 .wait()
                 .is_ok_and(|status| status.matching());
+            // zenoh says "matching" once the subscriber's declaration arrived; puts in
+            // the moments after were seen lost (the first records of a run), so the
+            // forwarder lets the route settle first.
+            std::thread::sleep(if matched { SETTLE } else { POLL });
             if !matched {
-                std::thread::sleep(POLL);
                 continue;
             }
         }

@@ -20,7 +20,14 @@ ros.on("error", (error) => {
   process.exit(0);
 });
 await ros.connect(url);
-const topic = new Topic({ ros, name: "/rosout", messageType: "rcl_interfaces/msg/Log" });
+// A queue as long as the relay keeps records for a late subscriber (keep-last 1 would
+// leave only the newest of a burst).
+const topic = new Topic({
+  ros,
+  name: "/rosout",
+  messageType: "rcl_interfaces/msg/Log",
+  queue_length: 256,
+});
 let before = 0;
 topic.subscribe((record) => {
   if (typeof record.msg === "string" && record.msg.includes(wanted)) {
