@@ -89,25 +89,27 @@ fn join_feed(
         messages: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
     });
-    // A topic nothing in the run feeds (`/rosout` without log records) keeps its
-    // subscribers, silent.
-    if let Some(stream) = &topic.stream {
-        start_feed(shared, &feed, stream)?;
+    // `/rosout` always has a feed (the run's own log records); another topic has its
+    // stream's.
+    if topic.stream.is_some() || matches!(topic.source, Source::Rosout(_)) {
+        start_feed(shared, &feed)?;
     }
     feeds.insert(topic.name.clone(), feed);
     Ok(())
 }
 
-/// Taps `stream` and starts `feed`'s thread on it.
-fn start_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, stream: &str) -> Result<(), String> {
+/// Taps the topic's stream (`/rosout`: the log hub too) and starts `feed`'s thread on it.
+fn start_feed(shared: &Arc<Shared>, feed: &Arc<Feed>) -> Result<(), String> {
     let topic = &feed.topic;
-    let tap = shared.taps.tap(stream, Some(topic.tap_as)).map_err(|e| {
-        format!(
-            "cannot tap `/{}`: {}",
-            topic.name,
-            streamwire_core::log::chain(e.as_ref())
-        )
-    })?;
+    let tap = match (&topic.stream, topic.source) {
+        (stream, Source::Rosout(_)) => crate::rosout::tap(&*shared.taps, stream.as_deref()),
+        (Some(stream), _) => shared
+            .taps
+            .tap(stream, Some(topic.tap_as))
+            .map_err(|e| streamwire_core::log::chain(e.as_ref()).to_string()),
+        (None, _) => Err("nothing in the run feeds it".to_owned()),
+    }
+    .map_err(|e| format!("cannot tap `/{}`: {e}", topic.name))?;
     // A number first: Linux keeps 15 bytes of a thread's name, and topics share prefixes.
     let number = shared.next_feed.fetch_add(1, Ordering::Relaxed);
     let (shared, feed) = (shared.clone(), feed.clone());
@@ -124,8 +126,8 @@ fn start_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, stream: &str) -> Result<()
 }
 
 fn stream_name(feed: &Feed) -> &str {
-    // infallible: a feed without a stream (`/rosout` with no log records) has no name to show
-    feed.topic.stream.as_deref().unwrap_or_default()
+    // `/rosout` of a run without a log-record stream reads only the log hub.
+    feed.topic.stream.as_deref().unwrap_or("log hub")
 }
 
 /// The feed's thread: each message of `tap` to the subscribers due one, until the relay
