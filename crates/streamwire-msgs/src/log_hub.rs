@@ -8,6 +8,10 @@
 //! has a queue of [`QUEUE`] records (a full one drops the new record), and the last
 //! [`HISTORY`] records are kept for a subscriber that comes later (the planner warns
 //! before any relay runs), as ROS 2 keeps `/rosout`'s last records for a late reader.
+//! Each record the hub keeps has a number, in the order offered: a reader that serves
+//! several clients from one subscription (the relay's `/rosout` feed) gives a client who
+//! joins later the history up to the last record it read
+//! ([`LogSubscription::history_read`]), and the rest as it comes, none twice.
 //! An offer takes two short locks and copies one record per subscriber: a log storm
 //! costs the logging thread that much, never a wait.
 
@@ -70,7 +74,8 @@ impl LogCounts {
 
 /// The process's hub of log records ([`hub`]).
 pub struct LogHub {
-    inner: Mutex<Inner>,
+    /// Shared with its subscriptions, which read its history.
+    inner: Arc<Mutex<Inner>>,
     logged: AtomicU64,
     received: AtomicU64,
     rate_limited: AtomicU64,
@@ -80,7 +85,10 @@ pub struct LogHub {
 struct Inner {
     /// The process's name, put before each local record's name.
     process: Option<Arc<str>>,
-    history: VecDeque<(LogRecord, Origin)>,
+    /// The records kept, each with its number.
+    history: VecDeque<(u64, LogRecord, Origin)>,
+    /// The number of the next record kept.
+    next: u64,
     subscribers: Vec<Weak<Queue>>,
     bucket: Bucket,
     /// What the run's other processes said they dropped, each its latest total.
@@ -122,16 +130,17 @@ impl LogHub {
     /// An empty hub (tests; a process uses [`hub`]).
     pub fn new() -> LogHub {
         LogHub {
-            inner: Mutex::new(Inner {
+            inner: Arc::new(Mutex::new(Inner {
                 process: None,
                 history: VecDeque::new(),
+                next: 0,
                 subscribers: Vec::new(),
                 bucket: Bucket {
                     tokens: f64::from(BURST),
                     at: None,
                 },
                 remote_dropped: BTreeMap::new(),
-            }),
+            })),
             logged: AtomicU64::new(0),
             received: AtomicU64::new(0),
             rate_limited: AtomicU64::new(0),
@@ -191,12 +200,14 @@ impl LogHub {
         if inner.history.len() == HISTORY {
             inner.history.pop_front();
         }
-        inner.history.push_back((record.clone(), origin));
+        let number = inner.next;
+        inner.next += 1;
+        inner.history.push_back((number, record.clone(), origin));
         inner.subscribers.retain(|queue| {
             let Some(queue) = queue.upgrade() else {
                 return false;
             };
-            if queue.wants(origin) && !queue.push(record.clone()) {
+            if queue.wants(origin) && !queue.push(number, record.clone()) {
                 self.queue_dropped.fetch_add(1, Ordering::Relaxed);
             }
             true
@@ -212,15 +223,16 @@ impl LogHub {
             records: Mutex::new(VecDeque::new()),
             ready: Condvar::new(),
         });
-        for (record, origin) in &inner.history {
-            if queue.wants(*origin) && !queue.push(record.clone()) {
+        for (number, record, origin) in &inner.history {
+            if queue.wants(*origin) && !queue.push(*number, record.clone()) {
                 self.queue_dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
         inner.subscribers.push(Arc::downgrade(&queue));
         LogSubscription {
             queue,
-            seq: AtomicU64::new(0),
+            hub: self.inner.clone(),
+            read: Mutex::new(None),
         }
     }
 
@@ -239,7 +251,8 @@ impl LogHub {
 /// A subscriber's bounded queue.
 struct Queue {
     origins: Vec<Origin>,
-    records: Mutex<VecDeque<LogRecord>>,
+    /// The records, each with its number in the hub.
+    records: Mutex<VecDeque<(u64, LogRecord)>>,
     ready: Condvar,
 }
 
@@ -248,13 +261,13 @@ impl Queue {
         self.origins.contains(&origin)
     }
 
-    /// Queues `record`; false when the queue is full (the record is dropped).
-    fn push(&self, record: LogRecord) -> bool {
+    /// Queues record `number`; false when the queue is full (the record is dropped).
+    fn push(&self, number: u64, record: LogRecord) -> bool {
         let mut records = self.records.lock();
         if records.len() >= QUEUE {
             return false;
         }
-        records.push_back(record);
+        records.push_back((number, record));
         self.ready.notify_one();
         true
     }
@@ -262,18 +275,21 @@ impl Queue {
 
 /// A subscription to a [`LogHub`]: its records in the order offered. Dropping it
 /// unsubscribes. As a [`StreamTap`] (what a relay's `/rosout` or a recorder reads), each
-/// record comes in an envelope stamped with its own time.
+/// record comes in an envelope stamped with its own time and numbered as the hub numbered
+/// it.
 pub struct LogSubscription {
     queue: Arc<Queue>,
-    seq: AtomicU64,
+    hub: Arc<Mutex<Inner>>,
+    /// The number of the last record read.
+    read: Mutex<Option<u64>>,
 }
 
 impl StreamTap for LogSubscription {
     fn recv_timeout(&self, timeout: Duration) -> Option<Envelope> {
-        let record = LogSubscription::recv_timeout(self, timeout)?;
+        let (number, record) = self.next(timeout)?;
         Some(Envelope {
             header: Header {
-                seq: self.seq.fetch_add(1, Ordering::Relaxed),
+                seq: number,
                 publish_time: record.stamp,
             },
             message: Arc::new(record),
@@ -289,6 +305,10 @@ impl StreamTap for LogSubscription {
 impl LogSubscription {
     /// The next record, waiting up to `timeout`.
     pub fn recv_timeout(&self, timeout: Duration) -> Option<LogRecord> {
+        self.next(timeout).map(|(_, record)| record)
+    }
+
+    fn next(&self, timeout: Duration) -> Option<(u64, LogRecord)> {
         let mut records = self.queue.records.lock();
         if records.is_empty() {
             let _ = self
@@ -296,7 +316,26 @@ impl LogSubscription {
                 .ready
                 .wait_while_for(&mut records, |r| r.is_empty(), timeout);
         }
-        records.pop_front()
+        let next = records.pop_front()?;
+        *self.read.lock() = Some(next.0);
+        Some(next)
+    }
+
+    /// The records of its origins the hub's history still holds, up to the last one this
+    /// subscription read, oldest first (each numbered as the hub numbered it): what a
+    /// reader serving several clients gives one who joins after it began, before the
+    /// records it reads next.
+    pub fn history_read(&self) -> Vec<(u64, LogRecord)> {
+        let Some(through) = *self.read.lock() else {
+            return Vec::new();
+        };
+        self.hub
+            .lock()
+            .history
+            .iter()
+            .filter(|(number, _, origin)| *number <= through && self.queue.wants(*origin))
+            .map(|(number, record, _)| (*number, record.clone()))
+            .collect()
     }
 }
 
@@ -375,6 +414,28 @@ mod tests {
             ["robot/sensors/t", "robot/perception/x"]
         );
         assert_eq!(names(&forwarder), ["robot/sensors/t"]);
+    }
+
+    #[test]
+    fn a_reader_gives_a_later_client_what_it_read_and_nothing_twice() {
+        let hub = LogHub::new();
+        let feed = hub.subscribe(&[Origin::Local, Origin::Remote]);
+        assert!(feed.history_read().is_empty(), "nothing read yet");
+        for n in 0..3 {
+            hub.offer(record(n));
+        }
+        // The feed read two of three: a client joining now gets those two from the
+        // history and the third from the feed.
+        assert!(feed.recv_timeout(Duration::ZERO).is_some());
+        assert!(feed.recv_timeout(Duration::ZERO).is_some());
+        let history: Vec<String> = feed
+            .history_read()
+            .into_iter()
+            .map(|(_, r)| r.msg.to_string())
+            .collect();
+        assert_eq!(history, ["0", "1"]);
+        let next = StreamTap::recv_timeout(&feed, Duration::ZERO).map(|e| e.header.seq);
+        assert_eq!(next, Some(2));
     }
 
     #[test]

@@ -1,46 +1,82 @@
 //! What `/rosout` carries: the run's log records, warnings and above, from every process
 //! (this one's and, in a distributed run, what the others forwarded here: the process's
 //! [`log_hub`]), with a log-record stream of the run's when it has one.
+//!
+//! A client gets the records logged before it subscribed: the feed's first subscriber
+//! from the hub's history, as its subscription starts; one who joins a running feed from
+//! the same history, up to the last record the feed read ([`History`]), before the feed's
+//! next. And a `/rosout` subscriber's queue holds [`QUEUE`] frames whatever it asked for,
+//! so that a burst of history reaches it whole (ROS 2 keeps `/rosout`'s last 1000
+//! records for a late reader); what a full queue drops is counted as any topic's.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use streamwire_core::{Context, Envelope, StreamTap, TapService};
+use streamwire_core::{Context, Envelope, Header, StreamTap, TapService};
 use streamwire_msgs::log_hub::{self, LogSubscription, Origin};
 
 /// How long a wait on the stream lasts before the hub is looked at again.
 const SLICE: Duration = Duration::from_millis(20);
 
+/// The frames a `/rosout` subscriber's queue holds at least: the hub's history.
+pub(crate) const QUEUE: usize = log_hub::HISTORY;
+
 /// The tap behind `/rosout`: the hub's records first, then the stream's.
 struct RosoutTap {
-    hub: LogSubscription,
-    stream: Box<dyn StreamTap>,
+    hub: Arc<LogSubscription>,
+    stream: Option<Box<dyn StreamTap>>,
+}
+
+/// The hub's records a running `/rosout` feed has read, for a client who joins it.
+pub(crate) struct History(Arc<LogSubscription>);
+
+impl History {
+    /// The records the feed read that the hub still holds, oldest first.
+    pub(crate) fn envelopes(&self) -> Vec<Envelope> {
+        self.0
+            .history_read()
+            .into_iter()
+            .map(|(seq, record)| Envelope {
+                header: Header {
+                    seq,
+                    publish_time: record.stamp,
+                },
+                message: Arc::new(record),
+            })
+            .collect()
+    }
 }
 
 /// `/rosout`'s tap: the process's log hub, and `stream` (a log-record stream) when the
-/// run has one.
+/// run has one; and the history a client joining its feed later gets.
 pub(crate) fn tap(
     taps: &dyn TapService,
     stream: Option<&str>,
-) -> Result<Box<dyn StreamTap>, String> {
-    let hub = log_hub::hub().subscribe(&[Origin::Local, Origin::Remote]);
-    let Some(stream) = stream else {
-        return Ok(Box::new(hub));
-    };
-    let stream = taps
-        .tap(stream, None)
+) -> Result<(Box<dyn StreamTap>, History), String> {
+    let hub = Arc::new(log_hub::hub().subscribe(&[Origin::Local, Origin::Remote]));
+    let stream = stream
+        .map(|stream| taps.tap(stream, None))
+        .transpose()
         .map_err(|e| streamwire_core::log::chain(e.as_ref()).to_string())?;
-    Ok(Box::new(RosoutTap { hub, stream }))
+    let tap = RosoutTap {
+        hub: hub.clone(),
+        stream,
+    };
+    Ok((Box::new(tap), History(hub)))
 }
 
 impl StreamTap for RosoutTap {
     fn recv_timeout(&self, timeout: Duration) -> Option<Envelope> {
+        let Some(stream) = &self.stream else {
+            return StreamTap::recv_timeout(&*self.hub, timeout);
+        };
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(envelope) = StreamTap::recv_timeout(&self.hub, Duration::ZERO) {
+            if let Some(envelope) = StreamTap::recv_timeout(&*self.hub, Duration::ZERO) {
                 return Some(envelope);
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            if let Some(envelope) = self.stream.recv_timeout(left.min(SLICE)) {
+            if let Some(envelope) = stream.recv_timeout(left.min(SLICE)) {
                 return Some(envelope);
             }
             if Instant::now() >= deadline {
@@ -50,7 +86,7 @@ impl StreamTap for RosoutTap {
     }
 
     fn dropped(&self) -> u64 {
-        self.stream.dropped()
+        self.stream.as_ref().map_or(0, |s| s.dropped())
     }
 }
 
