@@ -153,9 +153,21 @@ fn planner_warning_on_rosout(extra: &[&str], named: &str) {
     // The rosbridge endpoint is the relay's root, with the same token.
     let rosbridge = url.replacen("/foxglove?", "/?", 1);
 
-    let from_roslib = client(&roslib, "rosout_roslib.mjs", &rosbridge);
+    // Both at once: whichever subscribes second joins the relay's running `/rosout` feed,
+    // and must still get the warning, logged long before either came (before, it got
+    // only what came after it, and a burst of history reached a client cut to the last
+    // few of its keep-last queue).
+    let (from_roslib, from_foxglove) = std::thread::scope(|s| {
+        let roslib = s.spawn(|| client(&roslib, "rosout_roslib.mjs", &rosbridge));
+        let foxglove = s.spawn(|| client(&foxglove, "rosout_foxglove.js", url));
+        (roslib.join(), foxglove.join())
+    });
+    let (from_roslib, from_foxglove) = (
+        from_roslib.expect("the roslib client's thread"),
+        from_foxglove.expect("the Foxglove client's thread"),
+    );
+    eprintln!("roslib: {from_roslib}\nfoxglove: {from_foxglove}");
     check_record(&from_roslib, named);
-    let from_foxglove = client(&foxglove, "rosout_foxglove.js", url);
     check_record(&from_foxglove, named);
     assert_eq!(from_foxglove["schemaName"], "rcl_interfaces/msg/Log");
 

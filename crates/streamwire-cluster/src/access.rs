@@ -504,6 +504,11 @@ impl AccessRules {
                     vec![format!("{p}/@cluster/worker/**")],
                 ),
                 (vec!["put"], vec![format!("{p}/@log/{COORDINATOR}")]),
+                // A receiver that came late asks for the records sent before it.
+                (
+                    vec!["declare_queryable", "reply"],
+                    vec![format!("{p}/@log/{COORDINATOR}")],
+                ),
             ],
         );
         add(
@@ -547,7 +552,8 @@ impl AccessRules {
 
 /// What a worker may send: its streams and its own log records, its subscriptions (the
 /// run's log records when it taps) and their announcements, its own control keys and
-/// liveliness token, and the history of what it produces.
+/// liveliness token, the history of what it produces, and of its log records (asked
+/// when it taps).
 fn member_grants<'a>(p: &str, m: &Member) -> Vec<(Vec<&'a str>, Vec<String>)> {
     let own = &m.process;
     let produces = || m.produces.iter().map(|s| s.trim_start_matches('/'));
@@ -595,6 +601,15 @@ fn member_grants<'a>(p: &str, m: &Member) -> Vec<(Vec<&'a str>, Vec<String>)> {
         (
             vec!["reply"],
             produces().map(|s| format!("{p}/@history/{s}/*")).collect(),
+        ),
+        // Its log records sent before a receiver came, for that receiver, which asks.
+        (
+            vec!["declare_queryable", "reply"],
+            vec![format!("{p}/@log/{own}")],
+        ),
+        (
+            vec!["query"],
+            m.taps.then(|| format!("{p}/@log/**")).into_iter().collect(),
         ),
     ]
 }

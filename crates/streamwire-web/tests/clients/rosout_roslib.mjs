@@ -20,8 +20,9 @@ ros.on("error", (error) => {
   process.exit(0);
 });
 await ros.connect(url);
-// A queue as long as the relay keeps records for a late subscriber (keep-last 1 would
-// leave only the newest of a burst).
+// A long queue, as a ROS tool reading `/rosout` asks (the relay caps `queue_length` at 16,
+// but holds 256 `/rosout` frames per client whatever is asked: a burst of history arrives
+// whole).
 const topic = new Topic({
   ros,
   name: "/rosout",
