@@ -32,6 +32,7 @@ mod commands;
 pub mod config;
 mod plugin;
 mod resolve;
+mod rosout;
 mod status;
 pub mod topic;
 
@@ -45,6 +46,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use streamwire_graph::Blueprint;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 pub use commands::run::{accounting, exit_code, on_ctrl_c};
 pub use commands::seconds;
@@ -341,16 +345,22 @@ fn init_logging(verbose: u8, quiet_planner: bool) {
     // it skips name verification says nothing a user must act on. Nor does the warning
     // of zenoh's admin space about a link event of a transport already gone, which
     // closing a session with links still going down can print.
-    let mut directives = format!("{level},zenoh_link_tls::utils=error,zenoh::api::admin=error");
+    let mut quiet = ",zenoh_link_tls::utils=error,zenoh::api::admin=error".to_owned();
     if quiet_planner {
-        directives.push_str(",streamwire_graph::planner=error");
+        quiet.push_str(",streamwire_graph::planner=error");
     }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&directives));
-    // A second CLI in one process (tests) keeps the first subscriber.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{level}{quiet}")));
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
+        .with_filter(filter);
+    // Warnings and above also go to `/rosout` (the process's log hub), whatever
+    // `--verbose` or `RUST_LOG` print.
+    let hub = rosout::ToHub.with_filter(rosout::filter(&quiet));
+    // A second CLI in one process (tests) keeps the first subscriber.
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(hub)
         .try_init();
 }

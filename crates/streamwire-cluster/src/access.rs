@@ -14,8 +14,10 @@
 //! produces and subscribe only to those it consumes or its instances declare they tap
 //! (a recorder's, `Node::taps`); only the coordinator may answer
 //! on the control keys, and each worker may ask only its own
-//! (`streamwire/<run>/@cluster/{join,state,report}/<host>/<process>`); a tool may only
-//! read. What a session sends is not restricted (the receiver judges it).
+//! (`streamwire/<run>/@cluster/{join,state,report}/<host>/<process>`); every member
+//! (the coordinator included) may put its own log records
+//! (`streamwire/<run>/@log/<host>/<process>`, `@log/coordinator`) and a process that taps
+//! may subscribe to everyone's; a tool may only read. What a session sends is not restricted (the receiver judges it).
 //!
 //! A user/password pair (zenoh's `usrpwd`) was the other candidate: zenoh checks it only
 //! on the accepting end of a link, so the end that connected cannot name its peer, and
@@ -374,6 +376,9 @@ struct Member {
     process: String,
     produces: BTreeSet<String>,
     consumes: BTreeSet<String>,
+    /// Whether one of its instances taps the run's streams (a relay, a recorder): it
+    /// receives the run's log records too.
+    taps: bool,
 }
 
 impl AccessRules {
@@ -390,6 +395,7 @@ impl AccessRules {
                 process: p.placement().to_string(),
                 produces: BTreeSet::new(),
                 consumes: BTreeSet::new(),
+                taps: false,
             })
             .collect();
         let member_of = |members: &[Member], placement: String| {
@@ -451,6 +457,7 @@ impl AccessRules {
                 .cloned()
                 .collect();
             members[at].consumes.extend(elsewhere);
+            members[at].taps = true;
         }
         AccessRules {
             prefix: format!("streamwire/{run_id}"),
@@ -496,13 +503,22 @@ impl AccessRules {
                     vec!["declare_liveliness_subscriber"],
                     vec![format!("{p}/@cluster/worker/**")],
                 ),
+                (vec!["put"], vec![format!("{p}/@log/{COORDINATOR}")]),
+                // A receiver that came late asks for the records sent before it.
+                (
+                    vec!["declare_queryable", "reply"],
+                    vec![format!("{p}/@log/{COORDINATOR}")],
+                ),
             ],
         );
         add(
             "tool".to_owned(),
             TOOL,
             vec![
-                (vec!["declare_subscriber"], vec![format!("{p}/**")]),
+                (
+                    vec!["declare_subscriber"],
+                    vec![format!("{p}/**"), format!("{p}/@log/**")],
+                ),
                 (
                     vec!["liveliness_query", "declare_liveliness_subscriber"],
                     vec![format!("{p}/@sub/**/@/**"), format!("{p}/@pub/**/@/**")],
@@ -520,7 +536,7 @@ impl AccessRules {
                 "reply", "liveliness_token", "declare_liveliness_subscriber", "liveliness_query"],
             "key_exprs": [format!("{p}/**"), format!("{p}/@cluster/**"),
                 format!("{p}/@sub/**/@/**"), format!("{p}/@pub/**/@/**"),
-                format!("{p}/@history/**")],
+                format!("{p}/@history/**"), format!("{p}/@log/**")],
         }));
         let everyone: Vec<serde_json::Value> = subjects.iter().map(|s| s["id"].clone()).collect();
         policies.push(json!({ "id": "send", "rules": ["send"], "subjects": everyone }));
@@ -534,8 +550,10 @@ impl AccessRules {
     }
 }
 
-/// What a worker may send: its streams, its subscriptions and their announcements, its
-/// own control keys and liveliness token, and the history of what it produces.
+/// What a worker may send: its streams and its own log records, its subscriptions (the
+/// run's log records when it taps) and their announcements, its own control keys and
+/// liveliness token, the history of what it produces, and of its log records (asked
+/// when it taps).
 fn member_grants<'a>(p: &str, m: &Member) -> Vec<(Vec<&'a str>, Vec<String>)> {
     let own = &m.process;
     let produces = || m.produces.iter().map(|s| s.trim_start_matches('/'));
@@ -543,11 +561,17 @@ fn member_grants<'a>(p: &str, m: &Member) -> Vec<(Vec<&'a str>, Vec<String>)> {
     vec![
         (
             vec!["put"],
-            produces().map(|s| format!("{p}/{s}")).collect(),
+            produces()
+                .map(|s| format!("{p}/{s}"))
+                .chain([format!("{p}/@log/{own}")])
+                .collect(),
         ),
         (
             vec!["declare_subscriber"],
-            consumes().map(|s| format!("{p}/{s}")).collect(),
+            consumes()
+                .map(|s| format!("{p}/{s}"))
+                .chain(m.taps.then(|| format!("{p}/@log/**")))
+                .collect(),
         ),
         (
             vec!["liveliness_token"],
@@ -577,6 +601,15 @@ fn member_grants<'a>(p: &str, m: &Member) -> Vec<(Vec<&'a str>, Vec<String>)> {
         (
             vec!["reply"],
             produces().map(|s| format!("{p}/@history/{s}/*")).collect(),
+        ),
+        // Its log records sent before a receiver came, for that receiver, which asks.
+        (
+            vec!["declare_queryable", "reply"],
+            vec![format!("{p}/@log/{own}")],
+        ),
+        (
+            vec!["query"],
+            m.taps.then(|| format!("{p}/@log/**")).into_iter().collect(),
         ),
     ]
 }
@@ -695,12 +728,59 @@ mod tests {
             subscribe["key_exprs"],
             json!([
                 "streamwire/lab/color_image",
-                "streamwire/lab/color_image/compressed"
+                "streamwire/lab/color_image/compressed",
+                "streamwire/lab/@log/**"
             ])
         );
         assert_eq!(
             json["subjects"][2],
             json!({ "id": "process0", "cert_common_names": ["base_station/base"] })
+        );
+    }
+
+    /// The `key_exprs` of rule `id` that contain `@log`.
+    fn log_keys(json: &serde_json::Value, id: &str) -> Vec<String> {
+        let rule = json["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id);
+        rule.map(|r| r["key_exprs"].as_array().unwrap().clone())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|k| k.as_str().filter(|k| k.contains("@log")).map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn each_member_puts_only_its_own_log_records_and_only_a_tapping_process_reads_them() {
+        let json = rules_with(None).to_json();
+        let subjects = json["subjects"].as_array().unwrap();
+        let id_of = |name: &str| {
+            subjects
+                .iter()
+                .find(|s| s["cert_common_names"][0] == name)
+                .map(|s| s["id"].as_str().unwrap().to_owned())
+                .unwrap()
+        };
+        for process in ["base_station/base", "laptop/ui", "robot/sensors"] {
+            let id = id_of(process);
+            assert_eq!(
+                log_keys(&json, &format!("{id}-0")),
+                [format!("streamwire/lab/@log/{process}")]
+            );
+            // Nobody taps in this plan: nobody reads the log records.
+            assert!(log_keys(&json, &format!("{id}-1")).is_empty());
+        }
+        assert_eq!(
+            log_keys(&json, "coordinator-2"),
+            ["streamwire/lab/@log/coordinator"]
+        );
+        let tapping = rules_with(Some(Tapper { streams: vec![] })).to_json();
+        let base = id_of("base_station/base");
+        assert_eq!(
+            log_keys(&tapping, &format!("{base}-1")),
+            ["streamwire/lab/@log/**"]
         );
     }
 

@@ -23,7 +23,7 @@ use crate::protocol::{
     self, JoinReply, JoinRequest, Keys, ReportRequest, StateReply, StateRequest,
 };
 use crate::supervise::{Event, Supervisor};
-use crate::{ClusterError, ClusterReport, engine, plan_hash};
+use crate::{ClusterError, ClusterReport, engine, logs, plan_hash};
 
 /// Who may join a run and what each member may say.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -230,7 +230,12 @@ impl Drop for ClosedRun {
 struct Declarations {
     _queryables: Vec<zenoh::query::Queryable<()>>,
     _liveliness: zenoh::pubsub::Subscriber<()>,
+    /// Its log records (the planner's warnings) on their way to `/rosout`.
+    _logs: logs::LogLink,
 }
+
+/// The coordinator's name on its log records and their key (`@log/coordinator`).
+const COORDINATOR_LOG_NAME: &str = crate::access::COORDINATOR;
 
 impl fmt::Debug for Coordinator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -287,6 +292,10 @@ impl Coordinator {
                 answer(session, &keys, "report", &board, &sender, report)?,
             ],
             _liveliness: declare_liveliness(session, &keys, &sender)?,
+            _logs: {
+                streamwire_msgs::log_hub::hub().set_process(COORDINATOR_LOG_NAME);
+                logs::start(session, transport.prefix(), COORDINATOR_LOG_NAME, false)?
+            },
         };
         Ok(Coordinator {
             transport,

@@ -49,6 +49,7 @@ pub mod access;
 pub mod cli;
 mod coordinator;
 pub mod liveness;
+mod logs;
 pub mod protocol;
 mod report;
 pub mod shared_memory;
@@ -191,6 +192,15 @@ pub enum ClusterError {
     Spawn {
         /// The process.
         process: String,
+        /// The OS error.
+        #[source]
+        error: std::io::Error,
+    },
+    /// A thread of the cluster's own could not be started.
+    #[error("cannot start {what}")]
+    Thread {
+        /// What the thread does.
+        what: &'static str,
         /// The OS error.
         #[source]
         error: std::io::Error,

@@ -20,7 +20,7 @@ use crate::access::{AccessRules, Credential, closed_endpoints};
 use crate::protocol::{
     self, JoinReply, JoinRequest, Keys, ReportRequest, StateReply, StateRequest,
 };
-use crate::{ClusterError, engine, plan_hash, resolve_process, shared_memory_pool};
+use crate::{ClusterError, engine, logs, plan_hash, resolve_process, shared_memory_pool};
 
 /// How often a worker asks the coordinator for the run's state (and says its own).
 const POLL: Duration = Duration::from_millis(100);
@@ -153,6 +153,8 @@ pub fn run_worker(
         run = options.run_id.as_deref().unwrap_or("join"),
     )
     .entered();
+    // Its log records on `/rosout` name it.
+    streamwire_msgs::log_hub::hub().set_process(&process);
     let hash = plan_hash(runnable.plan())?;
     let pool_bytes = runnable
         .plan()
@@ -302,6 +304,13 @@ impl Worker<'_> {
             .declare_token(keys.worker(self.process))
             .wait()
             .map_err(engine("the worker's liveliness token"))?;
+        // A process whose instances tap the run's streams (a web relay, a recorder)
+        // receives the others' log records too.
+        let taps = runnable
+            .plan()
+            .instances()
+            .any(|i| i.placement.to_string() == self.process && !i.taps().is_none());
+        let _logs = logs::start(self.base.session(), transport.prefix(), self.process, taps)?;
         say(&format!(
             "worker `{}` joined run `{}` (plan {})",
             self.process, reply.run_id, self.hash

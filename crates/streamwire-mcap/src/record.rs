@@ -13,6 +13,7 @@ use streamwire_core::{
     Context, Counter, Envelope, Message as _, Node, NodeResult, StreamTap, Taps,
 };
 use streamwire_macros::Module;
+use streamwire_msgs::log_hub::{self, Origin};
 use streamwire_msgs::{CompressedImage, Image};
 
 use crate::writer::{DEFAULT_CHUNK_BYTES, METADATA_NAME, McapWriter, RecordCounts};
@@ -210,6 +211,26 @@ pub fn plan_recording(
     Ok((plan, skipped))
 }
 
+/// The name under which a recorder records the run's own log records (on `/rosout`).
+const LOGS: &str = "rosout";
+
+/// The streams asked for without `rosout` (or `/rosout`), and whether it was asked for
+/// while no stream of the run has that name: then the recorder records the run's own log
+/// records, warnings and above of every process (the process's log hub), on `/rosout`.
+fn asks_for_logs(asked: &[String], available: &[(String, &'static str)]) -> (Vec<String>, bool) {
+    let is_logs = |name: &str| {
+        let name = name.trim_start_matches('/');
+        name == LOGS && !available.iter().any(|(s, _)| s == name)
+    };
+    let logs = asked.iter().any(|name| is_logs(name));
+    let rest = asked
+        .iter()
+        .filter(|name| !is_logs(name))
+        .cloned()
+        .collect();
+    (rest, logs)
+}
+
 /// What the recorder's threads share.
 struct Shared {
     /// The file; `None` once finished.
@@ -245,7 +266,13 @@ impl Node for McapRecorder {
     fn start(&mut self, cx: &mut Context<'_>) -> NodeResult {
         let _span = tracing::info_span!("mcap_record", instance = %cx.instance_name()).entered();
         let taps = cx.taps().ok_or(RecordError::NoTaps)?;
-        let (plan, skipped) = plan_recording(&taps.streams(), &self.streams)?;
+        let available = taps.streams();
+        let (asked, logs) = asks_for_logs(&self.streams, &available);
+        let (plan, skipped) = if logs && asked.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            plan_recording(&available, &asked)?
+        };
         if !skipped.is_empty() {
             tracing::warn!(
                 streams = %skipped.join(", "),
@@ -263,15 +290,24 @@ impl Node for McapRecorder {
             draining: AtomicBool::new(false),
             drain_until: Mutex::new(None),
         });
-        let mut threads = Vec::new();
-        for (index, entry) in plan.into_iter().enumerate() {
+        let mut tapped: Vec<(String, Option<AppSchema>, Box<dyn StreamTap>)> = Vec::new();
+        for entry in plan {
             let tap = taps.tap(&entry.tapped, entry.message)?;
-            let recorded = cx.counter(&format!("recorded:{}", entry.stream));
-            let dropped = cx.counter(&format!("dropped:{}", entry.stream));
+            tapped.push((entry.stream, entry.app, tap));
+        }
+        if logs {
+            let hub = log_hub::hub().subscribe(&[Origin::Local, Origin::Remote]);
+            tapped.push((LOGS.to_owned(), None, Box::new(hub)));
+        }
+        let mut threads = Vec::new();
+        for (index, (stream, app, tap)) in tapped.into_iter().enumerate() {
+            let recorded = cx.counter(&format!("recorded:{stream}"));
+            let dropped = cx.counter(&format!("dropped:{stream}"));
             let worker = TapWorker {
                 instance: cx.instance_name().to_owned(),
-                stream: entry.stream.clone(),
-                app: entry.app,
+                ends_at_drain: stream == LOGS,
+                stream: stream.clone(),
+                app,
                 tap,
                 shared: shared.clone(),
                 recorded: recorded.clone(),
@@ -280,14 +316,14 @@ impl Node for McapRecorder {
                 failures: BurstLog::default(),
             };
             let thread = std::thread::Builder::new()
-                .name(format!("sw mcap{index} {}", entry.stream))
+                .name(format!("sw mcap{index} {stream}"))
                 .spawn(move || worker.run())
                 .map_err(|source| RecordError::Io {
                     path: self.path.clone(),
                     source,
                 })?;
             threads.push(StreamThread {
-                stream: entry.stream,
+                stream,
                 recorded,
                 dropped,
                 thread,
@@ -298,10 +334,13 @@ impl Node for McapRecorder {
     }
 
     fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
-        let ended = self
-            .running
-            .as_ref()
-            .is_some_and(|r| r.threads.iter().all(|t| t.thread.is_finished()));
+        // The run's log records never end by themselves: a recorder of streams ends with
+        // its streams, one of log records only alone with the run.
+        let ended = self.running.as_ref().is_some_and(|r| {
+            let mut streams = r.threads.iter().filter(|t| t.stream != LOGS).peekable();
+            (streams.peek().is_some() || r.threads.is_empty())
+                && streams.all(|t| t.thread.is_finished())
+        });
         if ended {
             cx.finish();
         }
@@ -365,6 +404,9 @@ struct TapWorker {
     dropped: Counter,
     /// The sequence number expected next: a jump is messages this recorder never saw.
     next_seq: u64,
+    /// Ends as soon as nothing is left when the recorder drains (the run's log records,
+    /// which never close).
+    ends_at_drain: bool,
     /// Messages not written: the first of a burst logged, the rest counted.
     failures: BurstLog,
 }
@@ -383,7 +425,7 @@ impl TapWorker {
                 None if self.tap.is_closed() => break,
                 None if self.shared.draining.load(Ordering::SeqCst) => {
                     let until = *self.shared.drain_until.lock();
-                    if until.is_none_or(|until| Instant::now() >= until) {
+                    if self.ends_at_drain || until.is_none_or(|until| Instant::now() >= until) {
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(2));
@@ -476,5 +518,25 @@ impl TapWorker {
                 more_since(unsaid)
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rosout_asked_for_is_the_runs_log_records_unless_a_stream_has_that_name() {
+        let streams = [("odometry".to_owned(), "streamwire/Odometry")];
+        let asked = ["/rosout".to_owned(), "odometry".to_owned()];
+        assert_eq!(
+            asks_for_logs(&asked, &streams),
+            (vec!["odometry".to_owned()], true)
+        );
+        let named = [("rosout".to_owned(), "streamwire/LogRecord")];
+        assert_eq!(
+            asks_for_logs(&["rosout".to_owned()], &named),
+            (vec!["rosout".to_owned()], false)
+        );
     }
 }

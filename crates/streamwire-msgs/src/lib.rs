@@ -170,6 +170,7 @@ mod header;
 mod image;
 mod layout;
 mod log;
+pub mod log_hub;
 mod odometry;
 pub mod pcd;
 mod perception;

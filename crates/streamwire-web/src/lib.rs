@@ -92,6 +92,7 @@ mod foxglove;
 pub mod fuzzing;
 mod listener;
 mod rosbridge;
+mod rosout;
 mod server;
 mod typedefs;
 pub mod wire;
@@ -486,6 +487,7 @@ impl Node for WebRelay {
             }
             running.report_drops(cx);
         }
+        rosout::report_counts(cx);
         Ok(())
     }
 
@@ -494,6 +496,7 @@ impl Node for WebRelay {
             running.shutdown();
             running.report_drops(cx);
         }
+        rosout::report_counts(cx);
         Ok(())
     }
 

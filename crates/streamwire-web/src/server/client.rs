@@ -15,7 +15,7 @@ use super::shared::{Shared, lock};
 use crate::rosbridge::client_to_server::{Refused, StatusLevel};
 use crate::rosbridge::outgoing::PublishFormat;
 use crate::rosbridge::subscription::{Effective, Removed, Subscription, Subscriptions};
-use crate::rosbridge::topics::Topic;
+use crate::rosbridge::topics::{Source, Topic};
 
 /// Queued control replies (statuses, service responses) per client.
 const CONTROL_QUEUE: usize = 64;
@@ -42,21 +42,30 @@ pub(super) type Outgoing = Arc<[Message]>;
 pub(super) struct Slot<T> {
     frames: Mutex<VecDeque<T>>,
     capacity: AtomicUsize,
+    /// The least capacity, whatever a subscription asks for (`/rosout`'s history).
+    floor: usize,
     pub(super) dropped: AtomicU64,
 }
 
 impl<T> Slot<T> {
     fn new(capacity: usize) -> Slot<T> {
+        Slot::with_floor(capacity, 1)
+    }
+
+    fn with_floor(capacity: usize, floor: usize) -> Slot<T> {
+        let capacity = capacity.max(floor).max(1);
         Slot {
-            frames: Mutex::new(VecDeque::with_capacity(capacity)),
-            capacity: AtomicUsize::new(capacity.max(1)),
+            frames: Mutex::new(VecDeque::new()),
+            capacity: AtomicUsize::new(capacity),
+            floor,
             dropped: AtomicU64::new(0),
         }
     }
 
-    /// Keeps at most `capacity` from the next push on.
+    /// Keeps at most `capacity` (no less than its floor) from the next push on.
     fn set_capacity(&self, capacity: usize) {
-        self.capacity.store(capacity.max(1), Ordering::Relaxed);
+        self.capacity
+            .store(capacity.max(self.floor).max(1), Ordering::Relaxed);
     }
 
     /// Queues `frame`; true when the oldest was dropped for it.
@@ -76,6 +85,16 @@ impl<T> Slot<T> {
     pub(super) fn pop(&self) -> Option<T> {
         lock(&self.frames).pop_front()
     }
+}
+
+/// A subscriber's queue of `topic`, as long as it asked (`/rosout`'s: at least the log
+/// hub's history, [`crate::rosout::QUEUE`]).
+fn slot_for(topic: &Topic, queue_length: usize) -> Slot<Outgoing> {
+    let floor = match topic.source {
+        Source::Rosout(_) => crate::rosout::QUEUE,
+        _ => 1,
+    };
+    Slot::with_floor(queue_length, floor)
 }
 
 /// The form a subscription's frames are written in.
@@ -117,7 +136,7 @@ impl ClientTopic {
         Some(ClientTopic {
             spelling,
             topic: topic.name.clone(),
-            slot: Arc::new(Slot::new(effective.queue_length)),
+            slot: Arc::new(slot_for(topic, effective.queue_length)),
             subscriptions: Mutex::new((subscriptions, effective)),
             last_sent: Mutex::new(None),
             foxglove: None,
@@ -137,7 +156,7 @@ impl ClientTopic {
         ClientTopic {
             spelling: format!("/{}", topic.name),
             topic: topic.name.clone(),
-            slot: Arc::new(Slot::new(effective.queue_length)),
+            slot: Arc::new(slot_for(topic, effective.queue_length)),
             subscriptions: Mutex::new((Subscriptions::default(), effective)),
             last_sent: Mutex::new(None),
             foxglove: Some(subscription),

@@ -34,6 +34,9 @@ const FEED_LINGER: Duration = Duration::from_secs(2);
 pub(crate) struct Feed {
     pub(super) topic: Arc<Topic>,
     pub(super) subscribers: Mutex<Vec<(Arc<Client>, Arc<ClientTopic>)>>,
+    /// `/rosout`'s subscribers who joined the running feed: the feed's thread gives them
+    /// the history it read, then moves them to `subscribers`.
+    pub(super) joiners: Mutex<Vec<(Arc<Client>, Arc<ClientTopic>)>>,
     /// Messages read from the tap.
     pub(super) messages: AtomicU64,
     /// Bytes written, each form once.
@@ -67,6 +70,7 @@ pub(crate) fn unsubscribe(shared: &Shared, client: &Client, entry: &Arc<ClientTo
 pub(super) fn leave_feed(shared: &Shared, entry: &Arc<ClientTopic>) {
     if let Some(feed) = lock(&shared.feeds).get(&entry.topic) {
         lock(&feed.subscribers).retain(|(_, t)| !Arc::ptr_eq(t, entry));
+        lock(&feed.joiners).retain(|(_, t)| !Arc::ptr_eq(t, entry));
     }
 }
 
@@ -80,34 +84,46 @@ fn join_feed(
 ) -> Result<(), String> {
     let mut feeds = lock(&shared.feeds);
     if let Some(feed) = feeds.get(&topic.name) {
-        lock(&feed.subscribers).push((client.clone(), entry));
+        // A newcomer to `/rosout` gets the records logged before it came, as the feed's
+        // first subscriber did.
+        let joined = if matches!(topic.source, Source::Rosout(_)) {
+            &feed.joiners
+        } else {
+            &feed.subscribers
+        };
+        lock(joined).push((client.clone(), entry));
         return Ok(());
     }
     let feed = Arc::new(Feed {
         topic: topic.clone(),
         subscribers: Mutex::new(vec![(client.clone(), entry)]),
+        joiners: Mutex::new(Vec::new()),
         messages: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
     });
-    // A topic nothing in the run feeds (`/rosout` without log records) keeps its
-    // subscribers, silent.
-    if let Some(stream) = &topic.stream {
-        start_feed(shared, &feed, stream)?;
+    // `/rosout` always has a feed (the run's own log records); another topic has its
+    // stream's.
+    if topic.stream.is_some() || matches!(topic.source, Source::Rosout(_)) {
+        start_feed(shared, &feed)?;
     }
     feeds.insert(topic.name.clone(), feed);
     Ok(())
 }
 
-/// Taps `stream` and starts `feed`'s thread on it.
-fn start_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, stream: &str) -> Result<(), String> {
+/// Taps the topic's stream (`/rosout`: the log hub too) and starts `feed`'s thread on it.
+fn start_feed(shared: &Arc<Shared>, feed: &Arc<Feed>) -> Result<(), String> {
     let topic = &feed.topic;
-    let tap = shared.taps.tap(stream, Some(topic.tap_as)).map_err(|e| {
-        format!(
-            "cannot tap `/{}`: {}",
-            topic.name,
-            streamwire_core::log::chain(e.as_ref())
-        )
-    })?;
+    let (tap, history) = match (&topic.stream, topic.source) {
+        (stream, Source::Rosout(_)) => crate::rosout::tap(&*shared.taps, stream.as_deref())
+            .map(|(tap, history)| (tap, Some(history))),
+        (Some(stream), _) => shared
+            .taps
+            .tap(stream, Some(topic.tap_as))
+            .map(|tap| (tap, None))
+            .map_err(|e| streamwire_core::log::chain(e.as_ref()).to_string()),
+        (None, _) => Err("nothing in the run feeds it".to_owned()),
+    }
+    .map_err(|e| format!("cannot tap `/{}`: {e}", topic.name))?;
     // A number first: Linux keeps 15 bytes of a thread's name, and topics share prefixes.
     let number = shared.next_feed.fetch_add(1, Ordering::Relaxed);
     let (shared, feed) = (shared.clone(), feed.clone());
@@ -117,22 +133,31 @@ fn start_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, stream: &str) -> Result<()
             let _span =
                 tracing::info_span!("web feed", stream = %stream_name(&feed), topic = %feed.topic.name)
                     .entered();
-            run_feed(&shared, &feed, tap);
+            run_feed(&shared, &feed, tap, history.as_ref());
         })
         .map(drop)
         .map_err(|e| format!("cannot start the feed of `/{}`: {e}", topic.name))
 }
 
 fn stream_name(feed: &Feed) -> &str {
-    // infallible: a feed without a stream (`/rosout` with no log records) has no name to show
-    feed.topic.stream.as_deref().unwrap_or_default()
+    // `/rosout` of a run without a log-record stream reads only the log hub.
+    feed.topic.stream.as_deref().unwrap_or("log hub")
 }
 
 /// The feed's thread: each message of `tap` to the subscribers due one, until the relay
-/// stops or nobody has listened for [`FEED_LINGER`].
-fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
+/// stops or nobody has listened for [`FEED_LINGER`]; `/rosout`'s gives a client who joins
+/// it the `history` it read first.
+fn run_feed(
+    shared: &Arc<Shared>,
+    feed: &Arc<Feed>,
+    tap: Box<dyn StreamTap>,
+    history: Option<&crate::rosout::History>,
+) {
     let mut unwatched_since: Option<Instant> = None;
     loop {
+        if let Some(history) = history {
+            welcome(shared, feed, history);
+        }
         let envelope = tap.recv_timeout(FEED_POLL);
         if feed_ends(shared, feed, &mut unwatched_since) {
             return;
@@ -149,12 +174,26 @@ fn run_feed(shared: &Arc<Shared>, feed: &Arc<Feed>, tap: Box<dyn StreamTap>) {
     }
 }
 
+/// Gives the feed's joiners the records it read (those the hub still holds), then makes
+/// them subscribers: what it reads next reaches them as it reaches the others, so each
+/// record reaches them once. Between reads: the feed's thread alone reads its tap.
+fn welcome(shared: &Shared, feed: &Feed, history: &crate::rosout::History) {
+    let joiners = std::mem::take(&mut *lock(&feed.joiners));
+    if joiners.is_empty() {
+        return;
+    }
+    for envelope in history.envelopes() {
+        deliver(shared, feed, &envelope, joiners.clone());
+    }
+    lock(&feed.subscribers).extend(joiners);
+}
+
 /// Whether the feed ends now (the relay stops, or its linger without subscribers is
 /// over); an ending feed takes itself out of the relay's feeds, under their lock, so
 /// that a client subscribing meanwhile starts a new one.
 fn feed_ends(shared: &Shared, feed: &Arc<Feed>, unwatched_since: &mut Option<Instant>) -> bool {
     let mut feeds = lock(&shared.feeds);
-    let unwatched = lock(&feed.subscribers).is_empty();
+    let unwatched = lock(&feed.subscribers).is_empty() && lock(&feed.joiners).is_empty();
     *unwatched_since = if unwatched {
         unwatched_since.or_else(|| Some(Instant::now()))
     } else {
