@@ -96,6 +96,13 @@ pub fn scale_command(args: ScaleArgs, cx: &mut CommandContext<'_>) -> anyhow::Re
             },
         )?;
         unbalanced += points.iter().filter(|p| !p.measured.balanced).count();
+        let failed: Vec<String> = points
+            .iter()
+            .filter_map(|p| {
+                let failure = p.measured.failure.as_ref()?;
+                Some(format!("  {} {}: {failure}", p.series, p.size))
+            })
+            .collect();
         let table = rows::table(options.sweep, &points);
         let name = options.sweep.name();
         let write = |file: String, text: String| {
@@ -111,6 +118,9 @@ pub fn scale_command(args: ScaleArgs, cx: &mut CommandContext<'_>) -> anyhow::Re
             options.duration.as_secs_f64(),
             table.text()
         )?;
+        if !failed.is_empty() {
+            writeln!(cx.out, "failed (no report; each point's run.log):\n{}", failed.join("\n"))?;
+        }
         for (what, ratio, smallest, largest) in table.unit_cost_growth() {
             writeln!(
                 cx.out,

@@ -41,6 +41,8 @@ pub struct Measured {
     pub dropped: u64,
     /// Sinks (the report's inputs).
     pub consumers: u64,
+    /// Producers' outputs, each its own stream (the report's).
+    pub streams: u64,
     /// The report balances (every message delivered or counted with its reason).
     pub balanced: bool,
     /// CPU in the window, ms: the producer's process.
@@ -65,16 +67,19 @@ pub struct Measured {
     pub latency_ms: Option<(f64, f64)>,
     /// /dev/shm files the run mapped that outlived it (removed).
     pub segments_left: usize,
+    /// Why the run wrote no report (it failed: its last log line), if it did not.
+    pub failure: Option<String>,
 }
 
 impl Measured {
-    /// Delivered as a percentage of published times consumers.
+    /// Delivered as a percentage of what the sinks should have taken: every message of a
+    /// stream by each of its sinks (the sinks spread evenly over the streams).
     pub fn delivered_pct(&self) -> f64 {
-        let expected = self.published * self.consumers;
-        if expected == 0 {
+        let expected = self.published as f64 * self.consumers as f64 / self.streams.max(1) as f64;
+        if expected <= 0.0 {
             return 0.0;
         }
-        self.delivered as f64 / expected as f64 * 100.0
+        self.delivered as f64 / expected * 100.0
     }
 
     /// Messages published in the window, from the run's mean rate.
@@ -104,6 +109,9 @@ impl Measured {
 
     /// One line for the progress.
     pub fn summary(&self) -> String {
+        if let Some(failure) = &self.failure {
+            return format!("FAILED: {failure}");
+        }
         format!(
             "ready {} s, {} published, {:.1}% delivered, CPU {:.0}% of a core, {}{}",
             self.ready_s.map_or("-".to_owned(), |s| format!("{s:.2}")),
@@ -145,22 +153,34 @@ pub fn measure(
     run.join_log();
     // The run's group is its own: nothing of it may outlive the point.
     let _ = killpg(run.group, Signal::SIGKILL);
-    let report = soak::read_report(&report_path).ok_or_else(|| {
-        ScaleError::Run(format!(
-            "the run of {} wrote no readable report (its log: {})",
-            file.display(),
-            dir.join("run.log").display()
-        ))
-    })?;
     let mut measured = from_ticks(&ticks, window_start);
     measured.ready_s = run
         .ready_at()
         .map(|at| at.duration_since(run.started).as_secs_f64());
-    counts(&report, &mut measured);
+    match soak::read_report(&report_path) {
+        Some(report) => counts(&report, &mut measured),
+        // A failed point is a row of the sweep (what failed, at which size), not its end.
+        None => measured.failure = Some(last_error(&dir.join("run.log"))),
+    }
     measured.latency_ms = latency(dir)?;
     measured.segments_left = soak::remove_segments_left(&ticks).len();
     write_counts(dir, &measured, &ticks)?;
     Ok(measured)
+}
+
+/// The run's last `error:` line in its log (else its last line): why it failed.
+fn last_error(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("error:"))
+        .or(lines.last())
+        .map_or_else(
+            || format!("no report and no log ({})", log.display()),
+            |l| (*l).to_owned(),
+        )
 }
 
 /// `dir/point.json`: the point's counts, its balance and the /dev/shm files its run
@@ -176,6 +196,7 @@ fn write_counts(dir: &Path, measured: &Measured, ticks: &[Tick]) -> Result<(), S
     let counts = serde_json::json!({
         "published": measured.published,
         "consumers": measured.consumers,
+        "streams": measured.streams,
         "delivered": measured.delivered,
         "dropped": measured.dropped,
         "balanced": measured.balanced,
@@ -183,6 +204,7 @@ fn write_counts(dir: &Path, measured: &Measured, ticks: &[Tick]) -> Result<(), S
         "ready_s": measured.ready_s,
         "segments_seen": segments,
         "segments_left": measured.segments_left,
+        "failure": measured.failure,
     });
     let path = dir.join("point.json");
     std::fs::write(&path, counts.to_string()).map_err(|e| ScaleError::io(&path, e))
@@ -277,12 +299,9 @@ fn from_ticks(ticks: &[Tick], window_start: usize) -> Measured {
 fn counts(report: &RunReport, measured: &mut Measured) {
     let stats = &report.stats;
     measured.elapsed_s = stats.elapsed.as_secs_f64();
-    measured.published = stats
-        .outputs
-        .iter()
-        .filter(|o| o.port.starts_with("cam"))
-        .map(|o| o.published)
-        .sum();
+    let producers = || stats.outputs.iter().filter(|o| o.port.starts_with("cam"));
+    measured.published = producers().map(|o| o.published).sum();
+    measured.streams = producers().count() as u64;
     let sinks = || stats.inputs.iter().filter(|i| i.port.starts_with("sink_"));
     measured.consumers = sinks().count() as u64;
     measured.delivered = sinks().map(|i| i.delivered).sum();
@@ -386,6 +405,13 @@ mod tests {
             ..Measured::default()
         };
         assert_eq!(m.delivered_pct(), 99.0);
+        // Four streams of one sink each: every message once.
+        let streams = Measured {
+            streams: 4,
+            delivered: 99,
+            ..m.clone()
+        };
+        assert_eq!(streams.delivered_pct(), 99.0);
         assert_eq!(m.published_in_window(), 50.0);
         assert_eq!(m.per_message_ms(100), 2.0);
     }

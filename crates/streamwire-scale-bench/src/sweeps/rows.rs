@@ -82,6 +82,14 @@ fn columns(sweep: Sweep) -> Vec<Column> {
 /// marginal cost.
 fn values(sweep: Sweep, point: &Point, smallest: Option<&Point>) -> Vec<Option<f64>> {
     let m = &point.measured;
+    if m.failure.is_some() {
+        // A run that failed measured nothing but, perhaps, its start.
+        let mut none = vec![None; columns(sweep).len()];
+        if sweep == Sweep::Processes {
+            none[0] = m.ready_s;
+        }
+        return none;
+    }
     let latency = |i: usize| m.latency_ms.map(|l| if i == 0 { l.0 } else { l.1 });
     match sweep {
         Sweep::Consumers => {
@@ -131,7 +139,7 @@ pub fn table(sweep: Sweep, points: &[Point]) -> Table {
         .map(|point| {
             let smallest = points
                 .iter()
-                .filter(|p| p.series == point.series)
+                .filter(|p| p.series == point.series && p.measured.failure.is_none())
                 .min_by_key(|p| p.size);
             Row {
                 series: point.series.clone(),
