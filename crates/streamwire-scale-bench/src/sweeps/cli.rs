@@ -119,7 +119,11 @@ pub fn scale_command(args: ScaleArgs, cx: &mut CommandContext<'_>) -> anyhow::Re
             table.text()
         )?;
         if !failed.is_empty() {
-            writeln!(cx.out, "failed (no report; each point's run.log):\n{}", failed.join("\n"))?;
+            writeln!(
+                cx.out,
+                "failed (no report; each point's run.log):\n{}",
+                failed.join("\n")
+            )?;
         }
         for (what, ratio, smallest, largest) in table.unit_cost_growth() {
             writeln!(

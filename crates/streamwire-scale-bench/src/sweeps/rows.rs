@@ -298,11 +298,14 @@ fn panels(sweep: Sweep) -> [(&'static str, &'static str, &'static [&'static str]
     }
 }
 
+/// A line of a panel: its label and its (size, value) points.
+type Series = (String, Vec<(f64, f64)>);
+
 /// Writes `<sweep>.svg` and `<sweep>.png` in `dir`: four panels against the size.
 pub fn chart(dir: &Path, table: &Table, title: &str) -> Result<(), ScaleError> {
     let series_names = table.series_names();
     let several = series_names.len() > 1;
-    let all: Vec<(&str, &str, Vec<(String, Vec<(f64, f64)>)>)> = panels(table.sweep)
+    let all: Vec<(&str, &str, Vec<Series>)> = panels(table.sweep)
         .iter()
         .map(|(panel_title, y_label, names)| {
             let series = series_names
