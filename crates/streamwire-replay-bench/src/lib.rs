@@ -8,7 +8,7 @@
 //! pixels; the only difference is the colour stream) and one *profile* (`all` cores, or
 //! `constrained`: `taskset -c 0`, one core). Each cell runs in a network namespace of its
 //! own (`unshare -n`), so the loopback counter sees only its traffic, with a host sampler
-//! beside it ([`sampler`]: sysinfo, once a second) after an idle baseline. See [`cell`]
+//! beside it ([`sampler`]: /proc, once a second) after an idle baseline. See [`cell`]
 //! for what a cell leaves in its folder, [`analysis`] for what is computed from it.
 //!
 //! **The matrix** runs blueprint x profile x variant x repetitions, the variants rotated

@@ -1,14 +1,17 @@
-//! The host sampler: once a second, the CPU and RSS of a run's process trees (sysinfo,
-//! which reads /proc), the loopback byte counter and, across a link, the link's device's
+//! The host sampler: once a second, the CPU and RSS of a run's process trees (the
+//! benchmarks' shared reads of /proc, `streamwire_benchkit::procfs`), the host's CPU
+//! (sysinfo), the loopback byte counter and, across a link, the link's device's
 //! (`/proc/self/net/dev`, which is the calling process's network namespace, so a cell's
 //! sampler sees only its own interfaces; sysinfo reads /sys/class/net, which shows the
 //! namespace that mounted /sys, not the cell's).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use sysinfo::{CpuRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, System};
+use streamwire_benchkit::procfs;
+use sysinfo::{CpuRefreshKind, System};
 
 /// One sample.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,7 +47,7 @@ pub struct Sampler {
     link: Option<(String, (u64, u64))>,
     started: Instant,
     /// Accumulated CPU milliseconds last seen per process of the tree.
-    cpu_ms: HashMap<Pid, u64>,
+    cpu_ms: HashMap<u32, u64>,
     last: Instant,
 }
 
@@ -105,29 +108,23 @@ impl Sampler {
     pub fn sample(&mut self, roots: &[u32]) -> Sample {
         self.system
             .refresh_cpu_specifics(CpuRefreshKind::nothing().with_usage());
-        self.system.refresh_processes_specifics(
-            ProcessesToUpdate::All,
-            true,
-            ProcessRefreshKind::nothing().with_cpu().with_memory(),
-        );
         let now = Instant::now();
         let interval_ms = now.duration_since(self.last).as_secs_f64() * 1e3;
         self.last = now;
-        let tree: HashSet<Pid> = roots
-            .iter()
-            .flat_map(|r| self.tree(Pid::from_u32(*r)))
-            .collect();
+        let proc = Path::new("/proc");
+        let tree: BTreeSet<u32> = roots.iter().flat_map(|r| procfs::tree(proc, *r)).collect();
         let mut cpu_delta_ms = 0u64;
         let mut rss = 0u64;
         let mut seen = HashMap::new();
         for pid in &tree {
-            if let Some(p) = self.system.process(*pid) {
-                let cpu = p.accumulated_cpu_time();
+            if let Some(usage) = procfs::usage(proc, *pid) {
                 // A process first seen now counts from its start (it is younger than a
                 // second, or the tree's root at the first sample).
-                cpu_delta_ms += cpu.saturating_sub(self.cpu_ms.get(pid).copied().unwrap_or(0));
-                seen.insert(*pid, cpu);
-                rss += p.memory();
+                cpu_delta_ms += usage
+                    .cpu_ms
+                    .saturating_sub(self.cpu_ms.get(pid).copied().unwrap_or(0));
+                seen.insert(*pid, usage.cpu_ms);
+                rss += usage.rss_kb * 1024;
             }
         }
         self.cpu_ms = seen;
@@ -147,29 +144,6 @@ impl Sampler {
             lo_bytes: lo,
             link_tx_bytes: tx.saturating_sub(tx_start),
             link_rx_bytes: rx.saturating_sub(rx_start),
-        }
-    }
-
-    /// `root` and every process descending from it (threads are not processes here).
-    fn tree(&self, root: Pid) -> HashSet<Pid> {
-        let mut tree = HashSet::new();
-        if self.system.process(root).is_none() {
-            return tree;
-        }
-        tree.insert(root);
-        // Parents before children is not guaranteed: iterate to a fixed point.
-        loop {
-            let before = tree.len();
-            for (pid, p) in self.system.processes() {
-                if p.thread_kind().is_none()
-                    && p.parent().is_some_and(|parent| tree.contains(&parent))
-                {
-                    tree.insert(*pid);
-                }
-            }
-            if tree.len() == before {
-                return tree;
-            }
         }
     }
 }

@@ -1,46 +1,23 @@
-//! The soak's chart, written as SVG and PNG (plotters, text drawn with ab_glyph from the
-//! replay bench's shipped font, so no system font library is needed; PNG through the
-//! png crate): four panels over time, private memory (PSS), fds and threads per process,
+//! The soak's chart, written as SVG and PNG through the benchmarks' shared charts
+//! (`streamwire_benchkit::charts`: plotters, the shipped font, the palette): four panels over time, private memory (PSS), fds and threads per process,
 //! and the run's shared-memory segments, with the end of the warm-up marked.
 
 use std::path::Path;
-use std::sync::OnceLock;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::FontStyle;
+use streamwire_benchkit::charts::{self as kit, FONT, PALETTE, chart_error};
 
 use crate::ScaleError;
 use crate::analysis::Tick;
 
 const SIZE: (u32, u32) = (1280, 800);
-const FONT: &str = "sans-serif";
-// One copy of the font in the repository: the replay bench ships it with its licence.
-static FONT_BYTES: &[u8] = include_bytes!("../../streamwire-replay-bench/fonts/DejaVuSansMono.ttf");
 
-/// Colours of the processes, in order (coordinator first).
-const PALETTE: [RGBColor; 8] = [
-    RGBColor(0, 0, 0),
-    RGBColor(214, 96, 77),
-    RGBColor(67, 147, 195),
-    RGBColor(90, 174, 97),
-    RGBColor(153, 112, 171),
-    RGBColor(244, 165, 130),
-    RGBColor(191, 129, 45),
-    RGBColor(120, 120, 120),
-];
-
-fn font() -> Result<(), ScaleError> {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    let ok = *REGISTERED.get_or_init(|| {
-        plotters::style::register_font(FONT, FontStyle::Normal, FONT_BYTES).is_ok()
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err(ScaleError::Chart(
-            "the shipped font does not load".to_owned(),
-        ))
+/// The colour of the `s`th process (the coordinator, first, in black; then the palette).
+fn colour(s: usize) -> RGBColor {
+    match s {
+        0 => BLACK,
+        s => PALETTE[(s - 1) % PALETTE.len()],
     }
 }
 
@@ -138,7 +115,7 @@ fn draw<DB: DrawingBackend>(
             RGBColor(180, 180, 180).stroke_width(1),
         ))?;
         for (s, (name, points)) in panel.series.iter().enumerate() {
-            let colour = PALETTE[s % PALETTE.len()];
+            let colour = colour(s);
             chart
                 .draw_series(LineSeries::new(
                     points.iter().copied(),
@@ -160,10 +137,6 @@ fn draw<DB: DrawingBackend>(
     area.present()
 }
 
-fn chart_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> ScaleError {
-    ScaleError::Chart(e.to_string())
-}
-
 /// Writes `stem.svg` and `stem.png` in `dir`: the four panels of `ticks`, the warm-up's
 /// end at `warmup_s` marked by a grey line.
 pub fn write(
@@ -173,29 +146,15 @@ pub fn write(
     ticks: &[Tick],
     warmup_s: f64,
 ) -> Result<(), ScaleError> {
-    font()?;
-    let mut text = String::new();
-    {
-        let area = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
-        draw(&area, title, ticks, warmup_s).map_err(chart_error)?;
-    }
-    let svg_path = dir.join(format!("{stem}.svg"));
-    std::fs::write(&svg_path, text).map_err(|e| ScaleError::io(&svg_path, e))?;
-    let mut pixels = vec![255u8; SIZE.0 as usize * SIZE.1 as usize * 3];
-    {
-        let area = BitMapBackend::with_buffer(&mut pixels, SIZE).into_drawing_area();
-        draw(&area, title, ticks, warmup_s).map_err(chart_error)?;
-    }
-    let png_path = dir.join(format!("{stem}.png"));
-    let png_error =
-        |e: png::EncodingError| ScaleError::Chart(format!("{}: {e}", png_path.display()));
-    let file = std::fs::File::create(&png_path).map_err(|e| ScaleError::io(&png_path, e))?;
-    let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), SIZE.0, SIZE.1);
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().map_err(png_error)?;
-    writer.write_image_data(&pixels).map_err(png_error)?;
-    writer.finish().map_err(png_error)
+    kit::font()?;
+    kit::write_both(
+        dir,
+        stem,
+        SIZE,
+        |svg| draw(svg, title, ticks, warmup_s).map_err(chart_error),
+        |png| draw(png, title, ticks, warmup_s).map_err(chart_error),
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

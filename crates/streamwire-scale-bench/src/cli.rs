@@ -10,6 +10,7 @@ use streamwire_cli::{Cli, CommandContext, Plugin, PluginCommand, seconds};
 
 use crate::analysis::Limits;
 use crate::soak::{SoakOptions, soak};
+use crate::sweeps::cli::ScaleArgs;
 
 /// The blueprints of the stock binary whose web relay the soak moves to a free port
 /// (`-o web.port=0`), so that a soak runs beside another run of them.
@@ -32,6 +33,15 @@ impl Plugin for ScaleBench {
         cli.add_bench(PluginCommand::new(command, |cli, matches, cx| {
             let args = SoakArgs::from_arg_matches(matches)?;
             soak_command(cli, args, cx)
+        }));
+        let command = ScaleArgs::augment_args(clap::Command::new("scale")).about(
+            "The sweeps: real runs of more and more consumers (one 720p stream, raw and JPEG), \
+             streams (64 B at 100 Hz) and worker processes, --duration each; per sweep a CSV, \
+             a table and a chart in --out (BENCHMARKS.md)",
+        );
+        cli.add_bench(PluginCommand::new(command, |_cli, matches, cx| {
+            let args = ScaleArgs::from_arg_matches(matches)?;
+            crate::sweeps::cli::scale_command(args, cx)
         }));
     }
 }

@@ -1,5 +1,7 @@
-//! How streamwire's cost grows with the work. Today: the soak (`streamwire bench soak`),
-//! a run that must grow nothing and lose nothing uncounted over an hour.
+//! How streamwire's cost grows with the work: the soak (`streamwire bench soak`), a run
+//! that must grow nothing and lose nothing uncounted over an hour, and the sweeps
+//! (`streamwire bench scale`, [`sweeps`]), runs of more and more consumers, streams and
+//! processes.
 //!
 //! **What the soak runs.** A real `streamwire run` of a blueprint (the stock binary's
 //! `demo-split` by default: six workers, closed), as users run it: the binary's `run`
@@ -31,11 +33,14 @@ pub mod analysis;
 pub mod charts;
 pub mod cli;
 pub mod output;
-pub mod procfs;
 pub mod soak;
 pub mod status;
+pub mod sweeps;
 
 use std::path::{Path, PathBuf};
+
+/// A run's processes read from /proc: the benchmarks' shared sampler.
+pub use streamwire_benchkit::procfs;
 
 /// Why a measurement could not run or write its results.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +60,17 @@ pub enum ScaleError {
     /// A chart could not be drawn.
     #[error("chart: {0}")]
     Chart(String),
+}
+
+impl From<streamwire_benchkit::charts::ChartError> for ScaleError {
+    fn from(error: streamwire_benchkit::charts::ChartError) -> Self {
+        match error {
+            streamwire_benchkit::charts::ChartError::Io { path, source } => {
+                ScaleError::Io { path, source }
+            }
+            other => ScaleError::Chart(other.to_string()),
+        }
+    }
 }
 
 impl ScaleError {

@@ -117,7 +117,7 @@ pub fn soak(
     let report_path = options.out.join("report.json");
     // A report left by an earlier soak in this folder is not this run's.
     let _ = std::fs::remove_file(&report_path);
-    let mut run = Run::start(options, exe, &report_path)?;
+    let mut run = Run::start(exe, &options.run_command_args(&report_path), &options.out)?;
     let (ticks, status, ended) = sample_until_end(options, &mut run, stop, progress)?;
     run.join_log();
     let report = read_report(&report_path);
@@ -235,13 +235,13 @@ fn crashes(
     crashed
 }
 
-fn read_report(path: &Path) -> Option<RunReport> {
+pub(crate) fn read_report(path: &Path) -> Option<RunReport> {
     let text = std::fs::read_to_string(path).ok()?;
     serde_json::from_str(&text).ok()
 }
 
 /// Removes the /dev/shm files the run's processes mapped that outlived it; their paths.
-fn remove_segments_left(ticks: &[Tick]) -> Vec<PathBuf> {
+pub(crate) fn remove_segments_left(ticks: &[Tick]) -> Vec<PathBuf> {
     let mut seen: Vec<&PathBuf> = ticks
         .iter()
         .flat_map(|t| t.processes.iter().flat_map(|p| p.shm_files.iter()))
@@ -254,27 +254,34 @@ fn remove_segments_left(ticks: &[Tick]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// What the coordinator says once every worker is ready (the sources start).
+const EVERY_WORKER_READY: &str = "every worker is ready";
+
 /// The run: `run` in a process group of its own (its workers are in it too), its log
-/// read by a thread that keeps the last status line.
-struct Run {
-    child: Child,
-    group: Pid,
-    started: Instant,
+/// read by a thread that keeps the last status line and when every worker was ready.
+pub(crate) struct Run {
+    pub(crate) child: Child,
+    pub(crate) group: Pid,
+    pub(crate) started: Instant,
     counters: Arc<Mutex<Option<Counters>>>,
+    ready: Arc<Mutex<Option<Instant>>>,
     log: Option<JoinHandle<()>>,
 }
 
 impl Run {
-    fn start(options: &SoakOptions, exe: &Path, report: &Path) -> Result<Run, ScaleError> {
-        let out_path = options.out.join("run.out");
-        let out = std::fs::File::create(&out_path).map_err(|e| ScaleError::io(&out_path, e))?;
-        let log_path = options.out.join("run.log");
+    /// `exe` with `args` (`run ...`), its standard output in `out/run.out`, its log in
+    /// `out/run.log`.
+    pub(crate) fn start(exe: &Path, args: &[String], out: &Path) -> Result<Run, ScaleError> {
+        let out_path = out.join("run.out");
+        let out_file =
+            std::fs::File::create(&out_path).map_err(|e| ScaleError::io(&out_path, e))?;
+        let log_path = out.join("run.log");
         let mut log = std::fs::File::create(&log_path).map_err(|e| ScaleError::io(&log_path, e))?;
         let mut command = Command::new(exe);
         command
-            .args(options.run_command_args(report))
+            .args(args)
             .stdin(Stdio::null())
-            .stdout(out)
+            .stdout(out_file)
             .stderr(Stdio::piped());
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let mut child = command
@@ -282,8 +289,10 @@ impl Run {
             .map_err(|e| ScaleError::Run(format!("cannot start `{} run`: {e}", exe.display())))?;
         let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
         let counters = Arc::new(Mutex::new(None));
+        let ready = Arc::new(Mutex::new(None));
         let stderr = child.stderr.take();
         let kept = counters.clone();
+        let ready_at = ready.clone();
         let log = std::thread::Builder::new()
             .name("soak-log".to_owned())
             .spawn(move || {
@@ -293,6 +302,8 @@ impl Run {
                     let _ = writeln!(log, "{line}");
                     if let Some(parsed) = status::parse(&line) {
                         *kept.lock() = Some(parsed);
+                    } else if line.contains(EVERY_WORKER_READY) {
+                        ready_at.lock().get_or_insert_with(Instant::now);
                     }
                 }
             })
@@ -302,12 +313,18 @@ impl Run {
             group,
             started: Instant::now(),
             counters,
+            ready,
             log: Some(log),
         })
     }
 
+    /// When the coordinator said every worker was ready, if it has.
+    pub(crate) fn ready_at(&self) -> Option<Instant> {
+        *self.ready.lock()
+    }
+
     /// Every process of the run's tree now, and the /dev/shm files they map.
-    fn tick(&self, proc: &Path, t_s: f64) -> Tick {
+    pub(crate) fn tick(&self, proc: &Path, t_s: f64) -> Tick {
         let processes: Vec<procfs::ProcessSample> = procfs::tree(proc, self.child.id())
             .into_iter()
             .filter_map(|pid| procfs::sample(proc, pid))
@@ -332,7 +349,7 @@ impl Run {
     /// Waits for the log reader (the run has exited: its pipe ends when the last process
     /// holding it has), at most 10 s: a process of the run that outlived it must not
     /// hold the soak.
-    fn join_log(&mut self) {
+    pub(crate) fn join_log(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.log.as_ref().is_some_and(|log| !log.is_finished()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));

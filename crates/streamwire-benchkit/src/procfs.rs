@@ -1,6 +1,7 @@
 //! What /proc says about each process of a run: its tree (the coordinator and every
-//! descendant), and per process its private memory (PSS and USS from `smaps_rollup`), its
-//! RSS, open fds, threads, and the /dev/shm files it maps.
+//! descendant), and per process its CPU time, its private memory (PSS and USS from
+//! `smaps_rollup`), its RSS, open fds, threads, and the /dev/shm files it maps; or only
+//! its CPU time and RSS ([`usage`], the cheap reads of a sampler that runs every second).
 //!
 //! RSS counts a shared-memory pool in every process that maps it, so private memory is
 //! what shows a leak: PSS (each shared page divided among the processes sharing it) and USS
@@ -23,6 +24,8 @@ pub struct ProcessSample {
     pub uss_kb: u64,
     /// Resident set size, kB.
     pub rss_kb: u64,
+    /// CPU time, user and system, since it started, ms.
+    pub cpu_ms: u64,
     /// Open file descriptors.
     pub fds: u64,
     /// Threads.
@@ -74,6 +77,40 @@ fn parent_in_stat(stat: &str) -> Option<u32> {
     after.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The unit of /proc's CPU times (`USER_HZ`): 100 a second in Linux's ABI on every
+/// architecture.
+const TICKS_PER_S: u64 = 100;
+
+/// The CPU time (user and system) in a `stat` line, ms: its 14th and 15th fields, the
+/// 12th and 13th after the command.
+fn cpu_ms_in_stat(stat: &str) -> Option<u64> {
+    let (_, after) = stat.rsplit_once(')')?;
+    let mut fields = after.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) * 1000 / TICKS_PER_S)
+}
+
+/// A process's CPU time and RSS.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// CPU time, user and system, since it started, ms.
+    pub cpu_ms: u64,
+    /// Resident set size, kB.
+    pub rss_kb: u64,
+}
+
+/// Process `pid`'s CPU time and RSS now (`stat` and `status`), or `None` when it is gone.
+pub fn usage(proc: &Path, pid: u32) -> Option<Usage> {
+    let dir = proc.join(pid.to_string());
+    let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+    let status = std::fs::read_to_string(dir.join("status")).ok()?;
+    Some(Usage {
+        cpu_ms: cpu_ms_in_stat(&stat)?,
+        rss_kb: kb(&status, "VmRSS:"),
+    })
+}
+
 /// Process `pid` now, or `None` when it is gone (it ended between the listing and the
 /// reads).
 pub fn sample(proc: &Path, pid: u32) -> Option<ProcessSample> {
@@ -84,12 +121,16 @@ pub fn sample(proc: &Path, pid: u32) -> Option<ProcessSample> {
     let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
     let fds = std::fs::read_dir(dir.join("fd")).map_or(0, |d| d.count() as u64);
     let maps = std::fs::read_to_string(dir.join("maps")).ok()?;
+    let cpu_ms = std::fs::read_to_string(dir.join("stat"))
+        .ok()
+        .and_then(|stat| cpu_ms_in_stat(&stat))?;
     Some(ProcessSample {
         pid,
         role: role(&cmdline, field_kb(&status, "Name:").as_deref()),
         pss_kb: kb(&rollup, "Pss:"),
         uss_kb: kb(&rollup, "Private_Clean:") + kb(&rollup, "Private_Dirty:"),
         rss_kb: kb(&status, "VmRSS:"),
+        cpu_ms,
         fds,
         threads: kb(&status, "Threads:"),
         shm_files: shm_files(&maps),
@@ -149,6 +190,13 @@ mod tests {
     }
 
     #[test]
+    fn cpu_time_is_user_plus_system_in_ms() {
+        let stat = "42 (a (b) c) S 7 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3";
+        assert_eq!(cpu_ms_in_stat(stat), Some(3000));
+        assert_eq!(cpu_ms_in_stat("42 (x) S 1"), None);
+    }
+
+    #[test]
     fn roles_come_from_the_command_line() {
         let worker = b"/bin/streamwire\0worker\0--supervised\0--process\0robot/sensors\0demo\0";
         assert_eq!(role(worker, Some("streamwire")), "robot/sensors");
@@ -186,6 +234,8 @@ mod tests {
         assert!(found, "the child is in the tree: {tree:?}");
         assert!(sampled.rss_kb > 0 && sampled.pss_kb > 0 && sampled.uss_kb > 0);
         assert!(sampled.fds >= 3 && sampled.threads >= 1, "{sampled:?}");
+        let used = usage(proc, me).expect("this process");
+        assert!(used.rss_kb > 0, "{used:?}");
         assert!(tree_of_nothing().is_empty());
     }
 
