@@ -77,8 +77,8 @@ pub enum Ros2OutError {
 /// Publishes streams of the run as ROS 2 topics over rmw_zenoh's contract, so that ROS 2
 /// nodes on `rmw_zenoh_cpp` (and `ros2 topic list|echo`) see them.
 ///
-/// One zenoh session per instance (peer mode, connected to `connect` only: no multicast
-/// or gossip scouting, no listening port), one ROS 2 node per instance (`node`, in
+/// One zenoh session per instance (a client of the router at `connect`: no multicast or
+/// gossip scouting, no listening port), one ROS 2 node per instance (`node`, in
 /// `namespace`), with its liveliness token and one publisher token per topic. Each topic
 /// has its own thread (`sw ros2<i> <stream>`) reading a tap (a keep-last queue: a slow
 /// ROS side drops there, never a producer) and putting CDR (with its encapsulation
@@ -238,7 +238,9 @@ fn resolve_domain(setting: Option<u32>) -> Result<u32, Ros2OutError> {
     }
 }
 
-/// A peer session connected to `connect` only: no scouting, no listening port.
+/// A client session of the router at `connect`: no scouting, no listening port. A client,
+/// not a peer: rmw_zenoh's peers expect direct links to each other (gossip), and a router
+/// does not forward between two peers; it forwards a client's puts to every peer.
 fn open_session(connect: &str) -> Result<zenoh::Session, Ros2OutError> {
     if connect.contains(['"', '\\']) {
         return Err(Ros2OutError::Zenoh(format!(
@@ -247,7 +249,7 @@ fn open_session(connect: &str) -> Result<zenoh::Session, Ros2OutError> {
     }
     let mut config = zenoh::Config::default();
     let settings = [
-        ("mode", "\"peer\"".to_owned()),
+        ("mode", "\"client\"".to_owned()),
         ("connect/endpoints", format!("[\"{connect}\"]")),
         ("listen/endpoints", "[]".to_owned()),
         ("scouting/multicast/enabled", "false".to_owned()),
