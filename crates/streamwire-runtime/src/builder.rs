@@ -257,7 +257,7 @@ impl Make {
         &self,
         stream: &str,
         message: &'static str,
-        passthrough: Option<Passthrough>,
+        passthrough: Option<Arc<Passthrough>>,
     ) -> Arc<Hub> {
         let hub = Hub::new(
             stream.to_owned(),

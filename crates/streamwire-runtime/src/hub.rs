@@ -2,8 +2,8 @@
 //! the same shared message to every subscriber queue (a reference-count bump each).
 
 use parking_lot::RwLock;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use streamwire_core::buffer::{BufferPool, Loan, LoanCounters, LoanSource};
 use streamwire_core::log::{BurstLog, chain, more_since};
@@ -75,13 +75,103 @@ pub(crate) struct Subscriber {
 }
 
 /// Decodes ready-made bytes published on an `Out<Compressed<..>>` for the pixel
-/// subscribers of the same process: once per publish, however many they are.
+/// subscribers of the same process: at most once per publish, however many they are, and
+/// only when one of them takes the frame (see [`OnDemand`]).
 pub(crate) struct Passthrough {
+    /// The stream, named when a corrupt frame is logged.
+    stream: String,
     /// The encoded message's wire name (`streamwire/CompressedImage`).
     pub(crate) encoded: &'static str,
-    pub(crate) codec: Box<dyn DynCodec>,
+    codec: Box<dyn DynCodec>,
     pub(crate) decoded: AtomicU64,
     pub(crate) failed: AtomicU64,
+    /// Frames never decoded: every keep-last queue that held them replaced them while
+    /// they were still encoded (each queue counts its drop as `queue_full`).
+    pub(crate) skipped: AtomicU64,
+    /// Corrupt frames: each counted, logged once per burst.
+    failures: BurstLog,
+}
+
+impl Passthrough {
+    pub(crate) fn new(stream: &str, encoded: &'static str, codec: Box<dyn DynCodec>) -> Self {
+        Passthrough {
+            stream: stream.to_owned(),
+            encoded,
+            codec,
+            decoded: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            failures: BurstLog::default(),
+        }
+    }
+
+    /// One decode of ready-made bytes; a corrupt frame is counted and logged (once per
+    /// burst), and gives `None`.
+    fn decode(&self, envelope: &Envelope) -> Option<Envelope> {
+        match self.codec.decode_any(envelope.message.as_ref()) {
+            Ok(message) => {
+                self.decoded.fetch_add(1, Ordering::Relaxed);
+                Some(Envelope {
+                    header: envelope.header,
+                    message: Arc::from(message),
+                })
+            }
+            Err(error) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                if let Some(unsaid) = self.failures.note() {
+                    tracing::warn!(
+                        stream = %self.stream,
+                        "corrupt frame skipped: {}{}",
+                        chain(&error),
+                        more_since(unsaid)
+                    );
+                }
+                None
+            }
+        }
+    }
+}
+
+/// One publish of ready-made bytes for this process's pixel subscribers, decoded at most
+/// once: at publish for a subscriber that keeps all (or a sender), else when the first
+/// keep-last subscriber takes it. A frame every keep-last queue replaced while it was
+/// still encoded is never decoded: a slow consumer costs no decodes it would throw away.
+pub(crate) struct OnDemand {
+    encoded: Envelope,
+    passthrough: Arc<Passthrough>,
+    decoded: OnceLock<Option<Envelope>>,
+}
+
+impl OnDemand {
+    fn new(encoded: Envelope, passthrough: Arc<Passthrough>) -> OnDemand {
+        OnDemand {
+            encoded,
+            passthrough,
+            decoded: OnceLock::new(),
+        }
+    }
+
+    /// The decoded frame (decoded now by the first caller; a second waits for it), or
+    /// `None` for a corrupt one (counted once, on the decode's row).
+    pub(crate) fn take(&self) -> Option<Envelope> {
+        self.decoded
+            .get_or_init(|| self.passthrough.decode(&self.encoded))
+            .clone()
+    }
+
+    /// The encoded frame's content bytes (what a queue weighs it by).
+    pub(crate) fn encoded_len(&self) -> usize {
+        self.encoded.message.content_len()
+    }
+}
+
+impl Drop for OnDemand {
+    fn drop(&mut self) {
+        // The last queue holding it let it go: dropped encoded by every one of them.
+        if self.decoded.get().is_none() {
+            self.passthrough.skipped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// One stream's fan-out.
@@ -99,7 +189,7 @@ pub(crate) struct Hub {
     open: AtomicBool,
     clock: Arc<dyn Clock>,
     stopping: Arc<AtomicBool>,
-    pub(crate) passthrough: Option<Passthrough>,
+    pub(crate) passthrough: Option<Arc<Passthrough>>,
     /// Failures: each counted, logged once per burst.
     failures: BurstLog,
     /// Shared memory for loans, when the stream leaves the process through a transport
@@ -120,7 +210,7 @@ impl Hub {
         message: &'static str,
         clock: Arc<dyn Clock>,
         stopping: Arc<AtomicBool>,
-        passthrough: Option<Passthrough>,
+        passthrough: Option<Arc<Passthrough>>,
     ) -> Arc<Hub> {
         Arc::new(Hub {
             pool: BufferPool::new(stream.clone(), IDLE_BUFFERS_PER_OUTPUT),
@@ -308,7 +398,7 @@ impl Hub {
         // Sizes and the decode of ready-made bytes are worked out once per publish,
         // however many subscribers share them.
         let published_bytes = content_bytes(envelope.message.as_ref());
-        let mut decoded: Option<Option<(Envelope, u64)>> = None;
+        let mut on_demand: Option<Arc<OnDemand>> = None;
         for s in subscribers.iter() {
             if s.detached {
                 s.queue.account(Fate::Unmatched);
@@ -320,28 +410,29 @@ impl Hub {
             }
             let (delivery, bytes) = match s.wants {
                 Wants::Message(want) if want != published_type => {
-                    let wants_pixels_of_ready_made = want == self.message
-                        && self
-                            .passthrough
-                            .as_ref()
-                            .is_some_and(|p| p.encoded == published_type);
-                    if !wants_pixels_of_ready_made {
+                    let Some(passthrough) = self
+                        .passthrough
+                        .as_ref()
+                        .filter(|p| want == self.message && p.encoded == published_type)
+                    else {
                         s.queue.count(DropReason::DeserializeFailed);
                         continue;
+                    };
+                    let frame = on_demand.get_or_insert_with(|| {
+                        Arc::new(OnDemand::new(envelope.clone(), passthrough.clone()))
+                    });
+                    if s.sender.is_none() && s.queue.keeps_last() {
+                        // Decoded when its consumer takes it, if it ever does.
+                        s.link.messages.fetch_add(1, Ordering::Relaxed);
+                        s.queue.push_on_demand(frame.clone(), s.link.clone());
+                        continue;
                     }
-                    let Some((delivery, bytes)) = decoded
-                        .get_or_insert_with(|| {
-                            self.decode_ready_made(&envelope).map(|decoded| {
-                                let bytes = content_bytes(decoded.message.as_ref());
-                                (decoded, bytes)
-                            })
-                        })
-                        .clone()
-                    else {
+                    let Some(decoded) = frame.take() else {
                         s.queue.count(DropReason::DecodeFailed);
                         continue;
                     };
-                    (delivery, bytes)
+                    let bytes = content_bytes(decoded.message.as_ref());
+                    (decoded, bytes)
                 }
                 // `Any`, or the type published.
                 _ => (envelope.clone(), published_bytes),
@@ -368,25 +459,6 @@ impl Hub {
                 downstream.account_on_subscribers(Fate::Unmatched);
             }
             _ => s.queue.account(Fate::Unmatched),
-        }
-    }
-
-    /// One decode of ready-made bytes for this process's pixel subscribers.
-    fn decode_ready_made(&self, envelope: &Envelope) -> Option<Envelope> {
-        let passthrough = self.passthrough.as_ref()?;
-        match passthrough.codec.decode_any(envelope.message.as_ref()) {
-            Ok(message) => {
-                passthrough.decoded.fetch_add(1, Ordering::Relaxed);
-                Some(Envelope {
-                    header: envelope.header,
-                    message: Arc::from(message),
-                })
-            }
-            Err(error) => {
-                passthrough.failed.fetch_add(1, Ordering::Relaxed);
-                self.failed(&error);
-                None
-            }
         }
     }
 

@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use streamwire_core::{DropReason, Envelope, History, InputBinding, Timestamp};
 
 use crate::clock::{Clock, MANUAL_POLL, Signal};
-use crate::hub::Hub;
+use crate::hub::{Hub, LinkCounters, OnDemand, content_bytes};
 
 /// How an input queue bounds itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,11 +129,33 @@ pub(crate) enum Fate {
     Recovered,
 }
 
+/// A queued message: ready, or ready-made bytes decoded when the consumer takes them
+/// (only a keep-last queue holds those: what it replaces is never decoded).
+#[derive(Clone)]
+enum Item {
+    Ready(Envelope),
+    OnDemand {
+        frame: Arc<OnDemand>,
+        /// The link that handed it over: its content bytes are the decoded frame's,
+        /// added when it is decoded.
+        link: Arc<LinkCounters>,
+    },
+}
+
+impl Item {
+    fn content_len(&self) -> usize {
+        match self {
+            Item::Ready(envelope) => envelope.message.content_len(),
+            Item::OnDemand { frame, .. } => frame.encoded_len(),
+        }
+    }
+}
+
 /// One input's queue. Producers push (fan-out from a hub); the module pops through the
 /// [`InputBinding`] seam. A codec node's queue is a *relay*: what it loses is counted on
 /// it and, through the node's output hub, on every consumer downstream.
 pub(crate) struct InputQueue {
-    items: Mutex<VecDeque<Envelope>>,
+    items: Mutex<VecDeque<Item>>,
     room: Condvar,
     bound: Bound,
     /// The consumer's wake-up.
@@ -203,9 +225,25 @@ impl InputQueue {
         self.signal.notify();
     }
 
+    /// Whether this queue keeps the newest messages only (what it replaces, nobody takes).
+    pub(crate) fn keeps_last(&self) -> bool {
+        matches!(self.bound, Bound::KeepLast(_))
+    }
+
     /// Queues `envelope` by the queue's bound. Returns false when it was dropped (and
     /// counted) instead.
     pub(crate) fn push(&self, envelope: Envelope) -> bool {
+        self.push_item(Item::Ready(envelope))
+    }
+
+    /// Queues ready-made bytes that are decoded when the consumer takes them (a
+    /// keep-last queue: replaced while still encoded, they are counted as dropped here
+    /// and never decoded).
+    pub(crate) fn push_on_demand(&self, frame: Arc<OnDemand>, link: Arc<LinkCounters>) -> bool {
+        self.push_item(Item::OnDemand { frame, link })
+    }
+
+    fn push_item(&self, item: Item) -> bool {
         let mut items = self.items.lock();
         let queued = match self.bound {
             Bound::KeepLast(n) => {
@@ -213,7 +251,7 @@ impl InputQueue {
                     items.pop_front();
                     self.count(DropReason::QueueFull);
                 }
-                items.push_back(envelope);
+                items.push_back(item);
                 true
             }
             Bound::KeepAll {
@@ -221,7 +259,7 @@ impl InputQueue {
                 deadline,
                 small_depth,
             } => {
-                let depth = if envelope.message.content_len() <= SMALL_MESSAGE {
+                let depth = if item.content_len() <= SMALL_MESSAGE {
                     depth.max(small_depth)
                 } else {
                     depth
@@ -233,7 +271,7 @@ impl InputQueue {
                     .saturating_add(u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX));
                 loop {
                     if items.len() < depth {
-                        items.push_back(envelope);
+                        items.push_back(item);
                         break true;
                     }
                     let now = self.clock.now().as_nanos();
@@ -346,30 +384,84 @@ impl InputQueue {
     pub(crate) fn latency(&self) -> LatencySummary {
         self.latency.lock().summary()
     }
+
+    /// The message of a taken item, decoded now if it came encoded (once per process:
+    /// another queue may have decoded it already). A corrupt frame is counted on this
+    /// row as `decode_failed`, as a decode at publish counts it, and gives `None`.
+    fn decoded(&self, item: Item) -> Option<Envelope> {
+        let (frame, link) = match item {
+            Item::Ready(envelope) => return Some(envelope),
+            Item::OnDemand { frame, link } => (frame, link),
+        };
+        match frame.take() {
+            Some(envelope) => {
+                link.content_bytes
+                    .fetch_add(content_bytes(envelope.message.as_ref()), Ordering::Relaxed);
+                Some(envelope)
+            }
+            None => {
+                // A decode at publish hands a corrupt frame to no link.
+                let _ = link
+                    .messages
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+                self.count(DropReason::DecodeFailed);
+                None
+            }
+        }
+    }
 }
 
 impl InputBinding for InputQueue {
     fn pop(&self) -> Option<Envelope> {
-        // Once the run is stopping, a step's drain loop (`while let Some(m) = recv()?`)
-        // ends by itself even while input keeps arriving: what is left is counted as
-        // unprocessed at stop.
-        if self.stopping.load(Ordering::SeqCst) {
-            return None;
+        loop {
+            // Once the run is stopping, a step's drain loop (`while let Some(m) =
+            // recv()?`) ends by itself even while input keeps arriving: what is left is
+            // counted as unprocessed at stop.
+            if self.stopping.load(Ordering::SeqCst) {
+                return None;
+            }
+            let item = self.items.lock().pop_front()?;
+            self.room.notify_one();
+            // Decoded here, out of the lock: a corrupt frame is counted and the next
+            // one taken.
+            let Some(envelope) = self.decoded(item) else {
+                continue;
+            };
+            self.delivered.fetch_add(1, Ordering::Relaxed);
+            self.latency
+                .lock()
+                .record(envelope.header.publish_time, self.clock.now());
+            return Some(envelope);
         }
-        let envelope = self.items.lock().pop_front()?;
-        self.room.notify_one();
-        self.delivered.fetch_add(1, Ordering::Relaxed);
-        self.latency
-            .lock()
-            .record(envelope.header.publish_time, self.clock.now());
-        Some(envelope)
     }
 
     fn peek(&self) -> Option<Envelope> {
-        if self.stopping.load(Ordering::SeqCst) {
-            return None;
+        loop {
+            if self.stopping.load(Ordering::SeqCst) {
+                return None;
+            }
+            let front = self.items.lock().front().cloned()?;
+            let Item::OnDemand { frame, .. } = &front else {
+                return self.decoded(front);
+            };
+            if let Some(envelope) = frame.take() {
+                return Some(envelope);
+            }
+            // A corrupt frame in front: taken out and counted, as `pop` would.
+            let mut items = self.items.lock();
+            let still_in_front = matches!(
+                items.front(),
+                Some(Item::OnDemand { frame: f, .. }) if Arc::ptr_eq(f, frame)
+            );
+            if still_in_front {
+                let taken = items.pop_front();
+                drop(items);
+                self.room.notify_one();
+                if let Some(taken) = taken {
+                    let _ = self.decoded(taken);
+                }
+            }
         }
-        self.items.lock().front().cloned()
     }
 
     fn len(&self) -> usize {

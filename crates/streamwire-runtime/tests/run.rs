@@ -286,12 +286,15 @@ fn ready_made_bytes_pass_through_unchanged_and_pixels_get_one_decode() {
         .iter()
         .find(|c| c.codec == "ready-made")
         .unwrap();
-    assert_eq!(
-        ready_made.done, 6,
-        "one decode per frame for the pixel consumer"
-    );
     let viewer = input(&report.stats, "viewer.frames");
     assert_eq!(viewer.delivered + viewer.dropped.queue_full, 6);
+    // The pixel consumer keeps the last frame: one decode per frame it takes, none for a
+    // frame its queue replaced while still encoded (decode on demand).
+    assert_eq!(
+        ready_made.done, viewer.delivered,
+        "one decode per frame the pixel consumer takes: {report}"
+    );
+    assert_eq!(ready_made.done + ready_made.skipped, 6, "{report}");
 }
 
 #[test]
@@ -306,10 +309,10 @@ fn a_corrupt_frame_is_counted_and_skipped_and_the_stream_goes_on() {
     bp.add("camera", MjpegCamera::new(frames));
     let viewer = bp.add("viewer", Viewer::new());
     bp.place(&viewer, Placement::process("ui"));
-    // And one in the camera's process: it gets the ready-made bytes decoded on publish.
-    let mut local = Viewer::new();
-    local.frames = In::new();
-    bp.add("local", local);
+    // And one in the camera's process: it gets the ready-made bytes decoded on publish
+    // (it keeps all: a keep-last consumer decodes on demand, and a corrupt frame its
+    // queue replaced while still encoded is never met; `tests/on_demand.rs`).
+    bp.add("local", KeepAllViewer { frames: In::new() });
     // The compressed wire between processes of one host is what this test exercises.
     bp.auto_table(AutoTable::default().with(Locality::SameHost, WireFormat::Compressed));
     bp.autoconnect();
@@ -326,6 +329,21 @@ fn a_corrupt_frame_is_counted_and_skipped_and_the_stream_goes_on() {
     let viewer = input(&report.stats, "viewer.frames");
     assert_eq!(viewer.dropped.decode_failed, 1);
     assert_eq!(viewer.delivered + viewer.dropped.queue_full, 4);
+}
+
+/// A pixel consumer that keeps all its input.
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct KeepAllViewer {
+    #[port(name = "color_image", keep_all)]
+    frames: In<Image>,
+}
+
+impl Node for KeepAllViewer {
+    fn step(&mut self, _cx: &mut Context<'_>) -> NodeResult {
+        while self.frames.recv()?.is_some() {}
+        Ok(())
+    }
 }
 
 #[derive(Module)]

@@ -81,17 +81,16 @@ impl RunBuilder {
         }
         let codec = port.info.payload_form().codec();
         let passthrough = match codec {
-            Some(codec) => Some(Passthrough {
-                encoded: codec.encoded().name(),
-                codec: codec.instantiate(&CodecParams::new()).map_err(|error| {
-                    StartError::Codec {
+            Some(codec) => Some(Arc::new(Passthrough::new(
+                &port.stream,
+                codec.encoded().name(),
+                codec
+                    .instantiate(&CodecParams::new())
+                    .map_err(|error| StartError::Codec {
                         node: format!("decode of ready-made {}", port.stream),
                         error,
-                    }
-                })?,
-                decoded: Default::default(),
-                failed: Default::default(),
-            }),
+                    })?,
+            ))),
             None => None,
         };
         let hub = self

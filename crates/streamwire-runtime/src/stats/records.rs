@@ -392,20 +392,25 @@ impl InstanceRecord {
 }
 
 impl CodecRecord {
-    /// The decode of ready-made bytes is listed once it has done something; every other
-    /// node always.
+    /// The decode of ready-made bytes is listed once it has done something (or skipped
+    /// a frame); every other node always.
     fn is_listed(&self) -> bool {
         self.passthrough_of
             .as_ref()
             .and_then(|h| h.passthrough.as_ref())
             .is_none_or(|p| {
-                p.decoded.load(Ordering::Relaxed) + p.failed.load(Ordering::Relaxed) > 0
+                p.decoded.load(Ordering::Relaxed)
+                    + p.failed.load(Ordering::Relaxed)
+                    + p.skipped.load(Ordering::Relaxed)
+                    > 0
             })
     }
 
     fn stats(&self) -> CodecStats {
         let n = &self.counters;
-        let (done, failed) = match self
+        // The decode of ready-made bytes skips the frames its keep-last consumers
+        // replaced while still encoded (decode on demand).
+        let (done, failed, skipped) = match self
             .passthrough_of
             .as_ref()
             .and_then(|h| h.passthrough.as_ref())
@@ -413,10 +418,12 @@ impl CodecRecord {
             Some(p) => (
                 p.decoded.load(Ordering::Relaxed),
                 p.failed.load(Ordering::Relaxed),
+                p.skipped.load(Ordering::Relaxed),
             ),
             None => (
                 n.done.load(Ordering::Relaxed),
                 n.failed.load(Ordering::Relaxed),
+                n.skipped.load(Ordering::Relaxed),
             ),
         };
         CodecStats {
@@ -425,7 +432,7 @@ impl CodecRecord {
             stream: self.stream.clone(),
             placement: self.placement.clone(),
             done,
-            skipped: n.skipped.load(Ordering::Relaxed)
+            skipped: skipped
                 + self
                     .output
                     .as_ref()

@@ -416,7 +416,10 @@ pub struct CodecStats {
     pub placement: String,
     /// Messages encoded or decoded.
     pub done: u64,
-    /// Messages not encoded because nobody needed the bytes.
+    /// Messages not encoded because nobody needed the bytes; for the decode of
+    /// ready-made bytes, frames never decoded because every keep-last consumer's queue
+    /// replaced them while still encoded (decode on demand: `done + skipped + failed`
+    /// frames were received).
     pub skipped: u64,
     /// Messages its own input queue dropped before it got to them (the node fell behind
     /// its stream's keep-last depth), counted here rather than lost.
