@@ -34,9 +34,9 @@ impl<S: Subscriber> Layer<S> for ToHub {
         let record = LogRecord::new(level, meta.target(), text.0)
             .with_stamp(Timestamp::now())
             .with_location(
-                meta.file().unwrap_or_default(),
-                meta.module_path().unwrap_or_default(),
-                meta.line().unwrap_or_default(),
+                meta.file().unwrap_or_default(), // infallible: optional metadata, absent is empty
+                meta.module_path().unwrap_or_default(), // infallible: as above
+                meta.line().unwrap_or_default(), // infallible: as above, 0 for none
             );
         log_hub::hub().offer(record);
     }

@@ -170,7 +170,10 @@ pub fn measure(
 
 /// The run's last `error:` line in its log (else its last line): why it failed.
 fn last_error(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let text = match std::fs::read_to_string(log) {
+        Ok(text) => text,
+        Err(error) => return format!("its log {} could not be read: {error}", log.display()),
+    };
     let lines: Vec<&str> = text.lines().collect();
     lines
         .iter()
