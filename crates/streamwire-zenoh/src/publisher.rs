@@ -77,7 +77,7 @@ impl ZenohPublisher {
             } else {
                 Priority::Data
             })
-            .express(state)
+            .express(express(qos))
             .wait()
             .map_err(engine(format!("declare the publisher of `{key}`")))?;
         let shared = Arc::new(PublisherShared {
@@ -122,6 +122,16 @@ impl ZenohPublisher {
             transport: transport.clone(),
         })
     }
+}
+
+/// Whether a stream's frames skip zenoh's batching: a reliable keep-last stream's (the
+/// latest state, put alone by its producer, must not wait behind other messages), never a
+/// keep-all stream's. An express put is a link write of its own, and the receiver's
+/// wake-up; a keep-all burst's puts (several of 4 KiB, each with its own part) are what
+/// zenoh's batching is for, and a lone put that finds zenoh's sender idle leaves at once
+/// either way (zenoh holds a batch back only while puts keep adding to it, at most 1 ms).
+fn express(qos: Qos) -> bool {
+    matches!(qos.reliability, Reliability::Reliable) && matches!(qos.history, History::KeepLast(_))
 }
 
 impl Publisher for ZenohPublisher {
