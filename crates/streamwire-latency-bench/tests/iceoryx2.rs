@@ -29,7 +29,7 @@ fn peer() -> Command {
     command.args([
         "-c",
         &format!(
-            "{PEER_ARGS}=\"$*\" exec \"$0\" peer_process --exact --nocapture --test-threads=1"
+            "export {PEER_ARGS}=\"$*\"; exec \"$0\" peer_process --exact --nocapture --test-threads=1"
         ),
     ]);
     command.arg(exe);
