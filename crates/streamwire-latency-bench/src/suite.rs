@@ -180,22 +180,7 @@ pub fn run(
                         .to_owned(),
                 );
             }
-            Route::Iceoryx2 => {
-                for (label, wait) in [("iceoryx2", Wait::Event), ("iceoryx2-busy", Wait::Busy)] {
-                    progress(&format!("measuring {label}"));
-                    let results = iceoryx2(&latency_phases, wait, peer)?;
-                    suite.rows.extend(rows_of(label, Link::Shm, &results, 2));
-                }
-                suite.notes.push(
-                    "iceoryx2: zero-copy IPC between the same two kinds of processes, shared \
-                     memory alone (no network stack, no serialization): the payload written \
-                     into a loan before the clock, the echo answering with a loan written \
-                     before the ping came; iceoryx2 wakes the receiver with its event \
-                     service (as our receive blocks), iceoryx2-busy busy-waits (a core \
-                     spinning on each side)"
-                        .to_owned(),
-                );
-            }
+            Route::Iceoryx2 => iceoryx2_rows(&mut suite, &latency_phases, peer, progress)?,
             Route::Chain => {
                 let results = in_this_process(&chain_phases, Layout::Together, CHAIN_HOPS)?;
                 suite
@@ -372,6 +357,30 @@ fn bare_zenoh(
     child.finish();
     streamwire_zenoh::remove_orphaned_shared_memory();
     results
+}
+
+/// The iceoryx2 rows, event-driven and busy-waiting, and their note.
+fn iceoryx2_rows(
+    suite: &mut Suite,
+    phases: &[Phase],
+    peer: PeerCommand<'_>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
+    for (label, wait) in [("iceoryx2", Wait::Event), ("iceoryx2-busy", Wait::Busy)] {
+        progress(&format!("measuring {label}"));
+        let results = iceoryx2(phases, wait, peer)?;
+        suite.rows.extend(rows_of(label, Link::Shm, &results, 2));
+    }
+    suite.notes.push(
+        "iceoryx2: zero-copy IPC between the same two kinds of processes, shared \
+         memory alone (no network stack, no serialization): the payload written \
+         into a loan before the clock, the echo answering with a loan written \
+         before the ping came; iceoryx2 wakes the receiver with its event \
+         service (as our receive blocks), iceoryx2-busy busy-waits (a core \
+         spinning on each side)"
+            .to_owned(),
+    );
+    Ok(())
 }
 
 /// iceoryx2 between this process and a peer; the run's files removed after it, however
