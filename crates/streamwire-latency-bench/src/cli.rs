@@ -18,8 +18,8 @@ impl Plugin for LatencyBench {
     fn build(&self, cli: &mut Cli) {
         // The abouts after `augment_args`, which would take the `Args` structs' doc comments.
         let command = LatencyArgs::augment_args(clap::Command::new("latency")).about(
-            "Latency and throughput across payload sizes and transports, against bare zenoh \
-             and a bare channel (`BENCH_CSV=1`: CSV on stdout, the table on stderr)",
+            "Latency and throughput across payload sizes and transports, against bare zenoh, \
+             iceoryx2 and a bare channel (`BENCH_CSV=1`: CSV on stdout, the table on stderr)",
         );
         cli.add_bench(PluginCommand::new(command, |_cli, matches, cx| {
             latency(LatencyArgs::from_arg_matches(matches)?, cx)
@@ -57,7 +57,8 @@ struct LatencyArgs {
     chain_sizes: Vec<usize>,
     /// What to measure, comma-separated: in-process, loopback, zenoh (a distributed run's
     /// workers, closed and --insecure), zenoh-direct (the transport without the workers),
-    /// zenoh-shm, chain (default: all).
+    /// zenoh-shm, iceoryx2 (the zero-copy IPC baseline, event-driven and busy-waiting),
+    /// chain (default: all).
     #[arg(long, value_name = "NAME,..", value_delimiter = ',')]
     transport: Vec<String>,
 }

@@ -30,6 +30,11 @@
 //!   (`bare-zenoh-shm-fifo`: zenoh copies it into its pool, inside the clock) and putting
 //!   a loan of its provider written before the clock (`bare-zenoh-shm-loan`), as the
 //!   pinger does.
+//! - `iceoryx2`: the physical-limit baseline, zero-copy IPC with iceoryx2 between the
+//!   same two kinds of processes (no network stack, no serialization): a publish-subscribe
+//!   service of byte slices per size, the payload written into a loan before the clock,
+//!   the echo woken by iceoryx2's event service (`iceoryx2`) or busy-waiting
+//!   (`iceoryx2-busy`). Every file it makes is named after the run and removed after it.
 //! - `zenoh-direct`: the pinger's and the echo's runtimes on the zenoh transport
 //!   directly, without coordinator or workers, over TCP (`zenoh-direct`) and with shared
 //!   memory (`zenoh-shm-direct`): what the worker path adds.
@@ -39,6 +44,7 @@
 
 mod bare;
 pub mod cli;
+mod iox;
 mod modules;
 mod peer;
 mod results;
@@ -87,18 +93,21 @@ pub enum Route {
     ZenohDirect,
     /// The workers with shared memory at both ends, and the bare baselines.
     ZenohShm,
+    /// iceoryx2 between two processes, event-driven and busy-waiting.
+    Iceoryx2,
     /// The 16-hop chain, in one process and over zenoh.
     Chain,
 }
 
 impl Route {
     /// Every route, in the order they run.
-    pub const ALL: [Route; 6] = [
+    pub const ALL: [Route; 7] = [
         Route::InProcess,
         Route::Loopback,
         Route::Zenoh,
         Route::ZenohDirect,
         Route::ZenohShm,
+        Route::Iceoryx2,
         Route::Chain,
     ];
 
@@ -110,6 +119,7 @@ impl Route {
             Route::Zenoh => "zenoh",
             Route::ZenohDirect => "zenoh-direct",
             Route::ZenohShm => "zenoh-shm",
+            Route::Iceoryx2 => "iceoryx2",
             Route::Chain => "chain",
         }
     }
@@ -139,6 +149,9 @@ pub enum BenchError {
     /// zenoh refused something.
     #[error("zenoh: {0}")]
     Zenoh(String),
+    /// iceoryx2 refused something.
+    #[error("iceoryx2: {0}")]
+    Iceoryx2(String),
     /// The peer process could not start, or did not answer.
     #[error("the peer process: {0}")]
     Peer(String),

@@ -13,6 +13,7 @@ use streamwire_zenoh::{SharedMemory, ZenohOptions, ZenohTransport};
 
 use crate::BenchError;
 use crate::bare::{self, Receive};
+use crate::iox::{self, Scope, Wait};
 use crate::modules::{self, Job, Layout};
 use crate::suite::{PeerCommand, ZENOH_KEEP_ALL_DEPTH, process_name};
 
@@ -113,11 +114,13 @@ struct PeerArgs {
     shm: bool,
     secret_file: Option<std::path::PathBuf>,
     process: Option<String>,
+    sizes: Vec<usize>,
 }
 
 /// The peer process of [`run`](crate::run): `--connect ENDPOINT... --run-id ID --mode
-/// streamwire|bare-fifo|bare-callback|worker --hops N --shm true|false`, and a worker's
-/// `--process NAME [--secret-file FILE]`. Serves until its standard input closes.
+/// streamwire|bare-fifo|bare-callback|worker|iceoryx2|iceoryx2-busy --hops N --shm
+/// true|false`, a worker's `--process NAME [--secret-file FILE]`, iceoryx2's `--sizes
+/// BYTES,..` (the pinger's, in its order). Serves until its standard input closes.
 pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
     let PeerArgs {
         connect,
@@ -127,6 +130,7 @@ pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
         shm,
         secret_file,
         process,
+        sizes,
     } = peer_args_of(args)?;
     let run_id = run_id.ok_or_else(|| BenchError::Arguments("--run-id is needed".to_owned()))?;
     let stopped = Arc::new(AtomicBool::new(false));
@@ -140,6 +144,14 @@ pub fn serve_peer(args: &[String]) -> Result<(), BenchError> {
                 stopped.store(true, Ordering::SeqCst);
             })
             .map_err(|e| BenchError::Peer(format!("stdin thread: {e}")))?;
+    }
+    let stop = || stopped.load(Ordering::SeqCst);
+    match mode.as_deref() {
+        Some("iceoryx2") => return iox::serve(&Scope::new(&run_id), Wait::Event, &sizes, &stop),
+        Some("iceoryx2-busy") => {
+            return iox::serve(&Scope::new(&run_id), Wait::Busy, &sizes, &stop);
+        }
+        _ => {}
     }
     let runnable = modules::blueprint(Arc::new(Job::default()), Layout::Apart, hops)
         .into_runnable()
@@ -184,6 +196,13 @@ fn peer_args_of(args: &[String]) -> Result<PeerArgs, BenchError> {
             "--shm" => out.shm = value == "true",
             "--secret-file" => out.secret_file = Some(std::path::PathBuf::from(value)),
             "--process" => out.process = Some(value.clone()),
+            "--sizes" => {
+                out.sizes = value
+                    .split(',')
+                    .map(|size| size.parse())
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| BenchError::Arguments(format!("--sizes {value}")))?;
+            }
             "--hops" => {
                 out.hops = value
                     .parse()
@@ -237,7 +256,8 @@ fn serve_mode(
             })
         }
         other => Err(BenchError::Arguments(format!(
-            "--mode {}: one of streamwire, bare-fifo, bare-callback, worker",
+            "--mode {}: one of streamwire, bare-fifo, bare-callback, worker, iceoryx2, \
+             iceoryx2-busy",
             other.unwrap_or("(missing)")
         ))),
     }

@@ -143,6 +143,8 @@ pub enum Link {
     Tls,
     /// Mutual TLS, with shared memory on at both ends.
     TlsShm,
+    /// Two processes, shared memory alone: no network stack (iceoryx2).
+    Shm,
 }
 
 impl Link {
@@ -155,6 +157,7 @@ impl Link {
             Link::TcpShm => "tcp+shm",
             Link::Tls => "tls",
             Link::TlsShm => "tls+shm",
+            Link::Shm => "shm",
         }
     }
 }
@@ -308,9 +311,10 @@ impl Suite {
 
 /// The p50 ratios the table states: each streamwire row over the best bare row of its
 /// link (TCP over bare zenoh's callback and FIFO; shared memory over the bare loan, which
-/// puts what the pinger puts, and the heap put), then what TLS, shared memory and the
-/// worker path cost.
-const PAIRS: [(&str, &str, &str); 12] = [
+/// puts what the pinger puts, and the heap put), against iceoryx2 (the physical limit of
+/// a hand-off between two processes: shared memory alone), then what TLS, shared memory,
+/// the worker path and busy-waiting cost.
+const PAIRS: [(&str, &str, &str); 16] = [
     (
         "zenoh-insecure",
         "bare-zenoh-callback",
@@ -352,6 +356,26 @@ const PAIRS: [(&str, &str, &str); 12] = [
         "zenoh-shm-direct",
         "zenoh-shm-insecure / zenoh-shm-direct (the worker path / the transport alone)",
     ),
+    (
+        "zenoh-shm-insecure",
+        "iceoryx2",
+        "zenoh-shm-insecure / iceoryx2 (tcp+shm through the workers / shm alone, no network stack)",
+    ),
+    (
+        "zenoh-shm",
+        "iceoryx2",
+        "zenoh-shm / iceoryx2 (tls+shm through the workers / shm alone)",
+    ),
+    (
+        "bare-zenoh-shm-loan",
+        "iceoryx2",
+        "bare zenoh shm loan / iceoryx2 (tcp+shm / shm alone)",
+    ),
+    (
+        "iceoryx2-busy",
+        "iceoryx2",
+        "iceoryx2 busy-wait / iceoryx2 event-driven",
+    ),
     ("in-process", "bare-channel", "in-process / bare channel"),
     ("loopback", "in-process", "loopback / in-process"),
     (
@@ -362,7 +386,7 @@ const PAIRS: [(&str, &str, &str); 12] = [
 ];
 
 /// The throughput ratios the table states.
-const THROUGHPUT_PAIRS: [(&str, &str, &str); 3] = [
+const THROUGHPUT_PAIRS: [(&str, &str, &str); 5] = [
     (
         "zenoh-insecure",
         "bare-zenoh-fifo",
@@ -377,6 +401,16 @@ const THROUGHPUT_PAIRS: [(&str, &str, &str); 3] = [
         "zenoh-shm-insecure",
         "bare-zenoh-shm-fifo",
         "zenoh-shm-insecure / bare zenoh shm heap put, both tcp+shm",
+    ),
+    (
+        "zenoh-shm-insecure",
+        "iceoryx2",
+        "zenoh-shm-insecure / iceoryx2 (tcp+shm through the workers / shm alone)",
+    ),
+    (
+        "bare-zenoh-shm-loan",
+        "iceoryx2",
+        "bare zenoh shm loan / iceoryx2 (tcp+shm / shm alone)",
     ),
 ];
 

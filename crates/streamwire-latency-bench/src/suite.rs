@@ -10,6 +10,7 @@ use streamwire_cluster::{Access, Coordinator, CoordinatorOptions, Credential, Wo
 use streamwire_runtime::{Partitions, RunHandle, RunOptions, Runtime, StartGate};
 
 use crate::bare::{self, Payloads, Receive};
+use crate::iox::{self, Cleanup, Scope, Wait};
 use crate::modules::{self, Job, Layout};
 use crate::peer::{Peer, open_session, peer_args};
 use crate::results::{Link, Phase, PhaseKind, PhaseResult, rows_of};
@@ -179,6 +180,7 @@ pub fn run(
                         .to_owned(),
                 );
             }
+            Route::Iceoryx2 => iceoryx2_rows(&mut suite, &latency_phases, peer, progress)?,
             Route::Chain => {
                 let results = in_this_process(&chain_phases, Layout::Together, CHAIN_HOPS)?;
                 suite
@@ -354,6 +356,61 @@ fn bare_zenoh(
     let results = bare::measure(transport.session(), &keys, receive, payloads, phases);
     child.finish();
     streamwire_zenoh::remove_orphaned_shared_memory();
+    results
+}
+
+/// The iceoryx2 rows, event-driven and busy-waiting, and their note.
+fn iceoryx2_rows(
+    suite: &mut Suite,
+    phases: &[Phase],
+    peer: PeerCommand<'_>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
+    for (label, wait) in [("iceoryx2", Wait::Event), ("iceoryx2-busy", Wait::Busy)] {
+        progress(&format!("measuring {label}"));
+        let results = iceoryx2(phases, wait, peer)?;
+        suite.rows.extend(rows_of(label, Link::Shm, &results, 2));
+    }
+    suite.notes.push(
+        "iceoryx2: zero-copy IPC between the same two kinds of processes, shared \
+         memory alone (no network stack, no serialization): the payload written \
+         into a loan before the clock, the echo answering with a loan written \
+         before the ping came; iceoryx2 wakes the receiver with its event \
+         service (as our receive blocks), iceoryx2-busy busy-waits (a core \
+         spinning on each side)"
+            .to_owned(),
+    );
+    Ok(())
+}
+
+/// iceoryx2 between this process and a peer; the run's files removed after it, however
+/// it ended.
+fn iceoryx2(
+    phases: &[Phase],
+    wait: Wait,
+    peer: PeerCommand<'_>,
+) -> Result<Vec<PhaseResult>, BenchError> {
+    // Short: iceoryx2's event sockets are files under the run's root whose names carry the
+    // run's prefix, and a socket's path has at most 107 bytes.
+    let run_id = format!("sw{}{}", std::process::id(), wait.tag());
+    let scope = Scope::new(&run_id);
+    // Declared before the peer: dropped after it, once the peer has ended.
+    let _cleanup = Cleanup(scope.clone());
+    let sizes: Vec<String> = iox::sizes_of(phases)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let args = [
+        "--run-id".to_owned(),
+        run_id,
+        "--mode".to_owned(),
+        wait.mode().to_owned(),
+        "--sizes".to_owned(),
+        sizes.join(","),
+    ];
+    let child = Peer::start(peer, &args)?;
+    let results = iox::measure(&scope, wait, phases);
+    child.finish();
     results
 }
 
