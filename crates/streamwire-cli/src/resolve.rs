@@ -783,11 +783,8 @@ mod tests {
         let cli = ticks(shared.clone());
         let built = cli.resolve("ticks", &[], &[]).unwrap();
         assert_eq!(value_of(&built, "ticker.rate"), "20.0");
-        let config = crate::commands::config::render_settings(
-            "ticks",
-            &built.settings,
-            &built.accepts,
-        );
+        let config =
+            crate::commands::config::render_settings("ticks", &built.settings, &built.accepts);
         insta::assert_snapshot!("code_blueprint_of_modules_config", config);
 
         let flags = ["ticker.rate=50".to_owned(), "ticker.label=tock".to_owned()];
@@ -795,11 +792,19 @@ mod tests {
         assert_eq!(value_of(&built, "ticker.rate"), "50");
         let (_, module) = built.blueprint.instance_values().next().unwrap();
         let value = serde_json::to_value(module.as_config().unwrap()).unwrap();
-        assert_eq!((&value["rate"], &value["label"]), (&50.0.into(), &"tock".into()));
-        let runnable = std::mem::take(&mut built.blueprint).into_runnable().unwrap();
+        assert_eq!(
+            (&value["rate"], &value["label"]),
+            (&50.0.into(), &"tock".into())
+        );
+        let runnable = std::mem::take(&mut built.blueprint)
+            .into_runnable()
+            .unwrap();
         let (_, mut modules) = runnable.into_parts();
         let ticker = modules[0].as_any_mut().downcast_mut::<Ticker>().unwrap();
-        assert!(std::sync::Arc::ptr_eq(&ticker.shared, &shared), "the state was replaced");
+        assert!(
+            std::sync::Arc::ptr_eq(&ticker.shared, &shared),
+            "the state was replaced"
+        );
     }
 
     /// A setting out of its declared range, of the wrong type, or named the old nested

@@ -54,8 +54,14 @@ mod tests {
     fn a_duration_reads_and_shows_as_people_write_it() {
         let ten = HumanDuration(Duration::from_secs(10));
         assert_eq!(serde_json::to_value(ten).unwrap(), "10s");
-        assert_eq!(serde_json::from_str::<HumanDuration>("\"10s\"").unwrap(), ten);
-        assert_eq!("1m 30s".parse::<HumanDuration>().unwrap().0, Duration::from_secs(90));
+        assert_eq!(
+            serde_json::from_str::<HumanDuration>("\"10s\"").unwrap(),
+            ten
+        );
+        assert_eq!(
+            "1m 30s".parse::<HumanDuration>().unwrap().0,
+            Duration::from_secs(90)
+        );
         let error = serde_json::from_str::<HumanDuration>("\"soon\"").unwrap_err();
         assert!(error.to_string().contains("write e.g. `10s`"), "{error}");
     }

@@ -591,7 +591,8 @@ impl Node for WebRelay {
         let running = server::Running::start(&self.config(), cx)?;
         // The counter first: whoever waits on the address then finds it in the stats too.
         cx.counter("port").add(running.address().port().into());
-        self.address.set(running.address(), running.token().map(str::to_owned));
+        self.address
+            .set(running.address(), running.token().map(str::to_owned));
         self.running = Some(running);
         self.announce_where(cx);
         Ok(())

@@ -44,11 +44,18 @@ fn a_file_names_the_relay_alone_and_gives_its_settings_as_plain_keys() {
     let nested = parse("instances:\n  web:\n    type: WebRelay\n    config:\n      port: 0\n")
         .expect_err("the nested form is gone");
     assert!(nested.contains("config"), "{nested}");
-    let too_short = parse("instances:\n  web:\n    type: WebRelay\n    idle_timeout: 1ms\n")
-        .map(|file| file.into_blueprint().check_settings().map_err(|e| e.to_string()));
+    let too_short =
+        parse("instances:\n  web:\n    type: WebRelay\n    idle_timeout: 1ms\n").map(|file| {
+            file.into_blueprint()
+                .check_settings()
+                .map_err(|e| e.to_string())
+        });
     let refused = match too_short {
         Ok(Err(error)) | Err(error) => error,
         Ok(Ok(())) => panic!("a 1ms idle timeout was taken"),
     };
-    assert!(refused.contains("`idle_timeout` = 1ms is out of range"), "{refused}");
+    assert!(
+        refused.contains("`idle_timeout` = 1ms is out of range"),
+        "{refused}"
+    );
 }
