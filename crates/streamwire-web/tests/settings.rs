@@ -23,7 +23,8 @@ fn a_file_names_the_relay_alone_and_gives_its_settings_as_plain_keys() {
     // Linked, so that `type: WebRelay` is registered.
     let _ = WebRelay::default();
     let alone = parse("instances:\n  web: { type: WebRelay }\n").expect("no `config: {}` needed");
-    insta::assert_json_snapshot!("relay_defaults", settings_of(&alone));
+    let defaults = serde_json::to_string_pretty(&settings_of(&alone)).expect("prints");
+    insta::assert_snapshot!("relay_defaults", defaults);
     alone.into_blueprint().build().expect("plans");
 
     let flat = parse(
