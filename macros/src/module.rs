@@ -55,6 +55,7 @@ fn generate(model: &ModuleDef, file_support: bool) -> TokenStream {
     let (config_ranges, check_config) = range_tokens(model);
     let port_infos = ports.iter().map(|p| port_info(krate, p));
     let config_names = config.iter().map(|c| c.ident.to_string());
+    let config_idents: Vec<&syn::Ident> = config.iter().map(|c| &c.ident).collect();
     let handle_fields = ports.iter().map(|p| {
         let field = &p.field;
         let ty = &p.ty;
@@ -138,6 +139,10 @@ fn generate(model: &ModuleDef, file_support: bool) -> TokenStream {
             fn taps(&self) -> #krate::Taps {
                 use #krate::__private::probe::{IsNodeRef as _, NotNodeRef as _};
                 #krate::__private::probe::RefProbe(self).node_taps()
+            }
+
+            fn take_config(&mut self, from: &mut Self) {
+                #(::core::mem::swap(&mut self.#config_idents, &mut from.#config_idents);)*
             }
 
             #as_config

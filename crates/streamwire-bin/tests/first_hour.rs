@@ -26,12 +26,11 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// A blueprint file with only a web relay listening on `listen`, placed in a process of
-/// its own when `placed` (a distributed run: the relay runs in a worker).
-fn relay_blueprint(dir: &Path, listen: &str, placed: bool) -> PathBuf {
-    let mut yaml = format!(
-        "instances:\n  web:\n    type: WebRelay\n    config:\n      listen: \"{listen}\"\n"
-    );
+/// A blueprint file with only a web relay listening on 127.0.0.1 (its default) port
+/// `port`, placed in a process of its own when `placed` (a distributed run: the relay
+/// runs in a worker).
+fn relay_blueprint(dir: &Path, port: u16, placed: bool) -> PathBuf {
+    let mut yaml = format!("instances:\n  web:\n    type: WebRelay\n    port: {port}\n");
     if placed {
         yaml.push_str("placement:\n  web: ui\n");
     }
@@ -132,7 +131,7 @@ fn get(host: &str, path: &str) -> (String, String) {
 fn a_yaml_relay_on_port_0_prints_the_viewer_line_and_its_url_serves_the_page() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     for placed in [false, true] {
-        let file = relay_blueprint(dir.path(), "127.0.0.1:0", placed);
+        let file = relay_blueprint(dir.path(), 0, placed);
         let file = file.to_str().unwrap_or_default();
         let mut run = Running::start(&["run", file]);
         let line = run.line_starting("viewer: open http://");
@@ -169,7 +168,7 @@ fn a_relay_whose_port_is_taken_ends_the_run_with_the_failure_named() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
     let address = taken.local_addr().unwrap_or_else(|e| panic!("{e}"));
     for (placed, name) in [(false, "one_process"), (true, "distributed")] {
-        let file = relay_blueprint(dir.path(), &address.to_string(), placed);
+        let file = relay_blueprint(dir.path(), address.port(), placed);
         let out = streamwire(&["run", file.to_str().unwrap_or_default()]);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{stderr}");

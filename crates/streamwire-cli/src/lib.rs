@@ -118,6 +118,40 @@ impl Cli {
         self
     }
 
+    /// Registers blueprint `name`, built by `build` with no config type of its own: its
+    /// keys are its instances' `#[config]` fields, `<instance>.<field>` (`camera.fps`), as
+    /// in a blueprint file. Each starts at the value `build` gave the module (its declared
+    /// `#[config(default = ..)]` where `build` took that), `-o` and the environment change
+    /// the module value before anything runs, every field is checked against its declared
+    /// `range` before any worker starts, and `config` lists each with what it accepts. The
+    /// global keys apply as for [`Cli::blueprint`].
+    ///
+    /// ```no_run
+    /// # use streamwire_cli::Cli;
+    /// # use streamwire_graph::Blueprint;
+    /// fn robot() -> Blueprint {
+    ///     let blueprint = Blueprint::new();
+    ///     // blueprint.add("camera", Camera::default()); ...
+    ///     blueprint
+    /// }
+    /// Cli::new("acme-robot", "The ACME robot").blueprint_fn("robot", "camera -> detector", robot);
+    /// ```
+    pub fn blueprint_fn<F, R>(mut self, name: &str, about: &str, build: F) -> Cli
+    where
+        F: Fn() -> R + 'static,
+        R: IntoBlueprint,
+    {
+        self.blueprints.push(Registered {
+            name: name.to_owned(),
+            about: about.to_owned(),
+            kind: RegisteredKind::Code {
+                defaults: serde_json::Map::new(),
+                build: resolve::modules_blueprint(name.to_owned(), build),
+            },
+        });
+        self
+    }
+
     /// Registers blueprint `name` given as YAML text (e.g. `include_str!("robot.yaml")`).
     pub fn blueprint_file(mut self, name: &str, about: &str, yaml: &str) -> Cli {
         self.blueprints.push(Registered {

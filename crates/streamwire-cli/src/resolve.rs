@@ -361,25 +361,99 @@ fn own_file_keys(
     own: &[Setting],
     at: &dyn Fn(&[&str]) -> Source,
 ) -> anyhow::Result<Vec<Setting>> {
-    let mut effective: Vec<Setting> = Vec::new();
-    let mut objects: Vec<(String, serde_json::Map<String, Value>)> = Vec::new();
+    let mut objects = Vec::new();
     for (name, module) in &file.instances.0 {
-        let Value::Object(map) = serde_json::to_value(&**module)? else {
-            bail!("instance `{name}` did not serialize as a map");
-        };
-        for (k, v) in map.iter().filter(|(k, _)| *k != "type") {
-            // A field the file leaves out has the module's default.
-            let source = match at(&["instances", name, k]) {
-                Source::File { line: None, .. } => Source::Default,
-                source => source,
+        objects.push((name.clone(), config_object(name, &**module)?));
+    }
+    // A field the file leaves out has the module's default.
+    let source = |name: &str, field: &str| match at(&["instances", name, field]) {
+        Source::File { line: None, .. } => Source::Default,
+        source => source,
+    };
+    let (effective, changed) = edit_instances(objects, own, &source)?;
+    for (name, module) in changed {
+        if let Some(slot) = file.instances.0.iter_mut().find(|(n, _)| *n == name) {
+            slot.1 = module;
+        }
+    }
+    Ok(effective)
+}
+
+/// The builder of a code blueprint `name` made without a config type of its own
+/// ([`Cli::blueprint_fn`]): its own keys are its instances' `#[config]` fields
+/// (`<instance>.<field>`), at the values its code gave them (the modules' declared
+/// defaults where it took those), changed by the layers as a file's are; then the global
+/// layers on top.
+pub(crate) fn modules_blueprint<F, R>(name: String, build: F) -> BuildFn
+where
+    F: Fn() -> R + 'static,
+    R: IntoBlueprint,
+{
+    Box::new(move |layers: &[Setting]| {
+        let (globals, own): (Vec<Setting>, Vec<Setting>) = layers
+            .iter()
+            .cloned()
+            .partition(|s| keys::is_global(&s.key));
+        let mut blueprint = build()
+            .into_blueprint()
+            .map_err(|e| anyhow!("blueprint `{name}`: {}", streamwire_core::log::chain(&*e)))?;
+        let mut objects = Vec::new();
+        let mut accepts = global_accepts();
+        for (instance, module) in blueprint.instance_values() {
+            // A module without file support (an internal one) has no settings to give.
+            let Some(config) = module.as_config() else {
+                continue;
             };
+            objects.push((instance.to_owned(), config_object(instance, config)?));
+            for range in module.config_ranges() {
+                accepts.insert(format!("{instance}.{}", range.field), range.accepts);
+            }
+        }
+        let (mut effective, changed) =
+            edit_instances(objects, &own, &|_: &str, _: &str| Source::Registered)?;
+        for (instance, module) in changed {
+            let mut module: Box<dyn streamwire_core::ModuleValue> = module;
+            if !blueprint.set_config(&instance, &mut *module) {
+                bail!("blueprint `{name}`: instance `{instance}` changed its module type");
+            }
+        }
+        effective.extend(apply_globals(&mut blueprint, default_globals(), &globals)?);
+        Ok(Built {
+            blueprint,
+            settings: effective,
+            accepts,
+        })
+    })
+}
+
+/// Instance `name`'s config as a JSON object (its `type` and its `#[config]` fields).
+fn config_object(
+    name: &str,
+    module: &dyn ModuleConfig,
+) -> anyhow::Result<serde_json::Map<String, Value>> {
+    match serde_json::to_value(module)? {
+        Value::Object(map) => Ok(map),
+        _ => bail!("instance `{name}` did not serialize as a map"),
+    }
+}
+
+/// Instances' configs (`objects`, each its name and JSON object) edited by the layers of
+/// their keys (`<instance>.<field>`): the effective settings of those keys (each value
+/// not given by a layer from `source`) and each changed instance's module read back.
+fn edit_instances(
+    mut objects: Vec<(String, serde_json::Map<String, Value>)>,
+    own: &[Setting],
+    source: &dyn Fn(&str, &str) -> Source,
+) -> anyhow::Result<(Vec<Setting>, Vec<(String, Box<dyn ModuleConfig>)>)> {
+    let mut effective: Vec<Setting> = Vec::new();
+    for (name, map) in &objects {
+        for (k, v) in map.iter().filter(|(k, _)| *k != "type") {
             effective.push(Setting {
                 key: format!("{name}.{k}"),
                 value: value_text(v),
-                source,
+                source: source(name, k),
             });
         }
-        objects.push((name.clone(), map));
     }
     let mut changed = vec![false; objects.len()];
     for s in own {
@@ -395,6 +469,7 @@ fn own_file_keys(
         changed[index] = true;
         set_effective(&mut effective, s);
     }
+    let mut modules = Vec::new();
     for ((name, map), changed) in objects.into_iter().zip(changed) {
         if !changed {
             continue;
@@ -405,11 +480,9 @@ fn own_file_keys(
             own,
             &format!("instance `{name}`"),
         )?;
-        if let Some(slot) = file.instances.0.iter_mut().find(|(n, _)| *n == name) {
-            slot.1 = module;
-        }
+        modules.push((name, module));
     }
-    Ok(effective)
+    Ok((effective, modules))
 }
 
 /// `T` read from `value`: a mistake names the key at fault (`camera.fps`, its path under
@@ -528,6 +601,23 @@ fn instance_field<'a>(
         return Err(unknown(format!("unknown key `{key}`")));
     };
     let Some(index) = objects.iter().position(|(n, _)| n == instance) else {
+        // `web.config.listen`: a module's settings were once one nested value (the web
+        // relay's `config`); each is a key of its own now.
+        let plain = objects.iter().find(|(n, m)| {
+            key.strip_prefix(n.as_str())
+                .is_some_and(|rest| rest.starts_with('.'))
+                && m.contains_key(field)
+        });
+        if let Some((name, _)) = plain {
+            return Err(ConfigError {
+                origin: setting.source.clone(),
+                message: format!(
+                    "unknown key `{key}`: `{name}`'s settings are plain keys \
+                     `<instance>.<field>`: write `{name}.{field}`"
+                ),
+            }
+            .into());
+        }
         return Err(unknown(format!(
             "unknown key `{key}`: no instance `{instance}`"
         )));
@@ -593,12 +683,22 @@ fn set_effective(effective: &mut Vec<Setting>, s: &Setting) {
 }
 
 /// A `-o` value as JSON, read the way the old value is typed: a string field takes the
-/// text as it is, anything else is parsed as YAML/JSON scalar text (`15`, `true`, `0.5`).
+/// text as it is, a list takes JSON or comma-separated text (`A,B`), anything else is
+/// parsed as YAML/JSON scalar text (`15`, `true`, `0.5`).
 fn parse_value(text: &str, old: &Value) -> Value {
     if old.is_string() {
         return Value::String(text.to_owned());
     }
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+    serde_json::from_str(text).unwrap_or_else(|_| match old {
+        // A list of strings as people write one on a command line: `A,B`.
+        Value::Array(_) => text
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(|item| Value::String(item.to_owned()))
+            .collect(),
+        _ => Value::String(text.to_owned()),
+    })
 }
 
 fn value_text(v: &Value) -> String {
@@ -626,6 +726,107 @@ mod tests {
         let built = cli.resolve("bp", &env, flags).unwrap();
         assert_eq!(built.accepts.get(key), global_key(key).map(|g| &g.accepts));
         built.settings.into_iter().find(|s| s.key == key).unwrap()
+    }
+
+    /// A module declaring its settings' defaults and ranges, as an application's does: a
+    /// code blueprint of it needs no config type of its own.
+    #[derive(streamwire_macros::Module)]
+    #[module(crate = streamwire_core)]
+    struct Ticker {
+        ticks: streamwire_core::Out<streamwire_msgs::Twist>,
+        /// Ticks per second.
+        #[config(default = 20.0, finite, range = 0.1..=100.0)]
+        rate: f64,
+        /// Said with each tick.
+        #[config(default = "tick".to_owned())]
+        label: String,
+        /// Shared with the code that built the blueprint: kept when `-o` changes a setting.
+        #[state]
+        shared: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl streamwire_core::Node for Ticker {
+        fn trigger(&self) -> streamwire_core::Trigger {
+            streamwire_core::Trigger::rate(self.rate)
+        }
+
+        fn step(&mut self, _cx: &mut streamwire_core::Context<'_>) -> streamwire_core::NodeResult {
+            Ok(())
+        }
+    }
+
+    /// A CLI with blueprint `ticks`: one `Ticker` at its declared settings, added by code,
+    /// its state holding `shared`.
+    fn ticks(shared: std::sync::Arc<std::sync::atomic::AtomicU64>) -> Cli {
+        use streamwire_core::Module as _;
+        Cli::new("streamwire", "test").blueprint_fn("ticks", "a ticker", move || {
+            let mut blueprint = Blueprint::new();
+            let mut ticker = Ticker::declared().unwrap();
+            ticker.shared = shared.clone();
+            blueprint.add("ticker", ticker);
+            blueprint
+        })
+    }
+
+    /// `key`'s effective value in `built`.
+    fn value_of(built: &Built, key: &str) -> String {
+        let setting = built.settings.iter().find(|s| s.key == key);
+        setting.map(|s| s.value.clone()).unwrap_or_default()
+    }
+
+    /// A code blueprint without a config type: its keys are its instances' settings, at
+    /// the modules' declared defaults, listed by `config` with what they accept; `-o`
+    /// changes the module value (its state kept) before anything runs.
+    #[test]
+    fn a_code_blueprint_takes_its_settings_from_its_modules() {
+        let shared = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(7));
+        let cli = ticks(shared.clone());
+        let built = cli.resolve("ticks", &[], &[]).unwrap();
+        assert_eq!(value_of(&built, "ticker.rate"), "20.0");
+        let config =
+            crate::commands::config::render_settings("ticks", &built.settings, &built.accepts);
+        insta::assert_snapshot!("code_blueprint_of_modules_config", config);
+
+        let flags = ["ticker.rate=50".to_owned(), "ticker.label=tock".to_owned()];
+        let mut built = cli.resolve("ticks", &[], &flags).unwrap();
+        assert_eq!(value_of(&built, "ticker.rate"), "50");
+        let (_, module) = built.blueprint.instance_values().next().unwrap();
+        let value = serde_json::to_value(module.as_config().unwrap()).unwrap();
+        assert_eq!(
+            (&value["rate"], &value["label"]),
+            (&50.0.into(), &"tock".into())
+        );
+        let runnable = std::mem::take(&mut built.blueprint)
+            .into_runnable()
+            .unwrap();
+        let (_, mut modules) = runnable.into_parts();
+        let ticker = modules[0].as_any_mut().downcast_mut::<Ticker>().unwrap();
+        assert!(
+            std::sync::Arc::ptr_eq(&ticker.shared, &shared),
+            "the state was replaced"
+        );
+    }
+
+    /// A setting out of its declared range, of the wrong type, or named the old nested
+    /// way is refused before anything runs, each naming the key.
+    #[test]
+    fn a_code_blueprints_module_settings_are_checked_naming_the_key() {
+        let cli = ticks(std::sync::Arc::default());
+        let refused = |flag: &str| match cli.resolve("ticks", &[], &[flag.to_owned()]) {
+            Ok(_) => panic!("`{flag}` was taken"),
+            Err(error) => format!("{error:#}"),
+        };
+        insta::assert_snapshot!(
+            "code_blueprint_of_modules_refusals",
+            [
+                "ticker.rate=1000",
+                "ticker.rate=fast",
+                "ticker.config.rate=5",
+                "ticker.speed=5",
+            ]
+            .map(|flag| format!("-o {flag}: {}", refused(flag)))
+            .join("\n")
+        );
     }
 
     /// Every row of the table is read by every reader (a blueprint file's top level, the

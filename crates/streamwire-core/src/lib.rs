@@ -65,7 +65,9 @@ pub use port::{
     PortAttrs, PortHandle, PortInfo, PortType, Qos, QosOverrides, Reliability, SameMessage,
 };
 pub use range::{ConfigProblem, FieldRange};
-pub use registry::{ModuleConfig, ModuleRegistration, registered_modules, registration};
+pub use registry::{
+    ModuleConfig, ModuleRegistration, UndeclaredSetting, registered_modules, registration,
+};
 
 /// Items used by the code that `#[derive(Message)]` and `#[derive(Module)]` generate.
 /// Not a public API: it may change in any release.

@@ -94,6 +94,46 @@ pub trait Module: Send + 'static {
     fn taps(&self) -> crate::Taps {
         crate::Taps::None
     }
+
+    /// Takes `from`'s `#[config]` fields (swapped), keeping its own ports and
+    /// `#[state]`: settings changed by `-o` applied to a value code built, whose state
+    /// (a handle shared with the code) must stay. The derive writes this.
+    #[doc(hidden)]
+    fn take_config(&mut self, from: &mut Self)
+    where
+        Self: Sized,
+    {
+        let _ = from;
+    }
+
+    /// The module with every setting at its declared default (`#[config(default = ..)]`,
+    /// else the module's own `Default`), ports new: the value a blueprint file that names
+    /// only its `type` gets, so a code blueprint needs no second copy of the defaults.
+    /// An error names a `#[config]` field that declares none.
+    ///
+    /// ```
+    /// # use streamwire::prelude::*;
+    /// # #[derive(Clone, Debug, serde::Serialize, serde::Deserialize, Message)]
+    /// # #[message(name = "doc/Tick")]
+    /// # pub struct Tick(u64);
+    /// #[derive(Module)]
+    /// pub struct Ticker {
+    ///     pub ticks: Out<Tick>,
+    ///     /// Ticks per second.
+    ///     #[config(default = 20.0, finite, range = 0.1..=1000.0)]
+    ///     pub rate: f64,
+    /// }
+    ///
+    /// let ticker = Ticker::declared()?;
+    /// assert_eq!(ticker.rate, 20.0);
+    /// # Ok::<(), streamwire::registry::UndeclaredSetting>(())
+    /// ```
+    fn declared() -> Result<Self, crate::registry::UndeclaredSetting>
+    where
+        Self: Sized + serde::de::DeserializeOwned,
+    {
+        crate::registry::declared::<Self>()
+    }
 }
 
 /// A module value with its type erased: what a blueprint holds and hands to a runtime.
@@ -116,6 +156,9 @@ pub trait ModuleValue: Send {
     fn config_ranges(&self) -> &'static [crate::FieldRange];
     /// See [`Module::taps`].
     fn taps(&self) -> crate::Taps;
+    /// Takes the `#[config]` fields of `from`, a value of the same module type (see
+    /// [`Module::take_config`]); false (nothing taken) when its type differs.
+    fn take_config(&mut self, from: &mut dyn ModuleValue) -> bool;
 }
 
 impl<M: Module> ModuleValue for M {
@@ -149,6 +192,16 @@ impl<M: Module> ModuleValue for M {
 
     fn taps(&self) -> crate::Taps {
         Module::taps(self)
+    }
+
+    fn take_config(&mut self, from: &mut dyn ModuleValue) -> bool {
+        match from.as_any_mut().downcast_mut::<M>() {
+            Some(from) => {
+                Module::take_config(self, from);
+                true
+            }
+            None => false,
+        }
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {

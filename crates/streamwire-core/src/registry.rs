@@ -102,3 +102,29 @@ pub fn registered_modules() -> Vec<&'static ModuleRegistration> {
     all.dedup_by_key(|r| r.tag);
     all
 }
+
+/// A module type some of whose `#[config]` fields declare no default
+/// ([`Module::declared`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "module `{module}` has a setting without a declared default ({reason}): declare \
+     `#[config(default = ..)]` on it, or give the value in code"
+)]
+pub struct UndeclaredSetting {
+    /// The module type.
+    pub module: &'static str,
+    /// What is missing, as serde says it (`missing field `threshold``).
+    pub reason: String,
+}
+
+/// See [`Module::declared`]: the module read from an empty map, as a file's instance
+/// giving only its `type` is.
+pub(crate) fn declared<M: Module + DeserializeOwned>() -> Result<M, UndeclaredSetting> {
+    let empty = serde::de::value::MapDeserializer::<_, serde::de::value::Error>::new(
+        std::iter::empty::<(&str, &str)>(),
+    );
+    M::deserialize(empty).map_err(|error| UndeclaredSetting {
+        module: M::TYPE_NAME,
+        reason: error.to_string(),
+    })
+}

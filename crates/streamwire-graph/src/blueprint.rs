@@ -194,6 +194,24 @@ impl Blueprint {
         self.add_entry(namespace, name, module)
     }
 
+    /// Each instance's full name and module value, in the order added: what a tool reads
+    /// a code blueprint's settings from (its instances' `#[config]` fields).
+    pub fn instance_values(&self) -> impl Iterator<Item = (&str, &dyn ModuleValue)> {
+        self.instances
+            .iter()
+            .map(|entry| (entry.name.as_str(), &*entry.module))
+    }
+
+    /// Gives instance `name` (its full name) the `#[config]` fields of `module`, a value
+    /// of its module type with its settings changed (by `-o`): its ports, state,
+    /// placement and connections stay. False when no instance `name` of that type exists.
+    pub fn set_config(&mut self, name: &str, module: &mut dyn ModuleValue) -> bool {
+        self.instances
+            .iter_mut()
+            .find(|entry| entry.name == name)
+            .is_some_and(|entry| entry.module.take_config(module))
+    }
+
     fn add_in_namespace<M: Module>(
         &mut self,
         namespace: &str,

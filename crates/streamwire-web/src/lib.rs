@@ -87,6 +87,7 @@
 //! [rosbridge v2 protocol]: https://github.com/RobotWebTools/rosbridge_suite/blob/ros2/ROSBRIDGE_PROTOCOL.md
 
 mod access;
+mod duration;
 mod foxglove;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -98,7 +99,7 @@ mod typedefs;
 pub mod wire;
 
 use parking_lot::{Condvar, Mutex};
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -107,12 +108,14 @@ use streamwire_macros::Module;
 use streamwire_msgs::{LogLevel, Twist};
 
 pub use access::RelayToken;
+pub use duration::HumanDuration;
 pub use server::RelayError;
 
 /// rosbridge's port, the relay's default.
 pub const DEFAULT_PORT: u16 = 9090;
 
-/// The relay's settings (a blueprint file sets them as the instance's `config`).
+/// The relay's settings, for code: [`WebRelay::new`] spreads them into the module's own
+/// settings, which a blueprint file, `-o` and `config` name as plain keys (`web.port`).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RelayConfig {
@@ -361,57 +364,175 @@ impl RelayAddress {
 }
 
 /// The web relay module: serves the run's streams to browsers (see the crate docs).
+///
+/// Its settings are its own fields, each a plain key of its instance (`web.listen`,
+/// `web.port`, `web.token`, `web.idle_timeout=45s`), in a blueprint file, `-o` and
+/// `config` alike; every one has a default, so a file may give none
+/// (`web: { type: WebRelay }`). Code gives them as a [`RelayConfig`].
 #[derive(Module)]
 #[module(crate = streamwire_core, validate = WebRelay::check_settings)]
 pub struct WebRelay {
     /// Velocity commands published by browsers (`advertise`/`publish` on `cmd_vel`).
     pub cmd_vel: Out<Twist>,
-    /// Settings.
+    /// The interface to listen on (default `127.0.0.1`; other interfaces only when asked).
     #[config]
-    pub config: RelayConfig,
+    pub listen: IpAddr,
+    /// The port (default 9090; 0 picks a free one, said in the `viewer:` line).
+    #[config]
+    pub port: u16,
+    /// The streams browsers may subscribe to; none (the default) is every stream of the plan.
+    #[config]
+    pub streams: Option<Vec<String>>,
+    /// The token every request must carry: `random` (default: a new one each run, in the
+    /// URL the run prints), `none` (no token), or the token itself.
+    #[config]
+    pub token: RelayToken,
+    /// Origins whose pages may open the websocket besides the relay's own
+    /// (`https://app.foxglove.dev`; `*` every origin).
+    #[config]
+    pub allowed_origins: Vec<String>,
+    /// The largest message a client may send, in bytes (default 1 MiB).
+    #[config(range = 1024..=67108864)]
+    pub max_message_bytes: usize,
+    /// How long a client may take to read a frame before it is disconnected (default 5s).
+    #[config]
+    pub stall_timeout: HumanDuration,
+    /// The most websocket clients served at once (default 32).
+    #[config(range = 1..=65536)]
+    pub max_clients: usize,
+    /// The most connections open at once (default 256).
+    #[config(range = 1..=65536)]
+    pub max_connections: usize,
+    /// How long a connection may take to present the token (default 3s).
+    #[config]
+    pub token_timeout: HumanDuration,
+    /// How long a connection may take to send a request's headers (default 10s).
+    #[config]
+    pub header_timeout: HumanDuration,
+    /// How long a websocket upgrade may take after the relay's `101` (default 10s).
+    #[config]
+    pub handshake_timeout: HumanDuration,
+    /// How long a websocket may stay silent before it is closed (default 30s).
+    #[config]
+    pub idle_timeout: HumanDuration,
+    /// The topic of the browser-fed velocity commands (default `cmd_vel`).
+    #[config]
+    pub cmd_vel_topic: String,
+    /// The least severe log records `/rosout` carries (default `warn`).
+    #[config]
+    pub rosout_level: LogLevel,
+    /// Serves the Foxglove WebSocket protocol at `/foxglove` too (default off).
+    #[config]
+    pub foxglove: bool,
+    /// The run's configuration, shown to Foxglove clients as read-only parameters.
+    #[config]
+    pub parameters: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Where the bound address is published once listening.
+    #[state]
+    address: RelayAddress,
     #[state]
     running: Option<server::Running>,
+}
+
+impl Default for WebRelay {
+    fn default() -> Self {
+        WebRelay::new(RelayConfig::default())
+    }
 }
 
 impl WebRelay {
     /// A relay with these settings.
     pub fn new(config: RelayConfig) -> WebRelay {
+        // Every field named: a setting added to `RelayConfig` and not here fails to build.
+        let RelayConfig {
+            listen,
+            streams,
+            token,
+            allowed_origins,
+            max_message_bytes,
+            stall_timeout,
+            max_clients,
+            max_connections,
+            token_timeout,
+            header_timeout,
+            handshake_timeout,
+            idle_timeout,
+            cmd_vel_topic,
+            rosout_level,
+            foxglove,
+            parameters,
+            address,
+        } = config;
         WebRelay {
             cmd_vel: Out::new(),
-            config,
+            listen: listen.ip(),
+            port: listen.port(),
+            streams,
+            token,
+            allowed_origins,
+            max_message_bytes,
+            stall_timeout: stall_timeout.into(),
+            max_clients,
+            max_connections,
+            token_timeout: token_timeout.into(),
+            header_timeout: header_timeout.into(),
+            handshake_timeout: handshake_timeout.into(),
+            idle_timeout: idle_timeout.into(),
+            cmd_vel_topic,
+            rosout_level,
+            foxglove,
+            parameters,
+            address,
             running: None,
         }
     }
 
-    /// The relay's settings against their ranges, before the run starts (its settings are
-    /// one struct, so they are checked here rather than by field ranges): a size, a count
-    /// or a timeout of 0 would refuse every client or close every connection at once.
-    fn check_settings(&self) -> Result<(), String> {
-        let c = &self.config;
-        let counts = [
-            ("max_message_bytes", c.max_message_bytes, 1024, 64 << 20),
-            ("max_clients", c.max_clients, 1, 65_536),
-            ("max_connections", c.max_connections, 1, 65_536),
-        ];
-        for (key, value, min, max) in counts {
-            if !(min..=max).contains(&value) {
-                return Err(format!(
-                    "`config.{key}` = {value} is out of range: it accepts {min}..={max}"
-                ));
-            }
+    /// The settings as the server reads them.
+    pub fn config(&self) -> RelayConfig {
+        RelayConfig {
+            listen: SocketAddr::new(self.listen, self.port),
+            streams: self.streams.clone(),
+            token: self.token.clone(),
+            allowed_origins: self.allowed_origins.clone(),
+            max_message_bytes: self.max_message_bytes,
+            stall_timeout: self.stall_timeout.0,
+            max_clients: self.max_clients,
+            max_connections: self.max_connections,
+            token_timeout: self.token_timeout.0,
+            header_timeout: self.header_timeout.0,
+            handshake_timeout: self.handshake_timeout.0,
+            idle_timeout: self.idle_timeout.0,
+            cmd_vel_topic: self.cmd_vel_topic.clone(),
+            rosout_level: self.rosout_level,
+            foxglove: self.foxglove,
+            parameters: self.parameters.clone(),
+            address: self.address.clone(),
         }
+    }
+
+    /// Where the relay publishes its bound address and token once it listens.
+    pub fn address(&self) -> &RelayAddress {
+        &self.address
+    }
+
+    /// The relay's timeouts and topic, before the run starts (its counts declare their
+    /// ranges on their fields): a timeout of 0 would close every connection at once.
+    fn check_settings(&self) -> Result<(), String> {
+        let c = self;
         let timeouts = [
             ("stall_timeout", c.stall_timeout),
             ("token_timeout", c.token_timeout),
             ("header_timeout", c.header_timeout),
             ("handshake_timeout", c.handshake_timeout),
             ("idle_timeout", c.idle_timeout),
-        ];
+        ]
+        .map(|(key, value)| (key, value.0));
         let (shortest, longest) = (Duration::from_millis(10), Duration::from_secs(3600));
         for (key, value) in timeouts {
             if !(shortest..=longest).contains(&value) {
                 return Err(format!(
-                    "`config.{key}` = {value:?} is out of range: it accepts 10ms..=1h"
+                    "`{key}` = {} is out of range: it accepts 10ms..=1h",
+                    HumanDuration(value)
                 ));
             }
         }
@@ -421,7 +542,7 @@ impl WebRelay {
             || topic.contains(char::is_whitespace)
         {
             return Err(format!(
-                "`config.cmd_vel_topic` = {topic:?} is not a topic: give a name without `*`, `$`, `#`, `?` or spaces"
+                "`cmd_vel_topic` = {topic:?} is not a topic: give a name without `*`, `$`, `#`, `?` or spaces"
             ));
         }
         Ok(())
@@ -431,7 +552,7 @@ impl WebRelay {
 impl std::fmt::Debug for WebRelay {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebRelay")
-            .field("config", &self.config)
+            .field("config", &self.config())
             .finish_non_exhaustive()
     }
 }
@@ -440,7 +561,7 @@ impl WebRelay {
     /// Tells the person running the run where to point a browser (and Foxglove): the
     /// runner prints it at the default level, whatever the blueprint.
     fn announce_where(&self, cx: &Context<'_>) {
-        let address = &self.config.address;
+        let address = &self.address;
         let Some(url) = address.url() else { return };
         if address.token().is_some() {
             cx.announce(&format!(
@@ -451,7 +572,7 @@ impl WebRelay {
                 "viewer: open {url} in a browser (no token: web.token=none lets any program on this machine connect)"
             ));
         }
-        if self.config.foxglove
+        if self.foxglove
             && let Some(url) = address.foxglove_url()
         {
             cx.announce(&format!(
@@ -468,11 +589,10 @@ impl Node for WebRelay {
     }
 
     fn start(&mut self, cx: &mut Context<'_>) -> NodeResult {
-        let running = server::Running::start(&self.config, cx)?;
+        let running = server::Running::start(&self.config(), cx)?;
         // The counter first: whoever waits on the address then finds it in the stats too.
         cx.counter("port").add(running.address().port().into());
-        self.config
-            .address
+        self.address
             .set(running.address(), running.token().map(str::to_owned));
         self.running = Some(running);
         self.announce_where(cx);
@@ -503,7 +623,7 @@ impl Node for WebRelay {
     /// The streams browsers may ask for: in a closed run of several processes, the plan's
     /// access control lets the relay's process subscribe to them (and to nothing else).
     fn taps(&self) -> Taps {
-        match &self.config.streams {
+        match &self.streams {
             Some(streams) => Taps::Streams(streams.clone()),
             None => Taps::All,
         }
@@ -534,14 +654,14 @@ mod tests {
                 max_clients: 0,
                 ..RelayConfig::default()
             }),
-            ["`config.max_clients` = 0 is out of range: it accepts 1..=65536"]
+            ["OutOfRange { field: \"max_clients\", value: \"0\", accepts: \"1..=65536\" }"]
         );
         assert_eq!(
             problems(RelayConfig {
                 idle_timeout: Duration::ZERO,
                 ..RelayConfig::default()
             }),
-            ["`config.idle_timeout` = 0ns is out of range: it accepts 10ms..=1h"]
+            ["`idle_timeout` = 0s is out of range: it accepts 10ms..=1h"]
         );
         assert_eq!(
             problems(RelayConfig {
@@ -557,7 +677,7 @@ mod tests {
                 ..RelayConfig::default()
             }),
             [
-                "`config.cmd_vel_topic` = \"robot/**\" is not a topic: give a name without `*`, `$`, `#`, `?` or spaces"
+                "`cmd_vel_topic` = \"robot/**\" is not a topic: give a name without `*`, `$`, `#`, `?` or spaces"
             ]
         );
     }

@@ -63,7 +63,7 @@ const REPORTED_CLIENTS: usize = 32;
 pub enum RelayError {
     /// The listen address is taken or not allowed.
     #[error(
-        "the web relay cannot listen on {address}: {source}; choose another port with the relay's `listen` setting (`-o web.port=N` for `streamwire run demo`; port 0 picks a free one)"
+        "the web relay cannot listen on {address}: {source}; choose another port with the relay's `port` setting (`-o web.port=N` for an instance `web`; port 0 picks a free one)"
     )]
     Bind {
         /// The address asked for.
