@@ -180,7 +180,7 @@ fn the_smallest_sweeps_balance_and_leave_nothing_behind() {
     let shown = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(success, "{shown}");
     check_csv(&out, "processes", &["raw,2", "raw,3"], &shown);
-    for size in [2, 3] {
+    for size in [2u32, 3] {
         let point = out.join(format!("processes-raw-{size}"));
         check_point(&point, u64::from(size) - 1, &shown);
         let counts = json(&point.join("point.json"));

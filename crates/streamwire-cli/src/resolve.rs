@@ -437,6 +437,9 @@ fn config_object(
     }
 }
 
+/// Each changed instance's name and its module read back with the new settings.
+type EditedInstances = Vec<(String, Box<dyn ModuleConfig>)>;
+
 /// Instances' configs (`objects`, each its name and JSON object) edited by the layers of
 /// their keys (`<instance>.<field>`): the effective settings of those keys (each value
 /// not given by a layer from `source`) and each changed instance's module read back.
@@ -444,7 +447,7 @@ fn edit_instances(
     mut objects: Vec<(String, serde_json::Map<String, Value>)>,
     own: &[Setting],
     source: &dyn Fn(&str, &str) -> Source,
-) -> anyhow::Result<(Vec<Setting>, Vec<(String, Box<dyn ModuleConfig>)>)> {
+) -> anyhow::Result<(Vec<Setting>, EditedInstances)> {
     let mut effective: Vec<Setting> = Vec::new();
     for (name, map) in &objects {
         for (k, v) in map.iter().filter(|(k, _)| *k != "type") {
