@@ -232,7 +232,7 @@ pub(crate) fn coordinate(
         stop,
         &mut |event| eprintln!("coordinator: {event}"),
         &mut |stats| {
-            progress(&mut silent, previous.as_ref(), stats);
+            progress(&coordinator, &mut silent, previous.as_ref(), stats);
             previous = Some(stats.clone());
         },
         // What the workers' modules announce (the viewer's address), as `run` prints it
@@ -252,8 +252,10 @@ pub(crate) fn coordinate(
 }
 
 /// Once a second, from the workers' counters `stats` (and the `previous` ones): the status
-/// line, and the links (taps' ingresses included) that went silent or receive again.
+/// line, and the links (taps' ingresses included) that went silent or receive again; a
+/// silent tap's worker is asked to subscribe again.
 fn progress(
+    coordinator: &Coordinator,
     silent: &mut SilentLinks,
     previous: Option<&streamwire_runtime::RunStats>,
     stats: &streamwire_runtime::RunStats,
@@ -269,6 +271,7 @@ fn progress(
     }
     for link in newly {
         eprintln!("warning: silent link: {link}");
+        coordinator.resubscribe(&link);
     }
     for link in silent.recovered() {
         eprintln!("silent link receives again: {link}");
