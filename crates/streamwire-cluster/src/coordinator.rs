@@ -197,6 +197,32 @@ pub struct Coordinator {
     _declarations: Declarations,
 }
 
+/// Asks the workers of a run to declare again the subscriptions of taps found silent
+/// (see [`Coordinator::resubscriber`]).
+#[derive(Clone)]
+pub struct Resubscriber {
+    board: Arc<Mutex<Board>>,
+}
+
+impl Resubscriber {
+    /// Asks the worker of `link`'s receiving process to declare the subscription of the
+    /// tap's own ingress again (told with its next state reply): what the coordinator
+    /// does for a tap it found silent. Call it once per silence, as
+    /// [`SilentLinks::observe`](crate::SilentLinks::observe) names it; `false` for a
+    /// planned link, which this does not repair.
+    pub fn ask(&self, link: &crate::SilentLink) -> bool {
+        let Some(tap) = link.tap else {
+            return false;
+        };
+        let mut board = lock(&self.board);
+        let taps = board.resubscribe.entry(link.partition.clone()).or_default();
+        if !taps.contains(&tap) {
+            taps.push(tap);
+        }
+        true
+    }
+}
+
 /// A closed run's credentials for the workers started here, and its secret files.
 pub(crate) struct ClosedRun {
     /// The folder of the secret files, removed at the end.
@@ -388,21 +414,12 @@ impl Coordinator {
         )
     }
 
-    /// Asks the worker of `link`'s receiving process to declare the subscription of the
-    /// tap's own ingress again (told with its next state reply): what the coordinator
-    /// does for a tap it found silent (issue 50). Call it once per silence, as
-    /// [`SilentLinks::observe`](crate::SilentLinks::observe) names it; `false` for a
-    /// planned link, which this does not repair.
-    pub fn resubscribe(&self, link: &crate::SilentLink) -> bool {
-        let Some(tap) = link.tap else {
-            return false;
-        };
-        let mut board = lock(&self.board);
-        let taps = board.resubscribe.entry(link.partition.clone()).or_default();
-        if !taps.contains(&tap) {
-            taps.push(tap);
+    /// What asks a silent tap's worker to subscribe again (issue 50), kept while
+    /// [`run_observed`](Coordinator::run_observed) runs: its `progress` calls it.
+    pub fn resubscriber(&self) -> Resubscriber {
+        Resubscriber {
+            board: self.board.clone(),
         }
-        true
     }
 
     /// Like [`run`](Coordinator::run), and `progress` gets the workers' counters merged,

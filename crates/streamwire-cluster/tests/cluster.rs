@@ -1408,6 +1408,7 @@ fn watch_tap(cut: Cut) -> Watched {
     .unwrap();
     let stop = AtomicBool::new(false);
     let mut silent = streamwire_cluster::SilentLinks::new(Duration::from_secs(2));
+    let resubscriber = coordinator.resubscriber();
     let (mut named, mut recovered) = (Vec::new(), Vec::new());
     let (mut paused, mut resumed) = (None, false);
     let began = Instant::now();
@@ -1423,7 +1424,7 @@ fn watch_tap(cut: Cut) -> Watched {
             &mut |stats| {
                 for link in silent.observe(stats, Instant::now()) {
                     eprintln!("warning: silent link: {link}");
-                    coordinator.resubscribe(&link);
+                    resubscriber.ask(&link);
                     named.push(link);
                 }
                 for link in silent.recovered() {
@@ -1968,7 +1969,7 @@ fn main() {
     if std::env::var("SW_TEST_SHM_PAIR").is_ok() {
         shm_pair_main();
     }
-    let tests: [(&str, fn()); 13] = [
+    let tests: [(&str, fn()); 14] = [
         (
             "the_access_control_is_generated_from_the_plan",
             the_access_control_is_generated_from_the_plan,

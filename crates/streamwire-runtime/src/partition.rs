@@ -394,7 +394,10 @@ impl Ingress {
             before.shared_memory += seen.shared_memory;
             old
         };
-        // Undeclared here, outside the locks.
+        // Undeclared here, outside the locks. A frame its callback delivers while this
+        // runs reaches the sink (and the consumers' rows) but not `frames`, which was
+        // read above: at most the few frames of one undeclaration, on a row already
+        // named silent.
         drop(old);
     }
 
