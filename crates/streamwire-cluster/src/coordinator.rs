@@ -165,6 +165,8 @@ pub(crate) struct Board {
     pub(crate) go: bool,
     /// The run is over: every worker stops.
     pub(crate) stop: bool,
+    /// Taps found silent, by receiving process, told with its next state reply.
+    pub(crate) resubscribe: BTreeMap<String, Vec<u64>>,
 }
 
 /// The board. Every write to it is a whole insertion or removal, so what a panicking
@@ -193,6 +195,32 @@ pub struct Coordinator {
     /// Declared last, dropped first: the queryables and the liveliness subscriber go
     /// before the session closes.
     _declarations: Declarations,
+}
+
+/// Asks the workers of a run to declare again the subscriptions of taps found silent
+/// (see [`Coordinator::resubscriber`]).
+#[derive(Clone)]
+pub struct Resubscriber {
+    board: Arc<Mutex<Board>>,
+}
+
+impl Resubscriber {
+    /// Asks the worker of `link`'s receiving process to declare the subscription of the
+    /// tap's own ingress again (told with its next state reply): what the coordinator
+    /// does for a tap it found silent. Call it once per silence, as
+    /// [`SilentLinks::observe`](crate::SilentLinks::observe) names it; `false` for a
+    /// planned link, which this does not repair.
+    pub fn ask(&self, link: &crate::SilentLink) -> bool {
+        let Some(tap) = link.tap else {
+            return false;
+        };
+        let mut board = lock(&self.board);
+        let taps = board.resubscribe.entry(link.partition.clone()).or_default();
+        if !taps.contains(&tap) {
+            taps.push(tap);
+        }
+        true
+    }
 }
 
 /// A closed run's credentials for the workers started here, and its secret files.
@@ -386,6 +414,14 @@ impl Coordinator {
         )
     }
 
+    /// What asks a silent tap's worker to subscribe again (issue 50), kept while
+    /// [`run_observed`](Coordinator::run_observed) runs: its `progress` calls it.
+    pub fn resubscriber(&self) -> Resubscriber {
+        Resubscriber {
+            board: self.board.clone(),
+        }
+    }
+
     /// Like [`run`](Coordinator::run), and `progress` gets the workers' counters merged,
     /// about once a second while the sources run (for a status line); `announce` gets
     /// each line the workers' modules announced (a relay's address).
@@ -548,9 +584,15 @@ fn state(b: &mut Board, request: StateRequest) -> (StateReply, Vec<Event>) {
             became_ready = b.ready.insert(request.process.clone());
         }
     }
+    let resubscribe_taps = if b.joined.contains_key(&request.process) {
+        b.resubscribe.remove(&request.process).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let reply = StateReply {
         go: b.go,
         stop: b.stop,
+        resubscribe_taps,
     };
     let mut news = Vec::new();
     if !request.notices.is_empty() {

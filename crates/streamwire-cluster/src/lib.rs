@@ -64,7 +64,7 @@ use streamwire_graph::Plan;
 use streamwire_zenoh::ZenohError;
 
 pub use access::{AccessRules, Credential, RunAuthority};
-pub use coordinator::{Access, Coordinator, CoordinatorOptions, Launch, StartHint};
+pub use coordinator::{Access, Coordinator, CoordinatorOptions, Launch, Resubscriber, StartHint};
 pub use liveness::{DEFAULT_SILENT_LINK, SilentLink, SilentLinks};
 pub use report::{ClusterReport, WorkerSummary};
 pub use shared_memory::shared_memory_pool;

@@ -419,6 +419,9 @@ impl Worker<'_> {
             match state {
                 Some(state) => {
                     silence.heard();
+                    if !state.resubscribe_taps.is_empty() {
+                        handle.resubscribe_taps(&state.resubscribe_taps);
+                    }
                     if state.go && matched && !gate.is_open() {
                         gate.open();
                     }

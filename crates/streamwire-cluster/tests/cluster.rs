@@ -86,6 +86,12 @@ impl Node for BigCamera {
 struct Tapper {
     #[state]
     tap: Option<Box<dyn streamwire_core::StreamTap>>,
+    /// Drop the tap ingress's subscription once this many messages arrived (the test
+    /// hook of issue 50), once.
+    #[state]
+    cut_after: Option<u32>,
+    #[state]
+    received: u32,
 }
 
 impl Node for Tapper {
@@ -100,7 +106,14 @@ impl Node for Tapper {
             self.tap = Some(taps.tap("color_image/compressed", None)?);
         }
         if let Some(tap) = &self.tap {
-            while tap.recv_timeout(Duration::ZERO).is_some() {}
+            while tap.recv_timeout(Duration::ZERO).is_some() {
+                self.received += 1;
+            }
+        }
+        if self.cut_after.is_some_and(|n| self.received >= n) {
+            // Taken by the tap's next read.
+            streamwire_runtime::cut_next_tap_ingress();
+            self.cut_after = None;
         }
         Ok(())
     }
@@ -230,7 +243,7 @@ fn scenario(name: &str, variant: &str) -> Blueprint {
         }
         // A best-effort camera, its planned viewer, and a tap of its stream in a third
         // process (the web relay's place).
-        "tap" => {
+        "tap" | "tap-cut" => {
             let camera = bp.add(
                 "camera",
                 SensorCamera {
@@ -240,7 +253,12 @@ fn scenario(name: &str, variant: &str) -> Blueprint {
                 },
             );
             let viewer = bp.add("viewer", SlowViewer { frames: In::new() });
-            let tapper = bp.add("tapper", Tapper::default());
+            // `tap-cut`: the tap's subscription goes away once it received.
+            let tapper = Tapper {
+                cut_after: (name == "tap-cut").then_some(10),
+                ..Tapper::default()
+            };
+            let tapper = bp.add("tapper", tapper);
             bp.place(&camera, Placement::process("cam"))
                 .place(&viewer, Placement::process("ui"))
                 .place(&tapper, Placement::process("web"));
@@ -1355,30 +1373,49 @@ type Watched = (
     ClusterReport,
 );
 
-/// Runs scenario `tap` with `access`, its links watched by the coordinator's silent-link
-/// rule (a 2 s window); with `pause`, the tapping worker is stopped (SIGSTOP) once its tap
-/// receives and resumed once a silence is named. Stops once a silence ended, or (without
-/// `pause`) once one is named.
-fn watch_tap(access: streamwire_cluster::Access, pause: bool) -> Watched {
+/// How [`watch_tap`] cuts the tap's ingress.
+#[derive(Clone, Copy, PartialEq)]
+enum Cut {
+    /// A closed run's access control refuses the tap's subscription.
+    Refused,
+    /// The tapping worker is stopped (SIGSTOP) once its tap receives, resumed once a
+    /// silence is named.
+    Paused,
+    /// The tap ingress's subscription is dropped once it received (scenario `tap-cut`).
+    Undeclared,
+}
+
+/// Runs scenario `tap` (or `tap-cut`) cut as `cut` says, its links watched by the
+/// coordinator's silent-link rule (a 2 s window), each silent tap's worker asked to
+/// subscribe again, as `run` does. Stops once a silence ended, or (refused) once one is
+/// named.
+fn watch_tap(cut: Cut) -> Watched {
+    let (name, access) = match cut {
+        Cut::Refused => ("tap", streamwire_cluster::Access::Closed),
+        Cut::Paused => ("tap", streamwire_cluster::Access::Insecure),
+        Cut::Undeclared => ("tap-cut", streamwire_cluster::Access::Insecure),
+    };
+    let pause = cut == Cut::Paused;
     let events = Arc::new(Mutex::new(Vec::<String>::new()));
-    let plan = scenario("tap", "").build().unwrap();
+    let plan = scenario(name, "").build().unwrap();
     let coordinator = Coordinator::start(
         &plan,
         CoordinatorOptions {
             access,
-            ..options("tap")
+            ..options(name)
         },
     )
     .unwrap();
     let stop = AtomicBool::new(false);
     let mut silent = streamwire_cluster::SilentLinks::new(Duration::from_secs(2));
+    let resubscriber = coordinator.resubscriber();
     let (mut named, mut recovered) = (Vec::new(), Vec::new());
     let (mut paused, mut resumed) = (None, false);
     let began = Instant::now();
     let recorded = events.clone();
     let cluster = coordinator
         .run_observed(
-            &launcher("tap"),
+            &launcher(name),
             &stop,
             &mut |e| {
                 eprintln!("coordinator: {e}");
@@ -1387,6 +1424,7 @@ fn watch_tap(access: streamwire_cluster::Access, pause: bool) -> Watched {
             &mut |stats| {
                 for link in silent.observe(stats, Instant::now()) {
                     eprintln!("warning: silent link: {link}");
+                    resubscriber.ask(&link);
                     named.push(link);
                 }
                 for link in silent.recovered() {
@@ -1409,10 +1447,10 @@ fn watch_tap(access: streamwire_cluster::Access, pause: bool) -> Watched {
                     signal(pid, "-CONT");
                     resumed = true;
                 }
-                let done = if pause {
-                    !recovered.is_empty()
-                } else {
+                let done = if cut == Cut::Refused {
                     !named.is_empty()
+                } else {
+                    !recovered.is_empty()
                 };
                 if done || began.elapsed() > GUARD {
                     stop.store(true, Ordering::SeqCst);
@@ -1435,7 +1473,7 @@ fn watch_tap(access: streamwire_cluster::Access, pause: bool) -> Watched {
 /// tap staying attached; resumed, it receives again. The planned link is never named.
 fn a_tap_that_receives_nothing_is_named_and_said_when_it_receives_again() {
     let tap_line = "`color_image/compressed` into localhost/web (tap 0): nothing received for";
-    let (named, recovered, cluster) = watch_tap(streamwire_cluster::Access::Closed, false);
+    let (named, recovered, cluster) = watch_tap(Cut::Refused);
     assert_eq!(named.len(), 1, "{named:?}");
     assert!(named[0].to_string().starts_with(tap_line), "{named:?}");
     assert!(recovered.is_empty(), "{recovered:?}");
@@ -1443,13 +1481,49 @@ fn a_tap_that_receives_nothing_is_named_and_said_when_it_receives_again() {
     let text = cluster.to_string();
     assert!(text.contains("in (tap 0"), "{text}");
 
-    let (named, recovered, cluster) = watch_tap(streamwire_cluster::Access::Insecure, true);
+    let (named, recovered, cluster) = watch_tap(Cut::Paused);
     assert_eq!(named.len(), 1, "{named:?}");
     assert!(named[0].to_string().starts_with(tap_line), "{named:?}");
     assert_eq!(
         recovered.iter().map(|l| l.tap).collect::<Vec<_>>(),
         [Some(0)],
         "{recovered:?}"
+    );
+    assert_eq!(cluster.report.reason, EndReason::Stopped, "{cluster}");
+}
+
+/// A tap whose ingress lost its subscription (dropped by the test hook once the tap
+/// received, as a link that went away) is named silent; the coordinator asks its worker
+/// to subscribe again, the worker does, and the tap receives again (issue 50): the tap's
+/// wire row counts the re-subscription, the report says it, and the row's frames only
+/// grew.
+fn a_silent_tap_subscribes_again_and_receives_again() {
+    let tap_line = "`color_image/compressed` into localhost/web (tap 0): nothing received for";
+    let (named, recovered, cluster) = watch_tap(Cut::Undeclared);
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert!(named[0].to_string().starts_with(tap_line), "{named:?}");
+    assert_eq!(
+        recovered.iter().map(|l| l.tap).collect::<Vec<_>>(),
+        [Some(0)],
+        "{recovered:?}"
+    );
+    let row = cluster
+        .report
+        .stats
+        .wire
+        .iter()
+        .find(|w| w.tap.is_some())
+        .unwrap_or_else(|| panic!("no tap row: {cluster}"));
+    assert!(row.resubscribed >= 1, "{cluster}");
+    // Received before the cut (10 or more) and after.
+    assert!(row.frames > 10, "{cluster}");
+    let text = cluster.to_string();
+    assert!(
+        text.contains(
+            "subscribed again (a tap's ingress the coordinator found silent): \
+                       localhost/web color_image/compressed (tap 0)"
+        ),
+        "{text}"
     );
     assert_eq!(cluster.report.reason, EndReason::Stopped, "{cluster}");
 }
@@ -1895,7 +1969,7 @@ fn main() {
     if std::env::var("SW_TEST_SHM_PAIR").is_ok() {
         shm_pair_main();
     }
-    let tests: [(&str, fn()); 13] = [
+    let tests: [(&str, fn()); 14] = [
         (
             "the_access_control_is_generated_from_the_plan",
             the_access_control_is_generated_from_the_plan,
@@ -1903,6 +1977,10 @@ fn main() {
         (
             "a_tap_that_receives_nothing_is_named_and_said_when_it_receives_again",
             a_tap_that_receives_nothing_is_named_and_said_when_it_receives_again,
+        ),
+        (
+            "a_silent_tap_subscribes_again_and_receives_again",
+            a_silent_tap_subscribes_again_and_receives_again,
         ),
         (
             "a_members_bad_frames_are_counted_once_and_the_report_balances",

@@ -257,6 +257,40 @@ impl RunHandle {
         std::mem::take(&mut *self.shared.notices.lock())
     }
 
+    /// Declares again the subscription of the own ingress of each tap of `taps` (numbers
+    /// of the taps table) that is still attached: a distributed run's coordinator asks
+    /// it of a tap it found silent (issue 50). Each is counted on the tap's wire row
+    /// (`resubscribed`) and logged; gives how many were declared again.
+    pub fn resubscribe_taps(&self, taps: &[u64]) -> usize {
+        let Some(transport) = &self.transport else {
+            return 0;
+        };
+        let mut done = 0;
+        for &id in taps {
+            let Some(ingress) = self.records.tap_ingress(id) else {
+                continue;
+            };
+            match ingress.resubscribe(transport.as_ref()) {
+                Ok(()) => {
+                    done += 1;
+                    tracing::warn!(
+                        stream = %ingress.key,
+                        "tap {id} into {} received nothing while its sender sent: its \
+                         subscription is declared again",
+                        ingress.partition
+                    );
+                }
+                Err(error) => tracing::warn!(
+                    stream = %ingress.key,
+                    "tap {id} into {} received nothing while its sender sent, and cannot \
+                     subscribe again: {error}",
+                    ingress.partition
+                ),
+            }
+        }
+        done
+    }
+
     /// A snapshot of every counter, while the run goes on.
     pub fn stats(&self) -> RunStats {
         self.records.snapshot(&self.shared)

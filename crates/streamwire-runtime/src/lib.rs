@@ -182,4 +182,6 @@ pub use stats::{
     TapStats, TapWire, ThreadKind, ThreadStats, Unbalanced, WireDirection, WireStats,
     balance_checks, check_balance,
 };
+#[doc(hidden)]
+pub use taps::cut_next_tap_ingress;
 pub use taps::{AnyTap, Tap, TapError};

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use streamwire_core::log::{BurstLog, chain, more_since};
 use streamwire_core::{DropReason, Envelope, Qos};
 use streamwire_transport::{
-    FrameBytes, FrameError, Rejection, ResetCause, SequenceTracker, Step, Subscription, Transport,
-    TransportError, WireFrame, batch,
+    FrameBytes, FrameError, FrameSink, Rejection, ResetCause, SequenceTracker, Step, Subscription,
+    SubscriptionCounters, Transport, TransportError, WireFrame, batch,
 };
 
 use crate::hub::Hub;
@@ -284,8 +284,32 @@ pub(crate) struct Ingress {
     pub(crate) key: String,
     pub(crate) hub: Arc<Hub>,
     pub(crate) counters: Arc<IngressCounters>,
-    /// Dropping it unsubscribes (the publisher's matching event fires).
-    pub(crate) subscription: Box<dyn Subscription>,
+    /// Dropping it unsubscribes (the publisher's matching event fires). Behind a lock: a
+    /// tap's ingress the coordinator finds silent declares it again (issue 50).
+    subscription: Mutex<Box<dyn Subscription>>,
+    /// What a new subscription is declared with: the same sink (the same counters and
+    /// sequence tracker) and QoS.
+    sink: FrameSink,
+    qos: Qos,
+    /// The counts of the subscriptions it dropped, so the row's totals only grow.
+    before: Mutex<SubscriptionCounters>,
+    /// Times its subscription was declared again.
+    resubscribed: AtomicU64,
+}
+
+/// Where a dropped subscription was, until one is declared again: receives nothing.
+struct Undeclared {
+    key: String,
+}
+
+impl Subscription for Undeclared {
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn counters(&self) -> SubscriptionCounters {
+        SubscriptionCounters::default()
+    }
 }
 
 impl Ingress {
@@ -310,7 +334,7 @@ impl Ingress {
             key: key.to_owned(),
             accepted,
         });
-        let sink = Arc::new(move |bytes: FrameBytes| {
+        let sink: FrameSink = Arc::new(move |bytes: FrameBytes| {
             if batch::frame_count(&bytes).is_none() {
                 return receiver.frame(bytes);
             }
@@ -324,15 +348,70 @@ impl Ingress {
                 Err(error) => receiver.counters.reject(&receiver.key, &error),
             }
         });
-        let subscription = transport.subscribe(key, qos, sink)?;
+        let subscription = transport.subscribe(key, qos, sink.clone())?;
         transport.announce(key, partition);
         Ok(Ingress {
             partition: partition.to_owned(),
             key: key.to_owned(),
             hub,
             counters,
-            subscription,
+            subscription: Mutex::new(subscription),
+            sink,
+            qos,
+            before: Mutex::new(SubscriptionCounters::default()),
+            resubscribed: AtomicU64::new(0),
         })
+    }
+
+    /// Drops its subscription (its counts kept) and declares it again on `transport`:
+    /// a silent tap's ingress, as the coordinator asks (issue 50). The old one goes
+    /// first, so no frame arrives twice; what the wire carried meanwhile shows as a gap
+    /// of the link sequence, counted lost. Counted on the row even when the transport
+    /// refuses (the ingress then stays without a subscription, and silent).
+    pub(crate) fn resubscribe(&self, transport: &dyn Transport) -> Result<(), TransportError> {
+        self.resubscribed.fetch_add(1, Ordering::Relaxed);
+        self.undeclare();
+        let fresh = transport.subscribe(&self.key, self.qos, self.sink.clone())?;
+        *self.subscription.lock() = fresh;
+        Ok(())
+    }
+
+    /// Drops its subscription, keeping its counts; nothing arrives until
+    /// [`resubscribe`](Ingress::resubscribe).
+    pub(crate) fn undeclare(&self) {
+        let gone = Box::new(Undeclared {
+            key: self.key.clone(),
+        });
+        let old = {
+            // Its counts move into `before` under the subscription's lock, which `seen`
+            // takes first: the row never shows them twice or not at all.
+            let mut subscription = self.subscription.lock();
+            let old = std::mem::replace(&mut *subscription, gone);
+            let seen = old.counters();
+            let mut before = self.before.lock();
+            before.frames += seen.frames;
+            before.wire_bytes += seen.wire_bytes;
+            before.shared_memory += seen.shared_memory;
+            old
+        };
+        // Undeclared here, outside the locks. A frame its callback delivers while this
+        // runs reaches the sink (and the consumers' rows) but not `frames`, which was
+        // read above: at most the few frames of one undeclaration, on a row already
+        // named silent.
+        drop(old);
+    }
+
+    /// What its subscriptions received, the dropped ones included.
+    fn seen(&self) -> SubscriptionCounters {
+        // Read under the subscription's lock: a subscription moves into `before` under it.
+        let subscription = self.subscription.lock();
+        let now = subscription.counters();
+        let before = *self.before.lock();
+        SubscriptionCounters {
+            frames: before.frames + now.frames,
+            wire_bytes: before.wire_bytes + now.wire_bytes,
+            shared_memory: before.shared_memory + now.shared_memory,
+        }
     }
 
     /// Whether its sender's end-of-stream or stop frame arrived (after it, nothing the
@@ -343,7 +422,7 @@ impl Ingress {
 
     pub(crate) fn stats(&self) -> WireStats {
         let c = &self.counters;
-        let seen = self.subscription.counters();
+        let seen = self.seen();
         WireStats {
             partition: self.partition.clone(),
             key: self.key.clone(),
@@ -369,6 +448,7 @@ impl Ingress {
             batches: 0,
             batched: 0,
             tap: None,
+            resubscribed: self.resubscribed.load(Ordering::Relaxed),
         }
     }
 }

@@ -95,6 +95,7 @@ impl SenderRecord {
             batches: self.link.batches.load(Ordering::Relaxed),
             batched: self.link.batched.load(Ordering::Relaxed),
             tap: None,
+            resubscribed: 0,
         }
     }
 }

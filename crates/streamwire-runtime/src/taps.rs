@@ -375,6 +375,17 @@ fn pick<'h>(
     })
 }
 
+/// Set by [`cut_next_tap_ingress`]; taken by the next remote tap that reads.
+static CUT_NEXT: AtomicBool = AtomicBool::new(false);
+
+/// For tests: the next tap of this process that reads from its own ingress drops that
+/// ingress's subscription, as a link that went away would (issue 50): the tap stays
+/// attached and receives nothing until its ingress is subscribed again.
+#[doc(hidden)]
+pub fn cut_next_tap_ingress() {
+    CUT_NEXT.store(true, Ordering::SeqCst);
+}
+
 /// A subscription to a stream at run time, whatever it carries. Detaches when dropped.
 pub struct AnyTap {
     hub: Arc<Hub>,
@@ -394,6 +405,12 @@ impl AnyTap {
     /// The next message, waiting up to `timeout`; `None` on timeout, when the stream
     /// closed, or when the run stops.
     pub fn recv_timeout(&self, timeout: Duration) -> Option<streamwire_core::Envelope> {
+        if let Some((ingress, _)) = &self.remote
+            && CUT_NEXT.load(Ordering::Relaxed)
+            && CUT_NEXT.swap(false, Ordering::SeqCst)
+        {
+            ingress.undeclare();
+        }
         let deadline = Instant::now() + timeout;
         loop {
             let since = self.signal.count();

@@ -12,7 +12,9 @@ use streamwire_cli::{exit_code, on_ctrl_c};
 use streamwire_graph::RunnablePlan;
 use streamwire_runtime::RunReport;
 
-use crate::{Access, Coordinator, CoordinatorOptions, Launch, SilentLinks, StartHint};
+use crate::{
+    Access, Coordinator, CoordinatorOptions, Launch, Resubscriber, SilentLinks, StartHint,
+};
 
 /// Where `run` runs a plan of several processes.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -227,12 +229,13 @@ pub(crate) fn coordinate(
     // tell the links that went silent.
     let mut previous: Option<streamwire_runtime::RunStats> = None;
     let mut silent = SilentLinks::new(run.silent_link);
+    let resubscriber = coordinator.resubscriber();
     let mut report = coordinator.run_observed(
         &command,
         stop,
         &mut |event| eprintln!("coordinator: {event}"),
         &mut |stats| {
-            progress(&mut silent, previous.as_ref(), stats);
+            progress(&resubscriber, &mut silent, previous.as_ref(), stats);
             previous = Some(stats.clone());
         },
         // What the workers' modules announce (the viewer's address), as `run` prints it
@@ -252,8 +255,10 @@ pub(crate) fn coordinate(
 }
 
 /// Once a second, from the workers' counters `stats` (and the `previous` ones): the status
-/// line, and the links (taps' ingresses included) that went silent or receive again.
+/// line, and the links (taps' ingresses included) that went silent or receive again; a
+/// silent tap's worker is asked to subscribe again.
 fn progress(
+    resubscriber: &Resubscriber,
     silent: &mut SilentLinks,
     previous: Option<&streamwire_runtime::RunStats>,
     stats: &streamwire_runtime::RunStats,
@@ -269,6 +274,7 @@ fn progress(
     }
     for link in newly {
         eprintln!("warning: silent link: {link}");
+        resubscriber.ask(&link);
     }
     for link in silent.recovered() {
         eprintln!("silent link receives again: {link}");

@@ -17,10 +17,15 @@ pub struct JoinReply {
 }
 
 /// The answer to a [`StateRequest`](super::StateRequest): the run's state.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StateReply {
     /// Every process is ready: open the start gate.
     pub go: bool,
     /// The run is over: stop and report.
     pub stop: bool,
+    /// Taps of the worker (numbers of its taps table) whose own ingress the coordinator
+    /// found silent: the worker declares their subscriptions again (issue 50). Told once
+    /// per silence; absent from an older coordinator's replies.
+    #[serde(default)]
+    pub resubscribe_taps: Vec<u64>,
 }

@@ -219,6 +219,7 @@ mod tests {
                     id: n,
                     attached: true,
                 }),
+                resubscribed: n + 12,
             }],
             buffers: vec![BufferStats {
                 name: format!("camera{n}.image"),

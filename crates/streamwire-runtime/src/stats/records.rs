@@ -335,6 +335,16 @@ impl Records {
         }
     }
 
+    /// The own ingress of tap `id` (its number in the taps table), while it is attached.
+    pub(crate) fn tap_ingress(&self, id: u64) -> Option<Arc<Ingress>> {
+        let taps = self.taps.lock();
+        let tap = taps.get(usize::try_from(id).ok()?)?;
+        match &*tap.remote.as_ref()?.lock() {
+            TapIngressRow::Live(ingress) => ingress.upgrade(),
+            TapIngressRow::Final(_) => None,
+        }
+    }
+
     /// The wire rows of the taps' own ingresses, numbered as the taps table.
     fn tap_ingress_stats(&self) -> Vec<super::WireStats> {
         self.taps

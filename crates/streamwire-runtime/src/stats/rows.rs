@@ -165,6 +165,10 @@ pub struct WireStats {
     /// attached ones as it watches planned links (issue 50). `None` on a planned link.
     #[serde(default)]
     pub tap: Option<TapWire>,
+    /// Times a tap's ingress declared its subscription again, the coordinator having
+    /// found it silent (issue 50); its other counts carry over.
+    #[serde(default)]
+    pub resubscribed: u64,
 }
 
 /// The tap a wire row is the ingress of.

@@ -414,6 +414,18 @@ impl RunStats {
             }
         };
         note(
+            "subscribed again (a tap's ingress the coordinator found silent)",
+            &|w| {
+                (w.resubscribed > 0).then(|| {
+                    let tap = w
+                        .tap
+                        .map(|t| format!(" (tap {})", t.id))
+                        .unwrap_or_default();
+                    format!("{} {}{tap} {}", w.partition, w.key, w.resubscribed)
+                })
+            },
+        );
+        note(
             "copied once on receipt (spread over several received slices)",
             &|w| {
                 (w.receive_copies > 0)
