@@ -585,6 +585,7 @@ fn state(b: &mut Board, request: StateRequest) -> (StateReply, Vec<Event>) {
         }
     }
     let resubscribe_taps = if b.joined.contains_key(&request.process) {
+        // infallible: no queued request for this process is an empty list
         b.resubscribe.remove(&request.process).unwrap_or_default()
     } else {
         Vec::new()

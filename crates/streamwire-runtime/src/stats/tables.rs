@@ -420,6 +420,7 @@ impl RunStats {
                     let tap = w
                         .tap
                         .map(|t| format!(" (tap {})", t.id))
+                        // infallible: a planned link's row has no tap to name
                         .unwrap_or_default();
                     format!("{} {}{tap} {}", w.partition, w.key, w.resubscribed)
                 })
