@@ -5,7 +5,7 @@
 //! (`Entity::Entity`, `Entity::make`) and `docs/design.md` ("Graph Cache"):
 //! `@ros2_lv/<domain>/<zid>/<nid>/<eid>/<kind>/<enclave>/<namespace>/<node>` and, for an
 //! endpoint, `/<topic>/<DDS type>/<type hash>/<qos>` after it; every name mangled
-//! ([`mangle`](crate::mangle)). A node's token repeats its node id as its entity id.
+//! ([`mangle`]). A node's token repeats its node id as its entity id.
 
 use crate::ContractError;
 use crate::keys::{check_hash, check_topic, dds_type_name, demangle, mangle, ros_type_name};
