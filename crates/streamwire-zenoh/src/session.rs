@@ -185,6 +185,12 @@ impl ZenohTransport {
             // A peer that cannot be reached is retried, not fatal: workers start in any
             // order.
             ("connect/exit_on_failure", "false".to_owned()),
+            // How long `open` waits for the peers it connects to (and those gossip names)
+            // before it returns anyway, saying "Scouting delay elapsed before start
+            // conditions are met" at WARN: zenoh's 500 ms was too short for mutual-TLS
+            // links on a loaded machine (a CI run's demo worker said it). `open` returns as
+            // soon as the links are up, so a longer wait costs only where they are slow.
+            ("scouting/delay", "3000".to_owned()),
             // A keep-all publisher blocked by a peer that stopped reading gives up within
             // 1 s (microseconds here), below the runtime's 2 s stop deadline.
             (
