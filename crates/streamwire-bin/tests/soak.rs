@@ -22,30 +22,8 @@ const BOUND: Duration = Duration::from_secs(SOAK_S + 240);
 /// `pid`'s descendants, from /proc (the run is in a process group of its own: a killed
 /// soak would leave it running).
 fn descendants(pid: u32) -> Vec<u32> {
-    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .map(|dir| {
-            dir.filter_map(Result::ok)
-                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-                .filter_map(|p| {
-                    let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-                    let (_, after) = stat.rsplit_once(')')?;
-                    Some((p, after.split_whitespace().nth(1)?.parse().ok()?))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut found = vec![pid];
-    let mut i = 0;
-    while let Some(&p) = found.get(i) {
-        found.extend(
-            parents
-                .iter()
-                .filter(|(_, parent)| *parent == p)
-                .map(|(c, _)| *c),
-        );
-        i += 1;
-    }
-    found.split_off(1)
+    let mut tree = streamwire_scale_bench::procfs::tree(std::path::Path::new("/proc"), pid);
+    tree.split_off(1.min(tree.len()))
 }
 
 /// Runs `bench soak` with `args`, killing it and its run past [`BOUND`]; its exit
