@@ -154,9 +154,6 @@ fn smoke_run_writes_well_formed_csv() {
     // The peers' shared-memory segments were removed by the suite; its own are removed
     // now that it has ended.
     streamwire_zenoh::remove_orphaned_shared_memory();
-    let left: Vec<String> = streamwire_testdata::shm::zenoh_files()
-        .difference(&before)
-        .cloned()
-        .collect();
+    let left: Vec<String> = streamwire_testdata::shm::left_since(&before);
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }

@@ -720,10 +720,7 @@ fn sessions_share_memory_and_a_session_without_it_is_named() {
         "the pair test failed in its process: {status}"
     );
     streamwire_zenoh::remove_orphaned_shared_memory();
-    let left: Vec<String> = streamwire_testdata::shm::zenoh_files()
-        .difference(&before)
-        .cloned()
-        .collect();
+    let left: Vec<String> = streamwire_testdata::shm::left_since(&before);
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
 
@@ -777,10 +774,7 @@ fn shared_memory_between_workers_and_nothing_left_after_a_kill() {
         counter(&cluster.report.stats, "viewer", "seen") > 0,
         "the viewer received frames: {cluster}"
     );
-    let left: Vec<String> = streamwire_testdata::shm::zenoh_files()
-        .difference(&before)
-        .cloned()
-        .collect();
+    let left: Vec<String> = streamwire_testdata::shm::left_since(&before);
     assert!(left.is_empty(), "left in /dev/shm after the run: {left:?}");
 }
 
@@ -823,10 +817,7 @@ fn a_worker_without_shared_memory_is_named_and_still_served() {
         counter(&cluster.report.stats, "viewer", "seen") > 0,
         "the viewer without shared memory received frames: {cluster}"
     );
-    let left: Vec<String> = streamwire_testdata::shm::zenoh_files()
-        .difference(&before)
-        .cloned()
-        .collect();
+    let left: Vec<String> = streamwire_testdata::shm::left_since(&before);
     assert!(left.is_empty(), "left in /dev/shm after the run: {left:?}");
 }
 

@@ -109,9 +109,9 @@ fn sdk_lines(python: &Path, port: u16) -> Vec<Value> {
         let Ok(line) = lines.recv_timeout(left) else {
             break;
         };
-        let Ok(value) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
+        // A line that is not JSON is kept (and fails the counts visibly), never skipped.
+        let value = serde_json::from_str::<Value>(&line)
+            .unwrap_or_else(|_| serde_json::json!({ "kind": "unparsed", "line": line }));
         let end = value["kind"] == "end";
         out.push(value);
         if end {

@@ -552,10 +552,7 @@ fn main() {
     // Every process that made a segment has ended (a failed case's too): its segments are
     // removed now.
     streamwire_zenoh::remove_orphaned_shared_memory();
-    let left: Vec<String> = streamwire_testdata::shm::zenoh_files()
-        .difference(&before)
-        .cloned()
-        .collect();
+    let left: Vec<String> = streamwire_testdata::shm::left_since(&before);
     assert!(failed.is_empty(), "failed: {failed:?}");
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }

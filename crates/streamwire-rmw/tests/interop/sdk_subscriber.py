@@ -21,8 +21,16 @@ from PIL import Image  # noqa: E402
 from zenoh_ros2_sdk import ROS2Subscriber, get_registry, get_topic_names_and_types  # noqa: E402
 
 
+_EMITTING = threading.Lock()
+
+
 def emit(record):
-    print(json.dumps(record), flush=True)
+    # The SDK calls back from several threads, and `print` writes the text and its newline
+    # separately: unlocked, two records could share a line and neither would parse.
+    line = json.dumps(record) + "\n"
+    with _EMITTING:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def stamp(header):
