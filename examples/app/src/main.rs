@@ -30,7 +30,7 @@ pub struct CounterCamera {
     /// One count per frame.
     pub counts: Out<Count>,
     /// Frames per second.
-    #[config]
+    #[config(default = 50.0, finite, range = 0.1..=1000.0)]
     pub fps: f64,
     /// Frames sent so far.
     #[state]
@@ -61,7 +61,7 @@ pub struct Detector {
     /// The camera's counts.
     pub counts: In<Count>,
     /// More than this many things is an alarm.
-    #[config]
+    #[config(default = 3)]
     pub threshold: u32,
     /// Fail on purpose after this many frames (0, the default: never), to see a failure
     /// reported. A blueprint file may leave it out.
@@ -102,12 +102,29 @@ impl Node for Detector {
     }
 }
 
+/// `robot.yaml` made in code: no config struct, each setting comes from its module's
+/// declared default (`robot-code`'s keys are `camera.fps`, `detector.threshold`, ... as
+/// the file's are), and both give the same plan.
+fn robot_in_code() -> Result<Blueprint, streamwire::UndeclaredSetting> {
+    let mut blueprint = Blueprint::new();
+    blueprint.add("camera", CounterCamera::declared()?);
+    let detector = blueprint.add("detector", Detector::declared()?);
+    blueprint.place(&detector, Placement::process("perception"));
+    blueprint.autoconnect();
+    Ok(blueprint)
+}
+
 fn main() -> ExitCode {
     Cli::new("acme-robot", "The ACME robot's software, on streamwire")
         .blueprint_file(
             "robot",
             "camera -> detector (own process)",
             include_str!("../blueprints/robot.yaml"),
+        )
+        .blueprint_fn(
+            "robot-code",
+            "robot.yaml made in code, from the modules' declared settings",
+            robot_in_code,
         )
         // The detector's own process is a worker process, joined by zenoh.
         .add_plugin(Distributed)
