@@ -82,6 +82,8 @@ pub struct Lines<'a> {
     pub series: &'a [(String, Vec<(f64, f64)>)],
     /// A logarithmic x axis (for lag distributions).
     pub log_x: bool,
+    /// A vertical grey line at this x (e.g. where a warm-up ends), if any.
+    pub marker_x: Option<f64>,
 }
 
 /// What drawing on an area gives.
@@ -151,6 +153,17 @@ fn draw_lines<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     lines: &Lines<'_>,
 ) -> DrawResult<DB::ErrorType> {
+    plot_lines(area, lines)?;
+    area.present()
+}
+
+/// Draws `lines` on `area` without presenting it: a panel of a grid is one of several
+/// drawings on one area, and the SVG backend's `present` closes the document (a panel
+/// presenting its own cell ended the SVG after the first panel).
+fn plot_lines<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    lines: &Lines<'_>,
+) -> DrawResult<DB::ErrorType> {
     area.fill(&WHITE)?;
     let points = || lines.series.iter().flat_map(|(_, p)| p.iter().copied());
     let x_max = points().map(|p| p.0).fold(f64::MIN, f64::max);
@@ -175,6 +188,12 @@ fn draw_lines<DB: DrawingBackend>(
                 .label_style((FONT, 13))
                 .axis_desc_style((FONT, 15))
                 .draw()?;
+            if let Some(x) = lines.marker_x {
+                chart.draw_series(LineSeries::new(
+                    [(x, 0.0), (x, y_max)],
+                    RGBColor(180, 180, 180).stroke_width(1),
+                ))?;
+            }
             for (s, (name, pts)) in lines.series.iter().enumerate() {
                 let colour = PALETTE[s % PALETTE.len()];
                 chart
@@ -203,7 +222,7 @@ fn draw_lines<DB: DrawingBackend>(
         let hi = if x_max > 0.0 { x_max } else { 1.0 };
         plot!(builder.build_cartesian_2d(0.0..hi, 0.0..y_max)?);
     }
-    area.present()
+    Ok(())
 }
 
 /// Writes `stem.svg` and `stem.png` in `dir` for bars.
@@ -247,7 +266,7 @@ fn draw_panels<DB: DrawingBackend>(
     area.fill(&WHITE)?;
     let area = area.titled(panels.title, (FONT, 24))?;
     for (lines, cell) in panels.panels.iter().zip(area.split_evenly(panels.grid)) {
-        draw_lines(&cell, lines)?;
+        plot_lines(&cell, lines)?;
     }
     area.present()
 }
@@ -365,6 +384,7 @@ mod tests {
                 y_label: "% of frames",
                 series: &lines,
                 log_x: true,
+                marker_x: Some(2.0),
             },
         )
         .expect("lines");
@@ -384,6 +404,38 @@ mod tests {
             svg.contains("raw-shm") && svg.contains("heavy constrained"),
             "labels drawn as text"
         );
+    }
+
+    /// A grid of panels is one SVG document: every panel's text inside it, one closing
+    /// tag, at the end (each panel presenting its own cell once closed it after the first).
+    #[test]
+    fn panels_are_one_svg_document() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let series = vec![("a".to_owned(), vec![(1.0, 1.0), (2.0, 3.0)])];
+        let panel = |title| Lines {
+            title,
+            x_label: "x",
+            y_label: "y",
+            series: &series,
+            log_x: false,
+            marker_x: None,
+        };
+        let panels = [panel("first panel"), panel("second panel")];
+        write_panels(
+            dir.path(),
+            "grid",
+            &Panels {
+                title: "grid",
+                grid: (1, 2),
+                panels: &panels,
+            },
+        )
+        .expect("panels");
+        let svg = std::fs::read_to_string(dir.path().join("grid.svg")).expect("svg");
+        assert_eq!(svg.matches("</svg>").count(), 1, "one closing tag");
+        assert!(svg.trim_end().ends_with("</svg>"));
+        let closing = svg.find("</svg>").expect("closed");
+        assert!(svg.find("second panel").is_some_and(|at| at < closing));
     }
 
     #[test]

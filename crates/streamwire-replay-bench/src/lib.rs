@@ -625,6 +625,7 @@ fn write_group_charts(
             y_label: "% of one core",
             series: &cpu_series,
             log_x: false,
+            marker_x: None,
         },
     )?;
     written.push(out.join(stem));
@@ -638,6 +639,7 @@ fn write_group_charts(
             y_label: "% of frames at or below",
             series: &lag_series,
             log_x: true,
+            marker_x: None,
         },
     )?;
     written.push(out.join(stem));
@@ -722,6 +724,7 @@ fn write_budget_charts(
             y_label: "JPEG quality",
             series: &quality,
             log_x: false,
+            marker_x: None,
         },
     )?;
     written.push(out.join(stem));
@@ -735,6 +738,7 @@ fn write_budget_charts(
             y_label: "Mbit/s",
             series: &traffic,
             log_x: false,
+            marker_x: None,
         },
     )?;
     written.push(out.join(stem));

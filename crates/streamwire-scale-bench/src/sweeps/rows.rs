@@ -332,6 +332,7 @@ pub fn chart(dir: &Path, table: &Table, title: &str) -> Result<(), ScaleError> {
             y_label,
             series,
             log_x: table.rows.iter().any(|r| r.size > 1),
+            marker_x: None,
         })
         .collect();
     charts::write_panels(
