@@ -758,6 +758,54 @@ mod tests {
         );
     }
 
+    /// One copy per link: of three viewer processes on the laptop, the first by name
+    /// (`laptop/a`) subscribes across the link and may put the forwarded key; the two
+    /// others may subscribe only to that key, not to the stream on the link.
+    #[test]
+    fn processes_fed_by_their_hosts_receiver_subscribe_only_to_what_it_hands_on() {
+        let mut blueprint = Blueprint::new();
+        let camera = blueprint.add(
+            "camera",
+            Camera {
+                color_image: Out::new(),
+                odometry: Out::new(),
+            },
+        );
+        blueprint.place(&camera, Placement::process("sensors").on_host("robot"));
+        for name in ["a", "b", "c"] {
+            let viewer = blueprint.add(
+                name,
+                Viewer {
+                    color_image: In::new(),
+                },
+            );
+            blueprint.place(&viewer, Placement::process(name).on_host("laptop"));
+        }
+        blueprint.autoconnect();
+        let rules = AccessRules::from_plan(&blueprint.build().unwrap(), "lab");
+        let forwarded = "@host/laptop/color_image/compressed";
+        assert_eq!(consumes(&rules, "laptop/a"), ["color_image/compressed"]);
+        for other in ["laptop/b", "laptop/c"] {
+            assert_eq!(consumes(&rules, other), [forwarded], "{other}");
+        }
+        let receiver = rules
+            .members
+            .iter()
+            .find(|m| m.process == "laptop/a")
+            .unwrap();
+        assert!(
+            receiver.produces.contains(forwarded),
+            "{:?}",
+            receiver.produces
+        );
+        let robot = rules
+            .members
+            .iter()
+            .find(|m| m.process == "robot/sensors")
+            .unwrap();
+        assert!(!robot.produces.contains(forwarded), "{:?}", robot.produces);
+    }
+
     /// The `key_exprs` of rule `id` that contain `@log`.
     fn log_keys(json: &serde_json::Value, id: &str) -> Vec<String> {
         let rule = json["rules"]

@@ -2083,6 +2083,27 @@ fn one_copy_crosses_the_veth_for_three_consumer_processes() {
             .collect()
     };
     let off_the_link = rows("color_image", WireDirection::In);
+    // One copy of the frames: what the host's receiver took off the link (the first row
+    // alone, when every process subscribes across the link: the failure this tests for).
+    let one_copy = off_the_link
+        .first()
+        .map(|w| w.wire_bytes)
+        .unwrap_or_else(|| panic!("nothing came off the link: {report}"));
+    // The veth carried one copy: the frames' bytes once, and far less than a second copy
+    // of everything else (handshakes, liveliness, states). Three copies is the failure.
+    eprintln!(
+        "the veth carried {crossed} bytes into `remote`; one copy of the frames is {one_copy} \
+         bytes ({:.2} copies)",
+        crossed as f64 / one_copy as f64
+    );
+    assert!(
+        crossed >= one_copy,
+        "{crossed} bytes on the veth, {one_copy} in one copy"
+    );
+    assert!(
+        crossed < one_copy + one_copy / 2,
+        "{crossed} bytes crossed the veth: more than one copy ({one_copy} bytes) of the stream"
+    );
     assert_eq!(off_the_link.len(), 1, "{report}");
     assert_eq!(off_the_link[0].partition, "remote/ui1", "{report}");
     assert_eq!(
@@ -2105,22 +2126,6 @@ fn one_copy_crosses_the_veth_for_three_consumer_processes() {
     if let Err(error) = streamwire_runtime::check_balance(&report) {
         panic!("{error}\n{report}");
     }
-    // The veth carried one copy: the frames' bytes once, and far less than a second copy
-    // of everything else (handshakes, liveliness, states). Three copies is the failure.
-    let one_copy = off_the_link[0].wire_bytes;
-    eprintln!(
-        "the veth carried {crossed} bytes into `remote`; one copy of the frames is {one_copy} \
-         bytes ({:.2} copies)",
-        crossed as f64 / one_copy as f64
-    );
-    assert!(
-        crossed >= one_copy,
-        "{crossed} bytes on the veth, {one_copy} in one copy"
-    );
-    assert!(
-        crossed < one_copy + one_copy / 2,
-        "{crossed} bytes crossed the veth: more than one copy ({one_copy} bytes) of the stream"
-    );
     let left = streamwire_testdata::shm::left_since(&shm_before);
     assert!(left.is_empty(), "shared memory left in /dev/shm: {left:?}");
 }
