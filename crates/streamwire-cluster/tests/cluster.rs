@@ -155,6 +155,25 @@ impl Node for Tapper {
     }
 }
 
+/// The link camera on this host and three viewers on host `remote`, a process each.
+fn fanout_scenario(bp: &mut Blueprint) {
+    let camera = bp.add(
+        "camera",
+        LinkCamera {
+            color_image: Out::new(),
+            sent: 0,
+        },
+    );
+    bp.place(&camera, Placement::process("cam"));
+    for n in 1..=3 {
+        let viewer = bp.add(&format!("viewer{n}"), Viewer { frames: In::new() });
+        bp.place(
+            &viewer,
+            Placement::process(format!("ui{n}")).on_host("remote"),
+        );
+    }
+}
+
 /// The plan of scenario `name` (`variant` changes it, for the refused worker).
 fn scenario(name: &str, variant: &str) -> Blueprint {
     let mut bp = Blueprint::new();
@@ -251,23 +270,7 @@ fn scenario(name: &str, variant: &str) -> Blueprint {
         }
         // Three viewers on host `remote`, in another network namespace: one copy of the
         // raw stream crosses the veth, received by `remote/ui1`, handed on to the others.
-        "netns-fanout" => {
-            let camera = bp.add(
-                "camera",
-                LinkCamera {
-                    color_image: Out::new(),
-                    sent: 0,
-                },
-            );
-            bp.place(&camera, Placement::process("cam"));
-            for n in 1..=3 {
-                let viewer = bp.add(&format!("viewer{n}"), Viewer { frames: In::new() });
-                bp.place(
-                    &viewer,
-                    Placement::process(format!("ui{n}")).on_host("remote"),
-                );
-            }
-        }
+        "netns-fanout" => fanout_scenario(&mut bp),
         // Raw 921 KB frames between two workers of one host: shared memory.
         "shm" => {
             let camera = bp.add(
