@@ -208,6 +208,50 @@ fn compressed_to_pixels_across_hosts() {
     insta::assert_snapshot!(plan);
 }
 
+/// One copy per link (issue 53): three processes of the laptop want the camera's pixels
+/// and one more its bytes; the JPEG stream crosses to the laptop once, into the first
+/// process by name, which hands it on to the others (each still decodes its own).
+#[test]
+fn a_stream_crosses_to_a_host_once_and_is_handed_on_there() {
+    let mut bp = Blueprint::new();
+    bp.add("cam", camera());
+    for name in ["viewer", "detector", "logger"] {
+        let instance = bp.add(name, viewer());
+        bp.place(&instance, Placement::process(name).on_host("laptop"));
+    }
+    let web = bp.add("web", WebRelay { jpeg: In::new() });
+    bp.place(&web, Placement::process("relay").on_host("laptop"));
+    bp.autoconnect();
+    let plan = build(&bp);
+    let crossings = plan.crossings();
+    assert_eq!(crossings.len(), 1, "{crossings:?}");
+    let crossing = &crossings[0];
+    assert_eq!(
+        (crossing.stream.as_str(), crossing.host.as_str()),
+        ("color_image/compressed", "laptop")
+    );
+    assert_eq!(
+        crossing.receiver,
+        Placement::process("detector").on_host("laptop")
+    );
+    let others: Vec<String> = crossing
+        .forwarded_to
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(others, ["laptop/logger", "laptop/relay", "laptop/viewer"]);
+    assert_eq!(
+        crossing.forwarded_key(),
+        "@host/laptop/color_image/compressed"
+    );
+    assert_eq!(
+        count(&plan, CodecKind::Decode),
+        3,
+        "decoded once per process"
+    );
+    insta::assert_snapshot!(plan);
+}
+
 /// A module that taps streams while it runs says so in the plan: the printed plan lists
 /// it under `taps` with its process (which a closed run lets subscribe to them), the
 /// summary carries it; a module that declares none shows nothing.

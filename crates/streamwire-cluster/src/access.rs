@@ -430,6 +430,23 @@ impl AccessRules {
                 members[at].consumes.insert(link.stream.clone());
             }
         }
+        // One copy per link: a process the host's receiver hands a stream on to subscribes
+        // to the forwarded key only, and the receiver may put on it only what the host's
+        // other processes are planned to get.
+        for crossing in plan.crossings() {
+            let key = crossing.forwarded_key();
+            for placement in &crossing.forwarded_to {
+                if let Some(at) = member_of(&members, placement.to_string()) {
+                    members[at].consumes.remove(&crossing.stream);
+                    members[at].consumes.insert(key.clone());
+                }
+            }
+            if !crossing.forwarded_to.is_empty()
+                && let Some(at) = member_of(&members, crossing.receiver.to_string())
+            {
+                members[at].produces.insert(key);
+            }
+        }
         // A module that taps streams while it runs (a recorder) declares them in the plan:
         // its process may subscribe to each where another process puts it, in every form
         // it travels (`color_image/compressed` from the encoder of `color_image`).
@@ -536,7 +553,10 @@ impl AccessRules {
                 "reply", "liveliness_token", "declare_liveliness_subscriber", "liveliness_query"],
             "key_exprs": [format!("{p}/**"), format!("{p}/@cluster/**"),
                 format!("{p}/@sub/**/@/**"), format!("{p}/@pub/**/@/**"),
-                format!("{p}/@history/**"), format!("{p}/@log/**")],
+                format!("{p}/@history/**"), format!("{p}/@log/**"),
+                // Streams handed on inside a host (a verbatim chunk `**` never matches).
+                format!("{p}/@host/**"), format!("{p}/@sub/@host/**/@/**"),
+                format!("{p}/@pub/@host/**/@/**"), format!("{p}/@history/@host/**")],
         }));
         let everyone: Vec<serde_json::Value> = subjects.iter().map(|s| s["id"].clone()).collect();
         policies.push(json!({ "id": "send", "rules": ["send"], "subjects": everyone }));
@@ -736,6 +756,54 @@ mod tests {
             json["subjects"][2],
             json!({ "id": "process0", "cert_common_names": ["base_station/base"] })
         );
+    }
+
+    /// One copy per link: of three viewer processes on the laptop, the first by name
+    /// (`laptop/a`) subscribes across the link and may put the forwarded key; the two
+    /// others may subscribe only to that key, not to the stream on the link.
+    #[test]
+    fn processes_fed_by_their_hosts_receiver_subscribe_only_to_what_it_hands_on() {
+        let mut blueprint = Blueprint::new();
+        let camera = blueprint.add(
+            "camera",
+            Camera {
+                color_image: Out::new(),
+                odometry: Out::new(),
+            },
+        );
+        blueprint.place(&camera, Placement::process("sensors").on_host("robot"));
+        for name in ["a", "b", "c"] {
+            let viewer = blueprint.add(
+                name,
+                Viewer {
+                    color_image: In::new(),
+                },
+            );
+            blueprint.place(&viewer, Placement::process(name).on_host("laptop"));
+        }
+        blueprint.autoconnect();
+        let rules = AccessRules::from_plan(&blueprint.build().unwrap(), "lab");
+        let forwarded = "@host/laptop/color_image/compressed";
+        assert_eq!(consumes(&rules, "laptop/a"), ["color_image/compressed"]);
+        for other in ["laptop/b", "laptop/c"] {
+            assert_eq!(consumes(&rules, other), [forwarded], "{other}");
+        }
+        let receiver = rules
+            .members
+            .iter()
+            .find(|m| m.process == "laptop/a")
+            .unwrap();
+        assert!(
+            receiver.produces.contains(forwarded),
+            "{:?}",
+            receiver.produces
+        );
+        let robot = rules
+            .members
+            .iter()
+            .find(|m| m.process == "robot/sensors")
+            .unwrap();
+        assert!(!robot.produces.contains(forwarded), "{:?}", robot.produces);
     }
 
     /// The `key_exprs` of rule `id` that contain `@log`.

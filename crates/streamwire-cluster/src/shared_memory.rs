@@ -22,22 +22,39 @@ const KEEP_ALL_DEPTH: usize = 10;
 const SLOT_BYTES: usize = 8 << 20;
 
 /// The shared-memory pool of the worker of `process`: per stream it sends raw to other
-/// processes of its host, room for what its deepest consumer's queue may hold (received
+/// processes of its host (or hands on to them, as its host's receiver of a stream from
+/// another host), room for what its deepest consumer's queue may hold (received
 /// frames pin the producer's chunks until they are dropped; every consumer of a frame
 /// shares its one chunk) plus one being written and one in flight, at 8 MiB each (a 1080p
 /// RGBA image fits); at least zenoh's 16 MiB, at most 1 GiB. zenoh's allocator walks the
 /// whole pool before it reuses freed chunks, so the pool's size is also the memory it
 /// comes to hold.
 pub fn shared_memory_pool(plan: &Plan, process: &Placement) -> usize {
-    let mut depth_by_stream: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut depth_by_stream: BTreeMap<String, usize> = BTreeMap::new();
     if let Some(view) = plan.process(process) {
         for link in view
             .outgoing_links()
             .filter(|l| l.locality == Locality::SameHost && !l.payload.is_encoded())
         {
-            let depth = depth_by_stream.entry(link.stream.as_str()).or_default();
+            let depth = depth_by_stream.entry(link.stream.clone()).or_default();
             *depth = (*depth).max(consumer_depth(plan, link.to));
         }
+    }
+    // A host's receiver puts what it hands on (raw or encoded) into its pool too.
+    for crossing in plan.crossings() {
+        if crossing.receiver != *process || crossing.forwarded_to.is_empty() {
+            continue;
+        }
+        let depth = plan
+            .links_from(crossing.from)
+            .filter(|l| {
+                plan.placement_of(l.to)
+                    .is_some_and(|p| crossing.is_forwarded_to(p))
+            })
+            .map(|l| consumer_depth(plan, l.to))
+            .max()
+            .unwrap_or(1);
+        depth_by_stream.insert(crossing.forwarded_key(), depth);
     }
     let slots: usize = depth_by_stream
         .values()

@@ -79,6 +79,42 @@ impl Node for BigCamera {
     }
 }
 
+/// Frames of the link camera.
+const LINK_FRAMES: u32 = 60;
+
+/// A camera of [`LINK_FRAMES`] raw 320 x 240 RGB frames (230,400 bytes), every 10 ms,
+/// then done: a plain `Out<Image>`, raw on every link, large enough that the frames
+/// outweigh what else crosses a link (handshakes, liveliness, the workers' states).
+#[derive(Module)]
+#[module(crate = streamwire_core)]
+struct LinkCamera {
+    #[port(keep_all)]
+    color_image: Out<Image>,
+    #[state]
+    sent: u32,
+}
+
+impl Node for LinkCamera {
+    fn trigger(&self) -> Trigger {
+        Trigger::Period(Duration::from_millis(10))
+    }
+
+    fn step(&mut self, cx: &mut Context<'_>) -> NodeResult {
+        if self.sent == LINK_FRAMES {
+            cx.finish();
+            return Ok(());
+        }
+        let data: Vec<u8> = (0..320 * 240 * 3)
+            .map(|i: u32| (i.wrapping_mul(31).wrapping_add(self.sent) % 251) as u8)
+            .collect();
+        let image = Image::from_packed(320, 240, ImageEncoding::Rgb8, data)?
+            .with_stamp(Timestamp::from_nanos(u64::from(self.sent) + 1));
+        self.color_image.publish(image)?;
+        self.sent += 1;
+        Ok(())
+    }
+}
+
 /// A module without ports that taps the camera's encoded stream from its own process, as
 /// the web relay does for a client: the tap's own ingress crosses the wire.
 #[derive(Module, Default)]
@@ -116,6 +152,25 @@ impl Node for Tapper {
             self.cut_after = None;
         }
         Ok(())
+    }
+}
+
+/// The link camera on this host and three viewers on host `remote`, a process each.
+fn fanout_scenario(bp: &mut Blueprint) {
+    let camera = bp.add(
+        "camera",
+        LinkCamera {
+            color_image: Out::new(),
+            sent: 0,
+        },
+    );
+    bp.place(&camera, Placement::process("cam"));
+    for n in 1..=3 {
+        let viewer = bp.add(&format!("viewer{n}"), Viewer { frames: In::new() });
+        bp.place(
+            &viewer,
+            Placement::process(format!("ui{n}")).on_host("remote"),
+        );
     }
 }
 
@@ -213,6 +268,9 @@ fn scenario(name: &str, variant: &str) -> Blueprint {
             bp.place(&camera, Placement::process("cam"))
                 .place(&viewer, Placement::process("ui").on_host("remote"));
         }
+        // Three viewers on host `remote`, in another network namespace: one copy of the
+        // raw stream crosses the veth, received by `remote/ui1`, handed on to the others.
+        "netns-fanout" => fanout_scenario(&mut bp),
         // Raw 921 KB frames between two workers of one host: shared memory.
         "shm" => {
             let camera = bp.add(
@@ -1817,23 +1875,36 @@ impl Drop for Namespaces {
     }
 }
 
-/// In namespace `a`: the coordinator of the netns scenario, starting the camera's worker
-/// (host `localhost`) and waiting for the remote viewer; prints the merged report.
+/// In namespace `a`: the coordinator of a netns scenario (`netns`, or `netns-fanout` when
+/// `SW_TEST_NETNS_COORDINATOR` says so), starting the camera's worker (host `localhost`)
+/// and waiting for the remote viewers; prints the merged report.
 fn netns_coordinator_main() -> ! {
-    let plan = scenario("netns", "").build().unwrap();
+    let name: &'static str = match std::env::var("SW_TEST_NETNS_COORDINATOR").as_deref() {
+        Ok("netns-fanout") => "netns-fanout",
+        _ => "netns",
+    };
+    let plan = scenario(name, "").build().unwrap();
     let coordinator = Coordinator::start(
         &plan,
         CoordinatorOptions {
             host: Some("localhost".to_owned()),
             listen: vec![format!("tcp/{NETNS_A}:7447")],
             secret_folder: std::env::var_os("SW_TEST_SECRET_FOLDER").map(Into::into),
-            ..options("netns")
+            ..options(name)
         },
     )
     .unwrap();
+    // Two namespaces of one machine share /dev/shm, which two hosts do not: without
+    // shared memory in the camera's worker, its frames cross the veth as bytes, as they
+    // cross a real link (with it, zenoh would send only references to its pool).
+    let no_shm = if name == "netns-fanout" {
+        "localhost/cam"
+    } else {
+        ""
+    };
     let stop = AtomicBool::new(false);
     let cluster = coordinator
-        .run(&launcher("netns"), &stop, &mut |event| {
+        .run(&launcher_without_shm(name, no_shm), &stop, &mut |event| {
             eprintln!("coordinator: {event}");
         })
         .unwrap();
@@ -1856,64 +1927,7 @@ fn workers_in_two_network_namespaces_compress_across_the_veth() {
             return;
         }
     };
-    let before = ns.received_by_b();
-    // The remote worker's secret file, where the coordinator writes it (both namespaces
-    // share the file system, as two hosts share a copied file).
-    let outer = std::env::temp_dir().join(format!("sw-netns-{}", std::process::id()));
-    let folder = outer.join("netns");
-    let mut coordinator = ns
-        .exec(&ns.a)
-        .env("SW_TEST_NETNS_COORDINATOR", "1")
-        .env("SW_TEST_SECRET_FOLDER", &folder)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut remote = ns
-        .exec(&ns.b)
-        .env("SW_TEST_WORKER", "remote/ui")
-        .env("SW_TEST_SCENARIO", "netns")
-        .env("SW_TEST_RUN", "netns")
-        .env("SW_TEST_SECRET_FILE", folder.join("remote-ui.credential"))
-        .env("SW_TEST_CONNECT", format!("tcp/{NETNS_A}:7447"))
-        .env("SW_TEST_LISTEN", format!("tcp/{NETNS_B}:7448"))
-        .spawn()
-        .unwrap();
-    let began = Instant::now();
-    let status = loop {
-        if let Some(status) = coordinator.try_wait().unwrap() {
-            break status;
-        }
-        if began.elapsed() > GUARD {
-            let _ = coordinator.kill();
-            let _ = remote.kill();
-            let _ = coordinator.wait();
-            let _ = remote.wait();
-            panic!("the coordinator in {} did not end", ns.a);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut out = String::new();
-    std::io::Read::read_to_string(&mut coordinator.stdout.take().unwrap(), &mut out).unwrap();
-    let remote_status = loop {
-        if let Some(status) = remote.try_wait().unwrap() {
-            break status;
-        }
-        if began.elapsed() > GUARD {
-            let _ = remote.kill();
-            break remote.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    // The coordinator removed the run's folder; ours goes too.
-    let _ = std::fs::remove_dir_all(&outer);
-    assert!(status.success(), "coordinator: {status}");
-    assert!(remote_status.success(), "remote worker: {remote_status}");
-    let report: RunReport = serde_json::from_str(
-        out.lines()
-            .find_map(|l| l.strip_prefix("REPORT "))
-            .unwrap_or_else(|| panic!("no report: {out}")),
-    )
-    .unwrap();
+    let (report, crossed) = run_across_veth(&ns, "netns", &["ui"]);
     assert_eq!(report.reason, EndReason::Finished, "{report}");
     assert_eq!(
         counter(&report.stats, "viewer", "seen"),
@@ -1942,12 +1956,181 @@ fn workers_in_two_network_namespaces_compress_across_the_veth() {
         .count();
     assert_eq!(decodes, 1, "{report}");
     // And they crossed the veth pair.
-    let crossed = ns.received_by_b() - before;
     assert!(
         crossed >= received.wire_bytes,
         "{crossed} bytes on the veth, {} in the frames",
         received.wire_bytes
     );
+}
+
+/// Runs netns scenario `scenario` to its end: its coordinator and camera's worker in
+/// namespace `a`, the workers of host `remote` named `remote` (process names) in `b`,
+/// each bounded by [`GUARD`]. Gives the merged report and the bytes `b`'s end of the veth
+/// received meanwhile; every process has ended and the run's secret files are gone.
+fn run_across_veth(ns: &Namespaces, scenario: &str, remote: &[&str]) -> (RunReport, u64) {
+    let before = ns.received_by_b();
+    // The remote workers' secret files, where the coordinator writes them (both
+    // namespaces share the file system, as two hosts share a copied file).
+    let outer = std::env::temp_dir().join(format!("sw-{scenario}-{}", std::process::id()));
+    let folder = outer.join(scenario);
+    let mut coordinator = ns
+        .exec(&ns.a)
+        .env("SW_TEST_NETNS_COORDINATOR", scenario)
+        .env("SW_TEST_SECRET_FOLDER", &folder)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut workers: Vec<std::process::Child> = remote
+        .iter()
+        .enumerate()
+        .map(|(n, process)| {
+            ns.exec(&ns.b)
+                .env("SW_TEST_WORKER", format!("remote/{process}"))
+                .env("SW_TEST_SCENARIO", scenario)
+                .env("SW_TEST_RUN", scenario)
+                .env(
+                    "SW_TEST_SECRET_FILE",
+                    folder.join(format!("remote-{process}.credential")),
+                )
+                .env("SW_TEST_CONNECT", format!("tcp/{NETNS_A}:7447"))
+                .env("SW_TEST_LISTEN", format!("tcp/{NETNS_B}:{}", 7448 + n))
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let began = Instant::now();
+    let status = loop {
+        if let Some(status) = coordinator.try_wait().unwrap() {
+            break status;
+        }
+        if began.elapsed() > GUARD {
+            for child in workers.iter_mut().chain([&mut coordinator]) {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            panic!("the coordinator in {} did not end", ns.a);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut coordinator.stdout.take().unwrap(), &mut out).unwrap();
+    let statuses: Vec<_> = workers
+        .iter_mut()
+        .map(|worker| {
+            loop {
+                if let Some(status) = worker.try_wait().unwrap() {
+                    break status;
+                }
+                if began.elapsed() > GUARD {
+                    let _ = worker.kill();
+                    break worker.wait().unwrap();
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+        .collect();
+    let crossed = ns.received_by_b() - before;
+    // The workers of `remote` were started by hand, so no coordinator of their host sweeps
+    // the segments zenoh leaves at a process's exit once they ended: this does, as the
+    // coordinator does for the workers it started.
+    streamwire_zenoh::remove_orphaned_shared_memory();
+    // The coordinator removed the run's folder; ours goes too.
+    let _ = std::fs::remove_dir_all(&outer);
+    assert!(status.success(), "coordinator: {status}");
+    for (process, status) in remote.iter().zip(statuses) {
+        assert!(status.success(), "remote worker {process}: {status}");
+    }
+    let report: RunReport = serde_json::from_str(
+        out.lines()
+            .find_map(|l| l.strip_prefix("REPORT "))
+            .unwrap_or_else(|| panic!("no report: {out}")),
+    )
+    .unwrap();
+    (report, crossed)
+}
+
+/// Three consumer processes on the far host, one copy on the link: the raw stream crosses
+/// the veth once, into the host's receiver (`remote/ui1`, the first by name), which hands
+/// it on to the two others (`@host/remote/color_image`, shared memory); every frame
+/// reaches all three; the report balances and no shared memory is left. Without the
+/// rule, each process subscribes across the link and three copies cross it.
+fn one_copy_crosses_the_veth_for_three_consumer_processes() {
+    let ns = match Namespaces::create() {
+        Ok(ns) => ns,
+        Err(reason) => {
+            streamwire_testdata::skip(format!(
+                "network namespaces are not available here: {reason}"
+            ));
+            return;
+        }
+    };
+    let shm_before = streamwire_testdata::shm::zenoh_files();
+    let (report, crossed) = run_across_veth(&ns, "netns-fanout", &["ui1", "ui2", "ui3"]);
+    assert_eq!(report.reason, EndReason::Finished, "{report}");
+    for n in 1..=3 {
+        assert_eq!(
+            counter(&report.stats, &format!("viewer{n}"), "seen"),
+            u64::from(LINK_FRAMES),
+            "viewer{n}: {report}"
+        );
+    }
+    // One ingress takes the stream off the link, in the receiver; the two others get it
+    // on the forwarded key, from the receiver's sender. Every frame and the end of the
+    // stream on each.
+    let rows = |key: &str, direction: WireDirection| -> Vec<&streamwire_runtime::WireStats> {
+        report
+            .stats
+            .wire
+            .iter()
+            .filter(|w| w.key == key && w.direction == direction)
+            .collect()
+    };
+    let off_the_link = rows("color_image", WireDirection::In);
+    // One copy of the frames: what the host's receiver took off the link (the first row
+    // alone, when every process subscribes across the link: the failure this tests for).
+    let one_copy = off_the_link
+        .first()
+        .map(|w| w.wire_bytes)
+        .unwrap_or_else(|| panic!("nothing came off the link: {report}"));
+    // The veth carried one copy: the frames' bytes once, and far less than a second copy
+    // of everything else (handshakes, liveliness, states). Three copies is the failure.
+    eprintln!(
+        "the veth carried {crossed} bytes into `remote`; one copy of the frames is {one_copy} \
+         bytes ({:.2} copies)",
+        crossed as f64 / one_copy as f64
+    );
+    assert!(
+        crossed >= one_copy,
+        "{crossed} bytes on the veth, {one_copy} in one copy"
+    );
+    assert!(
+        crossed < one_copy + one_copy / 2,
+        "{crossed} bytes crossed the veth: more than one copy ({one_copy} bytes) of the stream"
+    );
+    assert_eq!(off_the_link.len(), 1, "{report}");
+    assert_eq!(off_the_link[0].partition, "remote/ui1", "{report}");
+    assert_eq!(
+        off_the_link[0].frames,
+        u64::from(LINK_FRAMES) + 1,
+        "{report}"
+    );
+    let handed_on = rows("@host/remote/color_image", WireDirection::Out);
+    assert_eq!(handed_on.len(), 1, "{report}");
+    assert_eq!(handed_on[0].partition, "remote/ui1", "{report}");
+    assert_eq!(handed_on[0].frames, u64::from(LINK_FRAMES) + 1, "{report}");
+    let forwarded: Vec<&str> = rows("@host/remote/color_image", WireDirection::In)
+        .iter()
+        .map(|w| {
+            assert_eq!(w.frames, u64::from(LINK_FRAMES) + 1, "{report}");
+            w.partition.as_str()
+        })
+        .collect();
+    assert_eq!(forwarded, ["remote/ui2", "remote/ui3"], "{report}");
+    if let Err(error) = streamwire_runtime::check_balance(&report) {
+        panic!("{error}\n{report}");
+    }
+    let left = streamwire_testdata::shm::left_since(&shm_before);
+    assert!(left.is_empty(), "shared memory left in /dev/shm: {left:?}");
 }
 
 fn main() {
@@ -1960,7 +2143,7 @@ fn main() {
     if std::env::var("SW_TEST_SHM_PAIR").is_ok() {
         shm_pair_main();
     }
-    let tests: [(&str, fn()); 14] = [
+    let tests: [(&str, fn()); 15] = [
         (
             "the_access_control_is_generated_from_the_plan",
             the_access_control_is_generated_from_the_plan,
@@ -2016,6 +2199,10 @@ fn main() {
         (
             "workers_in_two_network_namespaces_compress_across_the_veth",
             workers_in_two_network_namespaces_compress_across_the_veth,
+        ),
+        (
+            "one_copy_crosses_the_veth_for_three_consumer_processes",
+            one_copy_crosses_the_veth_for_three_consumer_processes,
         ),
     ];
     let filters: Vec<String> = std::env::args()

@@ -41,8 +41,9 @@ pub use file::{
 };
 pub use keys::{GlobalKey, GlobalValues, global_key, global_keys};
 pub use plan::{
-    CodecKind, CodecNode, CodecNodeId, Endpoint, InstanceIndex, InstanceNode, Link, LinkId,
-    LinkPayload, LinkReason, Note, Plan, PlanPort, PortIndex, QosOrigin, QosSource,
+    CodecKind, CodecNode, CodecNodeId, Crossing, Endpoint, FORWARDED_PREFIX, InstanceIndex,
+    InstanceNode, Link, LinkId, LinkPayload, LinkReason, Note, Plan, PlanPort, PortIndex,
+    QosOrigin, QosSource, forwarded_key,
 };
 pub use process::ProcessView;
 pub use runnable::RunnablePlan;

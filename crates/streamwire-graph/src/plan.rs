@@ -1,14 +1,16 @@
 //! The wired graph: instances, codec nodes and the links between them, each with the
 //! reason it carries what it carries.//!
 //! This module holds the plan itself, its ids and its accessors; its parts are apart:
-//! [`nodes`] (instances, ports, codec nodes), [`links`], [`notes`], and [`verify`] (the
-//! invariants, a test helper). Printing is in `crate::render`.
+//! [`nodes`] (instances, ports, codec nodes), [`links`], [`crossings`] (each stream carried
+//! once to another host), [`notes`], and [`verify`] (the invariants, a test helper). Printing is in `crate::render`.
 
+mod crossings;
 mod links;
 mod nodes;
 mod notes;
 mod verify;
 
+pub use crossings::{Crossing, FORWARDED_PREFIX, forwarded_key};
 pub use links::{Endpoint, Link, LinkPayload, LinkReason};
 pub use nodes::{CodecKind, CodecNode, InstanceNode, PlanPort, QosOrigin, QosSource};
 pub use notes::Note;

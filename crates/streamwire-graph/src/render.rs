@@ -5,7 +5,7 @@ use std::fmt::{self, Write as _};
 
 use streamwire_core::Direction;
 
-use crate::plan::{CodecKind, CodecNode, Endpoint, InstanceNode, Link, Plan, PlanNode};
+use crate::plan::{CodecKind, CodecNode, Crossing, Endpoint, InstanceNode, Link, Plan, PlanNode};
 use crate::settings::Compression;
 
 impl Plan {
@@ -350,6 +350,7 @@ impl fmt::Display for Plan {
             };
             links_by_stream.entry(stream).or_default().push(link);
         }
+        let crossings = self.crossings();
         for summary in &self.streams {
             let Some(producer) = self.instance(summary.producer) else {
                 continue;
@@ -425,6 +426,7 @@ impl fmt::Display for Plan {
                     w3 = widths[3],
                 )?;
             }
+            fmt_crossings(f, &crossings, links)?;
         }
 
         if !self.notes.is_empty() {
@@ -478,6 +480,35 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// The crossings of a stream's links to a host where more than one process consumes it:
+/// which process receives it across the link and which it hands it on to (one process
+/// alone on its host receives it itself, as every link says).
+fn fmt_crossings(
+    f: &mut fmt::Formatter<'_>,
+    crossings: &[Crossing],
+    links: &[&Link],
+) -> fmt::Result {
+    for crossing in crossings
+        .iter()
+        .filter(|c| !c.forwarded_to.is_empty() && links.iter().any(|l| l.from == c.from))
+    {
+        let others: Vec<String> = crossing
+            .forwarded_to
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        writeln!(
+            f,
+            "  carried once to host {}: received by {}, handed on to {} ({})",
+            crossing.host,
+            crossing.receiver,
+            others.join(", "),
+            crossing.forwarded_key()
+        )?;
+    }
+    Ok(())
 }
 
 /// Who taps which streams beyond its inputs: in a closed run of several processes, what

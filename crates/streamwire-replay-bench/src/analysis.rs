@@ -103,7 +103,8 @@ pub struct LinkResult {
     /// link carried, headers and other streams included).
     #[serde(default)]
     pub to_laptop_worst_2s_mbit_s: Option<f64>,
-    /// Frames the laptop's processes received.
+    /// Frames the laptop's processes received across the link (not those its receiver of
+    /// a stream handed on to the others).
     pub laptop_frames: u64,
     /// Of those, frames that arrived through shared memory (none can: another host).
     pub laptop_shared_memory_frames: u64,
@@ -577,11 +578,14 @@ fn link_result(
             r.stats
                 .wire
                 .iter()
-                // The planned links (a tap's own ingress is a row too since issue 50).
+                // The planned links (a tap's own ingress is a row too since issue 50), off
+                // the link: not what the laptop's receiver of a stream hands on to its
+                // neighbours (`@host/laptop/<stream>`, issue 53).
                 .filter(|w| {
                     w.direction == WireDirection::In
                         && w.tap.is_none()
                         && w.partition.starts_with("laptop/")
+                        && !w.key.starts_with(streamwire_graph::FORWARDED_PREFIX)
                 })
         })
     };

@@ -170,15 +170,22 @@ impl RunBuilder {
             return Ok(());
         };
         let crosses = self.transport.is_some() && from_part != to_part;
+        // Across hosts, one process of the receiving host takes the stream off the link
+        // and hands it on to the host's other consumers (RFC.md, "One copy per link").
+        let crossing = crosses.then(|| self.crossing_of(link)).flatten();
         if crosses {
-            self.plan_remote(&hub, to_part, self.receiving_history(link.to));
+            let history = self.receiving_history(link.to);
+            match crossing.as_ref().filter(|c| c.forwarded_to_partition) {
+                Some(c) => self.plan_remote_named(&c.key, to_part, history),
+                None => self.plan_remote(&hub, to_part, history),
+            }
         }
         if !self.layout.is_here(to_part) {
             // Its receiving end runs elsewhere.
             return Ok(());
         }
         let hub = if crosses {
-            match self.ingress_hub(&hub, to_part)? {
+            match self.ingress_hub(&hub, to_part, crossing.as_ref())? {
                 Some(ingress) => ingress,
                 None => return Ok(()),
             }
@@ -266,20 +273,35 @@ impl RunBuilder {
         let Some(source) = self.streams.iter().find(|s| Arc::ptr_eq(&s.hub, hub)) else {
             return;
         };
-        let entry = (source.name.clone(), self.layout.name(to).to_owned());
+        let name = source.name.clone();
+        self.plan_remote_named(&name, to, history);
+    }
+
+    /// Notes that the stream on key `name` is planned to reach partition `to`, whose
+    /// receiving end keeps `history`.
+    fn plan_remote_named(&mut self, name: &str, to: usize, history: Option<History>) {
+        let entry = (name.to_owned(), self.layout.name(to).to_owned());
         if let Some(history) = history {
-            match self
-                .remote_history
-                .iter_mut()
-                .find(|(name, _)| *name == source.name)
-            {
+            match self.remote_history.iter_mut().find(|(n, _)| n == name) {
                 Some((_, kept)) => *kept = kept.strictest(history),
-                None => self.remote_history.push((source.name.clone(), history)),
+                None => self.remote_history.push((name.to_owned(), history)),
             }
         }
         if !self.planned_remote.contains(&entry) {
             self.planned_remote.push(entry);
         }
+    }
+
+    /// How a link that crosses partitions reaches its receiving end when it crosses to
+    /// another host: from the link (its host's receiver), or handed on by that receiver.
+    fn crossing_of(&self, link: &Link) -> Option<LinkCrossing> {
+        let to = self.plan.placement_of(link.to)?;
+        let crossing = self.plan.crossing(link.from, to.host())?;
+        Some(LinkCrossing {
+            key: crossing.forwarded_key(),
+            forwarded_to_partition: crossing.is_forwarded_to(to),
+            hands_on: crossing.receiver == *to && !crossing.forwarded_to.is_empty(),
+        })
     }
 
     /// The history a link's receiving end keeps: its input's, or its codec node's.
@@ -293,7 +315,16 @@ impl RunBuilder {
 
     /// The hub of partition `to`'s ingress of the stream of `hub` (one per stream and
     /// partition, fed by the transport), opened on first use.
-    fn ingress_hub(&mut self, hub: &Arc<Hub>, to: usize) -> Result<Option<Arc<Hub>>, StartError> {
+    ///
+    /// Across hosts (`crossing`), a partition the host's receiver hands the stream on to
+    /// subscribes to the forwarded key instead; the receiver's ingress hub is listed as a
+    /// stream of that key, which phase *senders* publishes.
+    fn ingress_hub(
+        &mut self,
+        hub: &Arc<Hub>,
+        to: usize,
+        crossing: Option<&LinkCrossing>,
+    ) -> Result<Option<Arc<Hub>>, StartError> {
         let (Some(transport), Some(source)) = (
             &self.transport,
             self.streams.iter().find(|s| Arc::ptr_eq(&s.hub, hub)),
@@ -301,11 +332,15 @@ impl RunBuilder {
             return Ok(None);
         };
         let partition = self.layout.name(to);
+        let key = match crossing {
+            Some(c) if c.forwarded_to_partition => c.key.as_str(),
+            _ => source.name.as_str(),
+        };
         if let Some(ingress) = self
             .records
             .ingresses
             .iter()
-            .find(|g| g.key == source.name && g.partition == partition)
+            .find(|g| g.key == key && g.partition == partition)
         {
             return Ok(Some(ingress.hub.clone()));
         }
@@ -320,17 +355,27 @@ impl RunBuilder {
         };
         let ingress = Ingress::open(
             transport.as_ref(),
-            (partition, &source.name),
+            (partition, key),
             source.qos,
             ingress_hub.clone(),
             source.accepted.clone(),
             joined,
         )
         .map_err(|error| StartError::Transport {
-            stream: source.name.clone(),
+            stream: key.to_owned(),
             error,
         })?;
+        let forwarded = crossing.filter(|c| c.hands_on).map(|c| StreamHub {
+            name: c.key.clone(),
+            hub: ingress_hub.clone(),
+            partition: to,
+            qos: source.qos,
+            accepted: source.accepted.clone(),
+            codec: source.codec,
+            publish: true,
+        });
         self.records.ingresses.push(ingress);
+        self.streams.extend(forwarded);
         Ok(Some(ingress_hub))
     }
 
@@ -437,7 +482,25 @@ fn via_wire(
         }
         _ => (feed, port.stream.clone()),
     };
-    (partition(feed.from)? != partition(feed.to)?).then_some(key)
+    if partition(feed.from)? == partition(feed.to)? {
+        return None;
+    }
+    // Handed on by its host's receiver: the forwarded key.
+    let placement = plan.placement_of(feed.to)?;
+    match plan.crossing(feed.from, placement.host()) {
+        Some(crossing) if crossing.is_forwarded_to(placement) => Some(crossing.forwarded_key()),
+        _ => Some(key),
+    }
+}
+
+/// A link to another host, as its receiving partition takes it.
+struct LinkCrossing {
+    /// The key the host's receiver hands the stream on under (`@host/<host>/<stream>`).
+    key: String,
+    /// The receiving partition gets it from its host's receiver, on `key`.
+    forwarded_to_partition: bool,
+    /// The receiving partition is its host's receiver and hands it on to others.
+    hands_on: bool,
 }
 
 /// Where a link delivers.

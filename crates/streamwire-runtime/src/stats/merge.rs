@@ -5,7 +5,7 @@
 
 use streamwire_core::DropReason;
 
-use super::{EndReason, RunReport, RunStats, WireDirection};
+use super::{EndReason, InputStats, RunReport, RunStats, WireDirection, WireStats};
 
 impl RunStats {
     /// Adds the counters of `other` (another process's share of the same run): the longer
@@ -46,32 +46,52 @@ impl RunStats {
     pub fn add_wire_terms(&mut self) {
         let RunStats { inputs, wire, .. } = self;
         for input in inputs.iter_mut().filter(|i| !i.wire_terms_added) {
-            let Some(sender) = input.via_wire.as_ref().and_then(|key| {
-                wire.iter()
-                    .find(|w| w.direction == WireDirection::Out && &w.key == key)
-            }) else {
+            let Some(key) = input.via_wire.clone() else {
                 continue;
             };
-            let dropped = &mut input.dropped;
-            dropped.sender_dropped += sender.sender_dropped;
-            for reason in DropReason::ALL {
-                let n = dropped.get(reason) + sender.dropped_upstream.get(reason);
-                dropped.set(reason, n);
+            // Handed on inside its host (`@host/<host>/<stream>`): what the stream's own
+            // sender lost before the wire was lost to this input too.
+            let upstream = upstream_of_forwarded(&key);
+            for key in std::iter::once(key.as_str()).chain(upstream) {
+                if let Some(sender) = wire
+                    .iter()
+                    .find(|w| w.direction == WireDirection::Out && w.key == key)
+                {
+                    add_sender_terms(input, sender);
+                    input.wire_terms_added = true;
+                }
             }
-            // A message the sender could not serialize never reached the wire.
-            dropped.deserialize_failed += sender
-                .rejected
-                .iter()
-                .filter(|(kind, _)| kind == "undecodable")
-                .map(|(_, n)| n)
-                .sum::<u64>();
-            // What it recovered from the stream's history is on the sender's not-sent
-            // count (published while nobody listened), but was delivered.
-            input.unmatched += sender.unmatched.saturating_sub(input.recovered);
-            input.unprocessed_at_stop += sender.unprocessed_at_stop;
-            input.wire_terms_added = true;
         }
     }
+}
+
+/// The stream of a forwarded key (`@host/<host>/<stream>` gives `<stream>`).
+fn upstream_of_forwarded(key: &str) -> Option<&str> {
+    let rest = key
+        .strip_prefix(streamwire_graph::FORWARDED_PREFIX)?
+        .strip_prefix('/')?;
+    Some(rest.split_once('/')?.1)
+}
+
+/// Adds to `input` the terms `sender` counted before the wire.
+fn add_sender_terms(input: &mut InputStats, sender: &WireStats) {
+    let dropped = &mut input.dropped;
+    dropped.sender_dropped += sender.sender_dropped;
+    for reason in DropReason::ALL {
+        let n = dropped.get(reason) + sender.dropped_upstream.get(reason);
+        dropped.set(reason, n);
+    }
+    // A message the sender could not serialize never reached the wire.
+    dropped.deserialize_failed += sender
+        .rejected
+        .iter()
+        .filter(|(kind, _)| kind == "undecodable")
+        .map(|(_, n)| n)
+        .sum::<u64>();
+    // What it recovered from the stream's history is on the sender's not-sent
+    // count (published while nobody listened), but was delivered.
+    input.unmatched += sender.unmatched.saturating_sub(input.recovered);
+    input.unprocessed_at_stop += sender.unprocessed_at_stop;
 }
 
 impl RunReport {
