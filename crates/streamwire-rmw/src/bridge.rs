@@ -226,7 +226,7 @@ pub fn plan_topics(
 }
 
 /// The domain: the setting, else `ROS_DOMAIN_ID`, else 0.
-fn resolve_domain(setting: Option<u32>) -> Result<u32, Ros2OutError> {
+pub(crate) fn resolve_domain(setting: Option<u32>) -> Result<u32, Ros2OutError> {
     if let Some(domain) = setting {
         return Ok(domain);
     }
@@ -242,6 +242,13 @@ fn resolve_domain(setting: Option<u32>) -> Result<u32, Ros2OutError> {
 /// not a peer: rmw_zenoh's peers expect direct links to each other (gossip), and a router
 /// does not forward between two peers; it forwards a client's puts to every peer.
 fn open_session(connect: &str) -> Result<zenoh::Session, Ros2OutError> {
+    zenoh::open(session_config(connect)?)
+        .wait()
+        .map_err(|e| Ros2OutError::Zenoh(format!("opening a session to {connect}: {e}")))
+}
+
+/// The configuration of [`open_session`]'s session.
+pub(crate) fn session_config(connect: &str) -> Result<zenoh::Config, Ros2OutError> {
     if connect.contains(['"', '\\']) {
         return Err(Ros2OutError::Zenoh(format!(
             "endpoint {connect:?} holds a quote"
@@ -260,9 +267,7 @@ fn open_session(connect: &str) -> Result<zenoh::Session, Ros2OutError> {
             .insert_json5(key, &value)
             .map_err(|e| Ros2OutError::Zenoh(format!("{key} = {value}: {e}")))?;
     }
-    zenoh::open(config)
-        .wait()
-        .map_err(|e| Ros2OutError::Zenoh(format!("opening a session to {connect}: {e}")))
+    Ok(config)
 }
 
 /// The session, tokens and threads of a running `Ros2Out`.
@@ -361,7 +366,7 @@ impl Node for Ros2Out {
     }
 }
 
-fn declare_token(
+pub(crate) fn declare_token(
     session: &zenoh::Session,
     entity: &Entity,
     what: &str,

@@ -8,9 +8,8 @@
 //! off), the run's `Ros2Out` and the SDK's session both connected to it only.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -20,60 +19,15 @@ use streamwire::msgs::Odometry;
 use streamwire::prelude::*;
 use streamwire_modules::demo::{DemoConfig, demo_blueprint};
 use streamwire_rmw::Ros2Out;
-use zenoh::Wait as _;
+
+mod common;
+
+use common::{Killed, free_port, interop_dir, router, sdk_python};
 
 /// Messages of each topic the SDK must receive.
 const COUNT: usize = 3;
 /// The longest the SDK's subscriber waits for them.
 const LIMIT: Duration = Duration::from_secs(40);
-
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
-}
-
-/// The SDK's Python, or `None` (skipped) when `.ci/run`'s step has not installed it.
-fn sdk_python() -> Option<PathBuf> {
-    let python = interop_dir().join(".venv/bin/python");
-    if python.is_file() {
-        Some(python)
-    } else {
-        streamwire_testdata::skip(format!(
-            "zenoh-ros2-sdk is not installed at {} (run .ci/run's ros2-rmw step)",
-            python.display()
-        ));
-        None
-    }
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").port()
-}
-
-/// A zenoh router listening on `127.0.0.1:port` only.
-fn router(port: u16) -> zenoh::Session {
-    let mut config = zenoh::Config::default();
-    for (key, value) in [
-        ("mode", "\"router\"".to_owned()),
-        ("listen/endpoints", format!("[\"tcp/127.0.0.1:{port}\"]")),
-        ("connect/endpoints", "[]".to_owned()),
-        ("scouting/multicast/enabled", "false".to_owned()),
-        ("scouting/gossip/enabled", "false".to_owned()),
-    ] {
-        config.insert_json5(key, &value).expect("a router setting");
-    }
-    zenoh::open(config).wait().expect("the router opens")
-}
-
-/// Kills the SDK's process however the test ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// The SDK subscriber's JSON lines until its `end` line or `LIMIT` and 20 s more.
 fn sdk_lines(python: &Path, port: u16) -> Vec<Value> {
