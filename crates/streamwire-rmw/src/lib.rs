@@ -24,6 +24,7 @@ mod keys;
 pub mod liveliness;
 pub mod qos;
 pub mod source;
+pub mod topics;
 
 pub use attachment::{ATTACHMENT_LEN, Attachment, GID_LEN};
 pub use bridge::{DEFAULT_CONNECT, Ros2Out, Ros2OutError, TopicPlan, plan_topics};

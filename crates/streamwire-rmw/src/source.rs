@@ -227,17 +227,26 @@ pub fn publisher_mismatch(ours: &TopicInfo, theirs: &TopicInfo) -> Option<String
     None
 }
 
-/// Samples between zenoh's callback and the module's step: keep-last `depth`, every
-/// sample it replaces counted.
-struct Inbox {
-    queue: Mutex<VecDeque<Bytes>>,
+/// Samples between zenoh's callback and the reader: keep-last `depth`, every sample it
+/// replaces counted.
+pub(crate) struct Inbox<T> {
+    queue: Mutex<VecDeque<T>>,
     ready: Condvar,
     depth: usize,
     dropped: Counter,
 }
 
-impl Inbox {
-    fn push(&self, sample: Bytes) {
+impl<T> Inbox<T> {
+    pub(crate) fn new(depth: usize, dropped: Counter) -> Inbox<T> {
+        Inbox {
+            queue: Mutex::new(VecDeque::new()),
+            ready: Condvar::new(),
+            depth,
+            dropped,
+        }
+    }
+
+    pub(crate) fn push(&self, sample: T) {
         let mut queue = self.queue.lock();
         if queue.len() >= self.depth {
             queue.pop_front();
@@ -247,12 +256,16 @@ impl Inbox {
         self.ready.notify_one();
     }
 
-    fn pop(&self, wait: Duration) -> Option<Bytes> {
+    pub(crate) fn pop(&self, wait: Duration) -> Option<T> {
         let mut queue = self.queue.lock();
         if queue.is_empty() {
             self.ready.wait_for(&mut queue, wait);
         }
         queue.pop_front()
+    }
+
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped.get()
     }
 }
 
@@ -305,7 +318,7 @@ impl InCounters {
 
 /// The payload as one `Bytes`: a payload of one zenoh slice (what a sample received whole
 /// is) is kept as that slice, without a copy; one of several slices is joined.
-fn payload_bytes(payload: &zenoh::bytes::ZBytes) -> Bytes {
+pub(crate) fn payload_bytes(payload: &zenoh::bytes::ZBytes) -> Bytes {
     let buffer = zenoh_buffers::ZBuf::from(payload.clone());
     let mut slices = zenoh_buffers::buffer::SplitBuffer::slices(&buffer);
     match (slices.next(), slices.next()) {
@@ -384,7 +397,7 @@ pub struct Subscribed {
     tokens: Vec<zenoh::liveliness::LivelinessToken>,
     /// Kept to keep receiving (data, and the topic's publisher tokens).
     subscribers: Vec<zenoh::pubsub::Subscriber<()>>,
-    inbox: Arc<Inbox>,
+    inbox: Arc<Inbox<Bytes>>,
     counters: InCounters,
     /// The ROS 2 type read, as the module's `ros_type` names it.
     pub ros_type: &'static str,
@@ -459,12 +472,7 @@ impl Subscribed {
             declare_token(&session, &subscription, &topic).map_err(setup)?,
         ];
         let counters = InCounters::new(cx, &topic);
-        let inbox = Arc::new(Inbox {
-            queue: Mutex::new(VecDeque::new()),
-            ready: Condvar::new(),
-            depth: settings.queue as usize,
-            dropped: cx.counter("dropped"),
-        });
+        let inbox = Arc::new(Inbox::new(settings.queue as usize, cx.counter("dropped")));
         let gaps = Gaps {
             last: Mutex::new(std::collections::HashMap::new()),
             lost: cx.counter("lost"),
@@ -565,7 +573,7 @@ fn subscribe_data(
     key: &str,
     max_bytes: u64,
     gaps: Gaps,
-    inbox: &Arc<Inbox>,
+    inbox: &Arc<Inbox<Bytes>>,
     counters: &InCounters,
 ) -> Result<zenoh::pubsub::Subscriber<()>, Ros2OutError> {
     let inbox = inbox.clone();

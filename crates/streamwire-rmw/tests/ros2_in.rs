@@ -33,7 +33,7 @@ use streamwire::prelude::*;
 use streamwire::runtime::Harness;
 use streamwire_rmw::liveliness::{Entity, EntityKind, NodeInfo, TopicInfo};
 use streamwire_rmw::qos::RosQos;
-use streamwire_rmw::{Attachment, Ros2ImageIn, Ros2OdometryIn, topic_key};
+use streamwire_rmw::{Attachment, Ros2ImageIn, Ros2OdometryIn, topic_key, topics};
 use streamwire_ros2::RosMessage as _;
 use streamwire_ros2::cdr::CdrWriter;
 use zenoh::Wait as _;
@@ -270,25 +270,7 @@ fn the_sdk_publishers_feed_the_runs_inputs_with_a_decode_node_planned() {
     let run = blueprint
         .run(RunOptions::default())
         .expect("the run starts");
-    let messages = Path::new(env!("CARGO_MANIFEST_DIR")).join("../streamwire-ros2/msg");
-    let mut child = Command::new(python)
-        .arg(interop_dir().join("sdk_publisher.py"))
-        .args([
-            port.to_string(),
-            messages.display().to_string(),
-            "/camera".into(),
-            "0.1".into(),
-            LIMIT.as_secs().to_string(),
-        ])
-        .env("GIT_PYTHON_REFRESH", "quiet")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the SDK's publisher starts");
-    let lines_in = read_lines(child.stdout.take().unwrap());
-    let stdin = child.stdin.take();
-    let child = Killed(child);
+    let (child, stdin, lines_in) = sdk_publisher(&python, port, LIMIT);
     let until = Instant::now() + LIMIT;
     while !seens.enough() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(50));
@@ -585,4 +567,101 @@ fn an_image_topic_refuses_what_no_decode_node_reads_and_flags_another_type() {
     step_until(&mut harness, |h| h.counter("incompatible_publishers") > 0);
     assert_eq!(harness.counter("incompatible_publishers"), 1);
     harness.stop().unwrap();
+}
+
+/// The SDK's publisher started for `limit`, its JSON lines on a channel.
+fn sdk_publisher(
+    python: &Path,
+    port: u16,
+    limit: Duration,
+) -> (
+    Killed,
+    Option<std::process::ChildStdin>,
+    mpsc::Receiver<Value>,
+) {
+    let messages = Path::new(env!("CARGO_MANIFEST_DIR")).join("../streamwire-ros2/msg");
+    let mut child = Command::new(python)
+        .arg(interop_dir().join("sdk_publisher.py"))
+        .args([
+            port.to_string(),
+            messages.display().to_string(),
+            "/camera".into(),
+            "0.1".into(),
+            limit.as_secs().to_string(),
+        ])
+        .env("GIT_PYTHON_REFRESH", "quiet")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the SDK's publisher starts");
+    let lines = read_lines(child.stdout.take().unwrap());
+    let stdin = child.stdin.take();
+    (Killed(child), stdin, lines)
+}
+
+#[test]
+fn the_topic_tools_list_and_read_the_sdks_topics_with_their_header_stamps() {
+    let Some(python) = sdk_python() else { return };
+    let port = free_port();
+    let _router = router(port);
+    let (child, stdin, lines) = sdk_publisher(&python, port, LIMIT);
+    let session = topics::tool_session(&format!("tcp/127.0.0.1:{port}")).unwrap();
+    let until = Instant::now() + LIMIT;
+    let graph = loop {
+        let graph = topics::graph(&session, 0, Duration::from_secs(2)).unwrap();
+        if graph.len() >= 3 || Instant::now() > until {
+            break graph;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    insta::assert_snapshot!("ros2_topic_list", topics::graph_table(&graph));
+    let odom = graph.iter().find(|t| t.name == "/odom").unwrap();
+    assert!(topics::starts_with_header(&odom.ros_type));
+    let reader = topics::TopicReader::open(
+        &session,
+        0,
+        &odom.name,
+        &odom.ros_type,
+        &odom.type_hash,
+        16,
+        1 << 20,
+    )
+    .unwrap();
+    let mut samples = Vec::new();
+    while samples.len() < COUNT && Instant::now() < until {
+        samples.extend(reader.recv(Duration::from_millis(200)));
+    }
+    drop(stdin);
+    let mut said = Vec::new();
+    let drain_until = Instant::now() + Duration::from_secs(10);
+    while let Some(left) = drain_until.checked_duration_since(Instant::now()) {
+        let Ok(line) = lines.recv_timeout(left) else {
+            break;
+        };
+        let end = line["kind"] == "end";
+        said.push(line);
+        if end {
+            break;
+        }
+    }
+    drop(child);
+    assert!(samples.len() >= COUNT, "{} samples", samples.len());
+    let published = published(&said);
+    for sample in &samples {
+        let stamp = topics::header_stamp(&sample.cdr).expect("a header stamp");
+        let sent = sent(&published, "odom", stamp);
+        let odometry = Odometry::from_cdr(sample.cdr.clone()).unwrap();
+        assert_odometry(sent, &odometry);
+        assert!(
+            sample.arrived_wall >= stamp,
+            "arrived before it was stamped"
+        );
+    }
+    let sequence: Vec<i64> = samples
+        .iter()
+        .map(|s| s.attachment.sequence_number)
+        .collect();
+    assert!(sequence.windows(2).all(|w| w[1] > w[0]), "{sequence:?}");
+    assert_eq!(reader.refused(), 0);
 }
