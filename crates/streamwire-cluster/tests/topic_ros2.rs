@@ -53,11 +53,38 @@ impl Drop for Killed {
     }
 }
 
-/// Every number of `text` as `#`: what a person reads, without this run's figures.
-fn without_numbers(text: &str) -> String {
+/// What a person reads, without this run's figures: every number of the lines that hold
+/// measurements as `#`, the router's port as `<port>`.
+fn without_figures(text: &str, port: u16) -> String {
+    const MEASURED: [&str; 10] = [
+        "QoS",
+        "stopped",
+        "duration",
+        "messages",
+        "frequency",
+        "size  ",
+        "bandwidth",
+        "latency",
+        "total data",
+        "CPU",
+    ];
+    let mut out = String::new();
+    for line in text.lines() {
+        let label = line.trim_start();
+        if MEASURED.iter().any(|m| label.starts_with(m)) {
+            out.push_str(&mask_numbers(line));
+        } else {
+            out.push_str(&line.replace(&format!(":{port}"), ":<port>"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn mask_numbers(line: &str) -> String {
     let mut out = String::new();
     let mut in_number = false;
-    for c in text.chars() {
+    for c in line.chars() {
         let digit = c.is_ascii_digit() || (in_number && c == '.');
         if digit && !in_number {
             out.push('#');
@@ -131,5 +158,5 @@ fn topic_bench_ros2_measures_the_sdks_odometry_from_its_header_stamps() {
     assert_eq!(json["summary"]["count"], 20, "{json}");
     let text = &reports[1];
     assert!(text.contains("latency from header.stamp"), "{text}");
-    insta::assert_snapshot!("topic_bench_ros2_odom", without_numbers(text));
+    insta::assert_snapshot!("topic_bench_ros2_odom", without_figures(text, port));
 }
