@@ -41,6 +41,7 @@ fn sdk_lines(python: &Path, port: u16) -> Vec<Value> {
             "/odom".into(),
             COUNT.to_string(),
             LIMIT.as_secs().to_string(),
+            "/camera".into(),
         ])
         .env("GIT_PYTHON_REFRESH", "quiet")
         .stdout(Stdio::piped())
@@ -166,6 +167,9 @@ fn the_sdk_receives_the_demo_camera_and_odometry() {
         }
     });
 
+    // Nobody subscribes to the raw frames yet: none are published.
+    std::thread::sleep(Duration::from_secs(1));
+    let before = run.stats();
     let lines = sdk_lines(&python, port);
     collecting.store(false, Ordering::SeqCst);
     let stats = run.stats();
@@ -196,6 +200,30 @@ fn the_sdk_receives_the_demo_camera_and_odometry() {
             "{image}"
         );
     }
+    let raw = of("raw");
+    assert!(
+        raw.len() >= COUNT,
+        "{} raw images; the SDK said: {lines:?}",
+        raw.len()
+    );
+    for image in &raw {
+        assert_eq!(image["size"], serde_json::json!([320, 240]), "{image}");
+        assert_eq!(image["bytes"], 320 * 240 * 3, "{image}");
+    }
+    let raw_before = before
+        .instances
+        .iter()
+        .find(|i| i.name.ends_with("ros2"))
+        .and_then(|row| {
+            row.counters
+                .iter()
+                .find(|(n, _)| n == "published:color_image/raw")
+        })
+        .map_or(0, |(_, v)| *v);
+    assert_eq!(
+        raw_before, 0,
+        "raw frames published before anybody subscribed"
+    );
     for received in &odometry {
         assert_odometry_is_the_runs(received, &run_odometry);
     }
@@ -223,6 +251,11 @@ fn the_sdk_receives_the_demo_camera_and_odometry() {
     };
     assert!(
         counter("published:color_image") >= COUNT as u64,
+        "{:?}",
+        row.counters
+    );
+    assert!(
+        counter("published:color_image/raw") >= COUNT as u64,
         "{:?}",
         row.counters
     );
