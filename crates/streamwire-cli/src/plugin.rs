@@ -199,6 +199,9 @@ pub struct Remote {
     pub run_id: Option<String>,
     /// How the tool joins (its credential, or none).
     pub membership: Membership,
+    /// `--ros2`: the ROS 2 topics of this domain over rmw_zenoh (through the router at
+    /// `connect`), not a run's streams.
+    pub ros2_domain: Option<u32>,
 }
 
 /// The feed of `topic --connect`: a stream of a run in other processes.

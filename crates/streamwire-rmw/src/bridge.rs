@@ -88,7 +88,9 @@ pub enum Ros2OutError {
 /// sequence numbers, a message that could not be encoded or put).
 ///
 /// An image stream that travels compressed is published as `<topic>/compressed`
-/// (`sensor_msgs/msg/CompressedImage`, the encoded bytes as they are, never re-encoded).
+/// (`sensor_msgs/msg/CompressedImage`, the encoded bytes as they are, never re-encoded)
+/// and as `<topic>` (`sensor_msgs/msg/Image`) only while a ROS subscriber matches: its
+/// tap (and any decoding for it) exists only then; counted as `<stream>/raw`.
 #[derive(Module)]
 #[module(crate = streamwire_core)]
 pub struct Ros2Out {
@@ -149,6 +151,9 @@ pub struct TopicPlan {
     pub topic: String,
     /// Its ROS 2 type.
     pub ros_type: &'static str,
+    /// Published only while a ROS subscriber matches (raw frames): the tap is opened
+    /// then and closed when the last one leaves.
+    pub on_demand: bool,
 }
 
 /// What `Ros2Out` publishes, given the run's streams (`(name, message type)`, encoded
@@ -163,8 +168,10 @@ pub struct TopicPlan {
 /// ];
 /// let plan = plan_topics(&streams, &["color_image=/camera".into(), "odometry=/odom".into()])?;
 /// let topics: Vec<&str> = plan.iter().map(|p| p.topic.as_str()).collect();
-/// assert_eq!(topics, ["/camera/compressed", "/odom"]);
+/// assert_eq!(topics, ["/camera/compressed", "/camera", "/odom"]);
 /// assert_eq!(plan[0].tapped, "color_image/compressed");
+/// // The raw frames, on demand only, counted as `color_image/raw`.
+/// assert!(plan[1].on_demand && plan[1].stream == "color_image/raw");
 /// assert!(plan_topics(&streams, &["lidar".into()]).is_err());
 /// # Ok::<(), streamwire_rmw::Ros2OutError>(())
 /// ```
@@ -192,41 +199,57 @@ pub fn plan_topics(
             });
         };
         let compressed = format!("{stream}/compressed");
-        let entry = if message == Image::TYPE_NAME
+        let entries = if message == Image::TYPE_NAME
             && carries(&compressed) == Some(CompressedImage::TYPE_NAME)
         {
-            TopicPlan {
-                tapped: compressed,
-                message: Some(CompressedImage::TYPE_NAME),
-                topic: format!("{}/compressed", topic.trim_end_matches('/')),
-                ros_type: <CompressedImage as streamwire_ros2::RosMessage>::ROS_TYPE,
-                stream,
-            }
+            // image_transport's names: the bytes as they travel on `<topic>/compressed`,
+            // pixels on `<topic>` (decoded only while somebody reads them).
+            vec![
+                TopicPlan {
+                    tapped: compressed,
+                    message: Some(CompressedImage::TYPE_NAME),
+                    topic: format!("{}/compressed", topic.trim_end_matches('/')),
+                    ros_type: <CompressedImage as streamwire_ros2::RosMessage>::ROS_TYPE,
+                    stream: stream.clone(),
+                    on_demand: false,
+                },
+                TopicPlan {
+                    tapped: stream.clone(),
+                    message: Some(Image::TYPE_NAME),
+                    topic,
+                    ros_type: <Image as streamwire_ros2::RosMessage>::ROS_TYPE,
+                    stream: format!("{stream}/raw"),
+                    on_demand: true,
+                },
+            ]
         } else {
             let ros_type =
                 streamwire_ros2::ros_type_of(message).ok_or_else(|| Ros2OutError::NoRosType {
                     stream: stream.clone(),
                     message,
                 })?;
-            TopicPlan {
+            vec![TopicPlan {
                 tapped: stream.clone(),
                 message: None,
                 topic,
                 ros_type,
                 stream,
-            }
+                on_demand: false,
+            }]
         };
-        crate::keys::check_topic(&entry.topic).map_err(|source| Ros2OutError::Contract {
-            stream: entry.stream.clone(),
-            source,
-        })?;
-        plan.push(entry);
+        for entry in entries {
+            crate::keys::check_topic(&entry.topic).map_err(|source| Ros2OutError::Contract {
+                stream: entry.stream.clone(),
+                source,
+            })?;
+            plan.push(entry);
+        }
     }
     Ok(plan)
 }
 
 /// The domain: the setting, else `ROS_DOMAIN_ID`, else 0.
-fn resolve_domain(setting: Option<u32>) -> Result<u32, Ros2OutError> {
+pub(crate) fn resolve_domain(setting: Option<u32>) -> Result<u32, Ros2OutError> {
     if let Some(domain) = setting {
         return Ok(domain);
     }
@@ -242,6 +265,13 @@ fn resolve_domain(setting: Option<u32>) -> Result<u32, Ros2OutError> {
 /// not a peer: rmw_zenoh's peers expect direct links to each other (gossip), and a router
 /// does not forward between two peers; it forwards a client's puts to every peer.
 fn open_session(connect: &str) -> Result<zenoh::Session, Ros2OutError> {
+    zenoh::open(session_config(connect)?)
+        .wait()
+        .map_err(|e| Ros2OutError::Zenoh(format!("opening a session to {connect}: {e}")))
+}
+
+/// The configuration of [`open_session`]'s session.
+pub(crate) fn session_config(connect: &str) -> Result<zenoh::Config, Ros2OutError> {
     if connect.contains(['"', '\\']) {
         return Err(Ros2OutError::Zenoh(format!(
             "endpoint {connect:?} holds a quote"
@@ -260,9 +290,7 @@ fn open_session(connect: &str) -> Result<zenoh::Session, Ros2OutError> {
             .insert_json5(key, &value)
             .map_err(|e| Ros2OutError::Zenoh(format!("{key} = {value}: {e}")))?;
     }
-    zenoh::open(config)
-        .wait()
-        .map_err(|e| Ros2OutError::Zenoh(format!("opening a session to {connect}: {e}")))
+    Ok(config)
 }
 
 /// The session, tokens and threads of a running `Ros2Out`.
@@ -309,7 +337,7 @@ impl Node for Ros2Out {
             threads: Vec::new(),
         };
         for (index, entry) in plan.into_iter().enumerate() {
-            let worker = publishing.declare(cx, &node, index, entry, taps.as_ref())?;
+            let worker = publishing.declare(cx, &node, index, entry, &taps)?;
             let name = format!("sw ros2{index} {}", worker.plan.stream);
             let thread = std::thread::Builder::new()
                 .name(name)
@@ -361,7 +389,7 @@ impl Node for Ros2Out {
     }
 }
 
-fn declare_token(
+pub(crate) fn declare_token(
     session: &zenoh::Session,
     entity: &Entity,
     what: &str,
@@ -387,7 +415,7 @@ impl Publishing {
         node: &NodeInfo,
         index: usize,
         plan: TopicPlan,
-        taps: &dyn streamwire_core::TapService,
+        taps: &Arc<dyn streamwire_core::TapService>,
     ) -> Result<TopicWorker, Ros2OutError> {
         let contract = |source| Ros2OutError::Contract {
             stream: plan.stream.clone(),
@@ -419,9 +447,14 @@ impl Publishing {
             .declare_publisher(key.clone())
             .wait()
             .map_err(|e| Ros2OutError::Zenoh(format!("publisher on {key}: {e}")))?;
-        let tap = taps
-            .tap(&plan.tapped, plan.message)
-            .map_err(|e| Ros2OutError::Zenoh(format!("tap {}: {e}", plan.tapped)))?;
+        let (tap, demand) = if plan.on_demand {
+            (None, Some(Demand::watch(&publisher, taps.clone(), &key)?))
+        } else {
+            let tap = taps
+                .tap(&plan.tapped, plan.message)
+                .map_err(|e| Ros2OutError::Zenoh(format!("tap {}: {e}", plan.tapped)))?;
+            (Some(tap), None)
+        };
         let mut gid = [0; GID_LEN];
         getrandom::fill(&mut gid).map_err(|e| Ros2OutError::System(format!("no GID: {e}")))?;
         Ok(TopicWorker {
@@ -430,6 +463,8 @@ impl Publishing {
             dropped: cx.counter(&format!("dropped:{}", plan.stream)),
             plan,
             tap,
+            demand,
+            resync: false,
             publisher,
             gid,
             sequence_number: 0,
@@ -454,11 +489,48 @@ impl Publishing {
     }
 }
 
+/// Whether a ROS subscriber matches an on-demand topic's publisher (zenoh's matching
+/// status, kept by a listener that lives as long as the publisher).
+struct Demand {
+    matched: Arc<AtomicBool>,
+    taps: Arc<dyn streamwire_core::TapService>,
+}
+
+impl Demand {
+    fn watch(
+        publisher: &zenoh::pubsub::Publisher<'static>,
+        taps: Arc<dyn streamwire_core::TapService>,
+        key: &str,
+    ) -> Result<Demand, Ros2OutError> {
+        let matched = Arc::new(AtomicBool::new(false));
+        let zenoh_error =
+            |e: zenoh::Error| Ros2OutError::Zenoh(format!("the subscribers of {key}: {e}"));
+        {
+            let matched = matched.clone();
+            publisher
+                .matching_listener()
+                .callback(move |status| matched.store(status.matching(), Ordering::SeqCst))
+                .background()
+                .wait()
+                .map_err(zenoh_error)?;
+        }
+        // The listener reports changes; the status now is asked once.
+        let now = publisher.matching_status().wait().map_err(zenoh_error)?;
+        matched.store(now.matching(), Ordering::SeqCst);
+        Ok(Demand { matched, taps })
+    }
+}
+
 /// One topic's thread.
 struct TopicWorker {
     instance: String,
     plan: TopicPlan,
-    tap: Box<dyn StreamTap>,
+    /// The tap (an on-demand topic's only while a subscriber matches).
+    tap: Option<Box<dyn StreamTap>>,
+    /// An on-demand topic's subscribers, and the taps to open when one comes.
+    demand: Option<Demand>,
+    /// The next message starts the count of gaps again (a tap just opened).
+    resync: bool,
     publisher: zenoh::pubsub::Publisher<'static>,
     gid: [u8; GID_LEN],
     /// The last sequence number put (rmw_zenoh's first is 1).
@@ -476,18 +548,54 @@ impl TopicWorker {
         let span =
             tracing::info_span!("ros2_out", instance = %self.instance, stream = %self.plan.stream);
         let _entered = span.enter();
-        loop {
-            match self.tap.recv_timeout(POLL) {
+        while !self.stop.load(Ordering::SeqCst) {
+            if !self.follow_demand() {
+                std::thread::sleep(POLL);
+                continue;
+            }
+            let Some(tap) = &self.tap else { break };
+            match tap.recv_timeout(POLL) {
                 Some(envelope) => self.publish(&envelope),
-                None if self.tap.is_closed() || self.stop.load(Ordering::SeqCst) => break,
+                None if tap.is_closed() => break,
                 None => {}
             }
         }
-        self.dropped.add(self.tap.in_flight_at_stop());
+        if let Some(tap) = &self.tap {
+            self.dropped.add(tap.in_flight_at_stop());
+        }
+    }
+
+    /// For an on-demand topic, opens the tap when a subscriber matches and closes it
+    /// when none does; false while there is nothing to publish.
+    fn follow_demand(&mut self) -> bool {
+        let Some(demand) = &self.demand else {
+            return true;
+        };
+        if !demand.matched.load(Ordering::SeqCst) {
+            self.tap = None;
+            return false;
+        }
+        if self.tap.is_none() {
+            match demand.taps.tap(&self.plan.tapped, self.plan.message) {
+                Ok(tap) => {
+                    self.tap = Some(tap);
+                    self.resync = true;
+                }
+                Err(e) => {
+                    self.fail(&format!("tap {}: {e}", self.plan.tapped));
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     fn publish(&mut self, envelope: &Envelope) {
         let seq = envelope.header.seq;
+        if std::mem::take(&mut self.resync) {
+            // What was published while nobody subscribed was never asked for.
+            self.next_seq = seq;
+        }
         if seq > self.next_seq {
             self.dropped.add(seq - self.next_seq);
         }

@@ -13,17 +13,24 @@
 //! | attachment | i64 LE sequence number, i64 LE source timestamp (ns), 16, 16-byte GID | [`Attachment`] |
 //! | payload | CDR with its 4-byte encapsulation header | `streamwire_ros2` |
 //!
-//! [`Ros2Out`] is the module that publishes a run's streams this way.
+//! [`Ros2Out`] is the module that publishes a run's streams this way; [`Ros2ImageIn`],
+//! [`Ros2OdometryIn`], [`Ros2TwistIn`] and [`Ros2PointCloudIn`] subscribe to ROS 2 topics
+//! and publish them into a run, every sample bounded and checked ([`source`]).
 
 mod attachment;
 mod bridge;
+mod inputs;
 mod keys;
 pub mod liveliness;
 pub mod qos;
+pub mod source;
+pub mod topics;
 
 pub use attachment::{ATTACHMENT_LEN, Attachment, GID_LEN};
 pub use bridge::{DEFAULT_CONNECT, Ros2Out, Ros2OutError, TopicPlan, plan_topics};
+pub use inputs::{Ros2ImageIn, Ros2OdometryIn, Ros2PointCloudIn, Ros2TwistIn};
 pub use keys::{SLASH_REPLACEMENT, dds_type_name, demangle, mangle, ros_type_name, topic_key};
+pub use source::{Ros2InError, publisher_mismatch};
 
 /// A value the rmw_zenoh contract refuses: what would make a key or token rmw_zenoh
 /// misreads, or bytes it would drop.

@@ -8,9 +8,8 @@
 //! off), the run's `Ros2Out` and the SDK's session both connected to it only.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -20,60 +19,15 @@ use streamwire::msgs::Odometry;
 use streamwire::prelude::*;
 use streamwire_modules::demo::{DemoConfig, demo_blueprint};
 use streamwire_rmw::Ros2Out;
-use zenoh::Wait as _;
+
+mod common;
+
+use common::{Killed, free_port, interop_dir, router, sdk_python};
 
 /// Messages of each topic the SDK must receive.
 const COUNT: usize = 3;
 /// The longest the SDK's subscriber waits for them.
 const LIMIT: Duration = Duration::from_secs(40);
-
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
-}
-
-/// The SDK's Python, or `None` (skipped) when `.ci/run`'s step has not installed it.
-fn sdk_python() -> Option<PathBuf> {
-    let python = interop_dir().join(".venv/bin/python");
-    if python.is_file() {
-        Some(python)
-    } else {
-        streamwire_testdata::skip(format!(
-            "zenoh-ros2-sdk is not installed at {} (run .ci/run's ros2-rmw step)",
-            python.display()
-        ));
-        None
-    }
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").port()
-}
-
-/// A zenoh router listening on `127.0.0.1:port` only.
-fn router(port: u16) -> zenoh::Session {
-    let mut config = zenoh::Config::default();
-    for (key, value) in [
-        ("mode", "\"router\"".to_owned()),
-        ("listen/endpoints", format!("[\"tcp/127.0.0.1:{port}\"]")),
-        ("connect/endpoints", "[]".to_owned()),
-        ("scouting/multicast/enabled", "false".to_owned()),
-        ("scouting/gossip/enabled", "false".to_owned()),
-    ] {
-        config.insert_json5(key, &value).expect("a router setting");
-    }
-    zenoh::open(config).wait().expect("the router opens")
-}
-
-/// Kills the SDK's process however the test ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// The SDK subscriber's JSON lines until its `end` line or `LIMIT` and 20 s more.
 fn sdk_lines(python: &Path, port: u16) -> Vec<Value> {
@@ -87,6 +41,7 @@ fn sdk_lines(python: &Path, port: u16) -> Vec<Value> {
             "/odom".into(),
             COUNT.to_string(),
             LIMIT.as_secs().to_string(),
+            "/camera".into(),
         ])
         .env("GIT_PYTHON_REFRESH", "quiet")
         .stdout(Stdio::piped())
@@ -212,6 +167,9 @@ fn the_sdk_receives_the_demo_camera_and_odometry() {
         }
     });
 
+    // Nobody subscribes to the raw frames yet: none are published.
+    std::thread::sleep(Duration::from_secs(1));
+    let before = run.stats();
     let lines = sdk_lines(&python, port);
     collecting.store(false, Ordering::SeqCst);
     let stats = run.stats();
@@ -242,6 +200,30 @@ fn the_sdk_receives_the_demo_camera_and_odometry() {
             "{image}"
         );
     }
+    let raw = of("raw");
+    assert!(
+        raw.len() >= COUNT,
+        "{} raw images; the SDK said: {lines:?}",
+        raw.len()
+    );
+    for image in &raw {
+        assert_eq!(image["size"], serde_json::json!([320, 240]), "{image}");
+        assert_eq!(image["bytes"], 320 * 240 * 3, "{image}");
+    }
+    let raw_before = before
+        .instances
+        .iter()
+        .find(|i| i.name.ends_with("ros2"))
+        .and_then(|row| {
+            row.counters
+                .iter()
+                .find(|(n, _)| n == "published:color_image/raw")
+        })
+        .map_or(0, |(_, v)| *v);
+    assert_eq!(
+        raw_before, 0,
+        "raw frames published before anybody subscribed"
+    );
     for received in &odometry {
         assert_odometry_is_the_runs(received, &run_odometry);
     }
@@ -269,6 +251,11 @@ fn the_sdk_receives_the_demo_camera_and_odometry() {
     };
     assert!(
         counter("published:color_image") >= COUNT as u64,
+        "{:?}",
+        row.counters
+    );
+    assert!(
+        counter("published:color_image/raw") >= COUNT as u64,
         "{:?}",
         row.counters
     );

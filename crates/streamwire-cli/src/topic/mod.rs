@@ -92,6 +92,30 @@ pub(crate) struct Join {
     run_id: Option<String>,
     #[command(flatten)]
     membership: Membership,
+    /// Join ROS 2 topics over rmw_zenoh instead (a STREAM is a topic, `/odom`), through
+    /// the zenoh router at --connect (default rmw_zenoh's tcp/127.0.0.1:7447).
+    #[arg(long, conflicts_with_all = ["blueprint", "run_id"])]
+    ros2: bool,
+    /// With --ros2: the ROS domain (default ROS_DOMAIN_ID, else 0).
+    #[arg(long, value_name = "N", requires = "ros2")]
+    domain: Option<u32>,
+}
+
+/// rmw_zenoh's default router, where `--ros2` connects without `--connect`.
+const ROS2_ROUTER: &str = "tcp/127.0.0.1:7447";
+
+/// The ROS domain: `--domain`, else `ROS_DOMAIN_ID`, else 0.
+fn ros2_domain(flag: Option<u32>) -> anyhow::Result<u32> {
+    if let Some(domain) = flag {
+        return Ok(domain);
+    }
+    match std::env::var("ROS_DOMAIN_ID") {
+        Ok(text) if !text.trim().is_empty() => text
+            .trim()
+            .parse()
+            .with_context(|| format!("ROS_DOMAIN_ID={text:?} is not a number")),
+        _ => Ok(0),
+    }
 }
 
 /// How a tool joins a closed run, or an insecure one.
@@ -560,6 +584,28 @@ impl Join {
         resolve: &dyn Fn(&str, &[String]) -> anyhow::Result<Blueprint>,
         feed: Option<&'a dyn RemoteFeed>,
     ) -> anyhow::Result<Target<'a>> {
+        if self.ros2 {
+            let Some(feed) = feed else {
+                bail!(
+                    "--ros2: this binary reads no ROS 2 topics (no plugin registered a feed: \
+                     `Cli::add_plugin(streamwire_cluster::cli::Distributed)` does)"
+                );
+            };
+            let connect = if self.connect.is_empty() {
+                vec![ROS2_ROUTER.to_owned()]
+            } else {
+                self.connect.clone()
+            };
+            return Ok(Target::Remote {
+                feed,
+                remote: Remote {
+                    connect,
+                    run_id: None,
+                    membership: self.membership.clone(),
+                    ros2_domain: Some(ros2_domain(self.domain)?),
+                },
+            });
+        }
         match (&self.blueprint, self.connect.is_empty()) {
             (Some(name), _) => Ok(Target::Here {
                 name: name.clone(),
@@ -572,6 +618,7 @@ impl Join {
                         connect: self.connect.clone(),
                         run_id: self.run_id.clone(),
                         membership: self.membership.clone(),
+                        ros2_domain: None,
                     },
                 }),
                 None => bail!(

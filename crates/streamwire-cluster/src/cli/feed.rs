@@ -32,6 +32,9 @@ impl RemoteFeed for ZenohFeeds {
         requested: Requested,
         stats: bool,
     ) -> anyhow::Result<(Box<dyn Feed>, Vec<String>)> {
+        if let Some(domain) = remote.ros2_domain {
+            return super::ros2::open(&remote.connect, domain, stream, requested, stats);
+        }
         let (feed, warnings) = ZenohFeed::open(
             &remote.connect,
             remote.run_id.as_deref(),
@@ -44,6 +47,9 @@ impl RemoteFeed for ZenohFeeds {
     }
 
     fn list(&self, remote: &Remote, out: &mut dyn Write) -> anyhow::Result<()> {
+        if let Some(domain) = remote.ros2_domain {
+            return super::ros2::list(&remote.connect, domain, out);
+        }
         list(
             &remote.connect,
             remote.run_id.as_deref(),

@@ -1,7 +1,7 @@
 //! The command line's distributed runs, as a plugin of `streamwire-cli`: the `worker`
 //! command, `run`'s placement flags and the coordinator behind them (a plan of several
 //! processes started as worker processes of the same binary, joined by zenoh), and
-//! `topic --connect`'s feed over zenoh.
+//! `topic --connect`'s feed over zenoh, and `topic --ros2`'s of ROS 2 topics over rmw_zenoh.
 //!
 //! ```no_run
 //! use streamwire_cli::Cli;
@@ -16,6 +16,7 @@
 
 mod coordinate;
 mod feed;
+mod ros2;
 mod worker;
 
 use std::time::Duration;

@@ -5,7 +5,8 @@ prints one JSON line per message received (the JPEG decoded with Pillow), then t
 view of the graph's topics, then exits. Definitions come from streamwire-ros2's `.msg`
 files (offline: no git).
 
-usage: sdk_subscriber.py PORT MESSAGES_DIR CAMERA_TOPIC ODOM_TOPIC COUNT TIMEOUT_S
+usage: sdk_subscriber.py PORT MESSAGES_DIR CAMERA_TOPIC ODOM_TOPIC COUNT TIMEOUT_S [RAW_TOPIC]
+(with RAW_TOPIC, a sensor_msgs/msg/Image subscriber too, `raw` lines)
 """
 
 import io
@@ -40,15 +41,16 @@ def stamp(header):
 def main():
     port, messages_dir, camera, odom = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
     count, timeout = int(sys.argv[5]), float(sys.argv[6])
+    raw_topic = sys.argv[7] if len(sys.argv) > 7 else None
     get_registry(messages_dir=messages_dir)
-    seen = {"image": 0, "odom": 0}
+    seen = {"image": 0, "odom": 0, "raw": 0 if raw_topic else count}
     lock = threading.Lock()
     done = threading.Event()
 
     def counted(kind):
         with lock:
             seen[kind] += 1
-            if seen["image"] >= count and seen["odom"] >= count:
+            if all(n >= count for n in seen.values()):
                 done.set()
 
     def on_image(msg):
@@ -74,12 +76,20 @@ def main():
               "angular": [twist.angular.x, twist.angular.y, twist.angular.z]})
         counted("odom")
 
+    def on_raw(msg):
+        emit({"kind": "raw", "size": [int(msg.width), int(msg.height)], "encoding": msg.encoding,
+              "bytes": len(bytes(msg.data)), "stamp": stamp(msg.header)})
+        counted("raw")
+
     subscribers = [
         ROS2Subscriber(camera, "sensor_msgs/msg/CompressedImage", on_image,
                        router_port=port, node_name="sdk_listener"),
         ROS2Subscriber(odom, "nav_msgs/msg/Odometry", on_odom, router_port=port,
                        node_name="sdk_listener"),
     ]
+    if raw_topic:
+        subscribers.append(ROS2Subscriber(raw_topic, "sensor_msgs/msg/Image", on_raw,
+                                          router_port=port, node_name="sdk_listener"))
     emit({"kind": "ready"})
     done.wait(timeout)
     topics = get_topic_names_and_types(router_port=port, timeout=2.0)
