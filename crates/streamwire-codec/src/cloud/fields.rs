@@ -46,6 +46,13 @@ pub fn decompress(
     }
 }
 
+/// The content size a zstd frame's header records, if it records one.
+pub fn frame_content_size(frame: &[u8]) -> Option<u64> {
+    zstd::zstd_safe::get_frame_content_size(frame)
+        .ok()
+        .flatten()
+}
+
 fn whole_points(len: usize, point_step: usize) -> Result<usize, CloudError> {
     if point_step == 0 || len % point_step != 0 {
         return Err(CloudError::WrongLength {
