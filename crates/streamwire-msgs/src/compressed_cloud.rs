@@ -35,6 +35,43 @@ pub struct CompressedPointCloud {
 }
 
 impl CompressedPointCloud {
+    /// An encoded cloud as a peer sent it (a ROS 2 publisher, a recording): `format` names
+    /// what `compressed_data` holds, the rest is the cloud's shape. Nothing is checked here:
+    /// the decoders check the shape against the bytes.
+    pub fn new(
+        fields: impl Into<Arc<[PointField]>>,
+        (width, height): (u32, u32),
+        (point_step, row_step): (u32, u32),
+        format: impl Into<Arc<str>>,
+        compressed_data: impl Into<Bytes>,
+    ) -> CompressedPointCloud {
+        CompressedPointCloud {
+            fields: fields.into(),
+            width,
+            height,
+            point_step,
+            row_step,
+            is_bigendian: false,
+            is_dense: false,
+            format: format.into(),
+            compressed_data: compressed_data.into(),
+            stamp: Timestamp::ZERO,
+            frame_id: Arc::from(""),
+        }
+    }
+
+    /// This message with its values marked big-endian or not.
+    pub fn with_bigendian(mut self, is_bigendian: bool) -> CompressedPointCloud {
+        self.is_bigendian = is_bigendian;
+        self
+    }
+
+    /// This message marked as holding no invalid points (`true`) or maybe some.
+    pub fn with_dense(mut self, is_dense: bool) -> CompressedPointCloud {
+        self.is_dense = is_dense;
+        self
+    }
+
     /// The fields of each point of the cloud before encoding.
     pub fn fields(&self) -> &[PointField] {
         &self.fields
