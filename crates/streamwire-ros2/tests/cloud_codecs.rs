@@ -17,9 +17,15 @@ fn cloud() -> PointCloud {
         PointField::new("rgb", 12, PointDatatype::Float32, 1),
         PointField::new("ring", 16, PointDatatype::Uint16, 1),
     ];
-    let data: Vec<u8> = (0..7u32 * 20)
-        .flat_map(|i| (i as u8).wrapping_mul(37).to_le_bytes())
-        .collect();
+    let mut data = Vec::new();
+    for i in 0..7u16 {
+        let v = f32::from(i);
+        for value in [v * 1.5, -v, 0.25 * v, f32::from_bits(0x00ff_0000 | u32::from(i))] {
+            data.extend_from_slice(&value.to_le_bytes());
+        }
+        data.extend_from_slice(&(i * 1000).to_le_bytes());
+        data.extend_from_slice(&[0, 0]);
+    }
     PointCloud::new(fields, 7, 1, 20, 140, data)
         .expect("cloud")
         .with_dense(true)
