@@ -305,7 +305,10 @@ fn shuffled_zstd_round_trips_exactly() {
     }
 }
 
-fn cloud_strategy() -> impl Strategy<Value = (u32, Vec<(f32, f32, f32, f32, u16, u8)>, f32)> {
+/// One point's values: x, y, z, intensity, ring, tag.
+type Point = (f32, f32, f32, f32, u16, u8);
+
+fn cloud_strategy() -> impl Strategy<Value = (u32, Vec<Point>, f32)> {
     let coordinate = prop_oneof![9 => -500.0f32..500.0, 1 => Just(f32::NAN)];
     let point = (
         coordinate.clone(),

@@ -99,20 +99,22 @@ fn main() -> anyhow::Result<()> {
         .and_then(|i| args.get(i + 1));
     let load = std::fs::read_to_string("/proc/loadavg")?;
     println!("load average at start: {}", load.trim());
-    println!("| cloud | points | raw B | codec | B | ratio | encode ms | decode ms | max xyz error |");
+    println!(
+        "| cloud | points | raw B | codec | B | ratio | encode ms | decode ms | max xyz error |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|");
     for (name, cloud) in clouds()? {
         let raw = cloud.data().len();
-        let codecs: [(&str, Box<dyn Fn() -> anyhow::Result<_>>); 3] = [
-            ("cloudini 1 mm", Box::new(|| measure(&Cloudini::default(), &cloud))),
-            ("zstd", Box::new(|| measure(&CloudZstd::default(), &cloud))),
-            (
-                "zstd-shuffled",
-                Box::new(|| measure(&CloudZstd { shuffle: true, ..CloudZstd::default() }, &cloud)),
-            ),
+        let shuffled = CloudZstd {
+            shuffle: true,
+            ..CloudZstd::default()
+        };
+        let results = [
+            ("cloudini 1 mm", measure(&Cloudini::default(), &cloud)?),
+            ("zstd", measure(&CloudZstd::default(), &cloud)?),
+            ("zstd-shuffled", measure(&shuffled, &cloud)?),
         ];
-        for (codec, run) in codecs {
-            let (bytes, encode, decode, decoded) = run()?;
+        for (codec, (bytes, encode, decode, decoded)) in results {
             println!(
                 "| {name} | {} | {raw} | {codec} | {bytes} | {:.1} | {encode:.2} | {decode:.2} | {:.6} |",
                 cloud.len(),

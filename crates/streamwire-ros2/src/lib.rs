@@ -95,8 +95,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use streamwire_core::{AnyMessage, Message, Timestamp};
 use streamwire_msgs::{
-    CompressedImage, CompressedPointCloud, DepthImage, Detections, Image, LogRecord, OccupancyGrid, Odometry, PointCloud,
-    Transforms, Twist,
+    CompressedImage, CompressedPointCloud, DepthImage, Detections, Image, LogRecord, OccupancyGrid,
+    Odometry, PointCloud, Transforms, Twist,
 };
 
 use crate::cdr::{CdrError, CdrReader, CdrWriteError, CdrWriter};

@@ -3,10 +3,10 @@
 //! as `point_cloud_interfaces/msg/CompressedPointCloud2` and decodes after the round trip.
 
 use streamwire::Codec;
+use streamwire::Timestamp;
 use streamwire::msgs::{
     CloudZstd, Cloudini, CompressedPointCloud, PointCloud, PointDatatype, PointField,
 };
-use streamwire::Timestamp;
 use streamwire_ros2::RosMessage;
 
 fn cloud() -> PointCloud {
@@ -20,7 +20,12 @@ fn cloud() -> PointCloud {
     let mut data = Vec::new();
     for i in 0..7u16 {
         let v = f32::from(i);
-        for value in [v * 1.5, -v, 0.25 * v, f32::from_bits(0x00ff_0000 | u32::from(i))] {
+        for value in [
+            v * 1.5,
+            -v,
+            0.25 * v,
+            f32::from_bits(0x00ff_0000 | u32::from(i)),
+        ] {
             data.extend_from_slice(&value.to_le_bytes());
         }
         data.extend_from_slice(&(i * 1000).to_le_bytes());
@@ -55,5 +60,9 @@ fn compressed_clouds_cross_as_compressed_point_cloud2() {
         assert_eq!(back, encoded);
     }
     let schema = CompressedPointCloud::ros_schema().expect("schema");
-    assert!(schema.rihs01().starts_with("RIHS01_"), "{}", schema.rihs01());
+    assert!(
+        schema.rihs01().starts_with("RIHS01_"),
+        "{}",
+        schema.rihs01()
+    );
 }

@@ -2,8 +2,8 @@
 //! every mapped type, snapshotted.
 
 use streamwire::msgs::{
-    CompressedImage, CompressedPointCloud, Detections, Image, LogRecord, OccupancyGrid, Odometry, PointCloud, Transforms,
-    Twist,
+    CompressedImage, CompressedPointCloud, Detections, Image, LogRecord, OccupancyGrid, Odometry,
+    PointCloud, Transforms, Twist,
 };
 use streamwire_ros2::RosMessage;
 use streamwire_ros2::schema::RosSchema;

@@ -112,7 +112,8 @@ fn check_range(layout: &CloudLayout, points: &[u8]) -> Result<(), CloudError> {
                 [a, b, c, d, e, f, g, h] => f64::from_le_bytes([a, b, c, d, e, f, g, h]),
                 _ => continue,
             };
-            if !value.is_nan() && !(value.abs() / f64::from(resolution) < MAX_STEPS) {
+            // An infinity divides to infinity, over the bound too.
+            if !value.is_nan() && value.abs() / f64::from(resolution) >= MAX_STEPS {
                 return Err(CloudError::OutOfRange {
                     field: field.name.clone(),
                     value,
@@ -378,6 +379,9 @@ fn build_decoders(layout: &CloudLayout, mode: EncodingOptions) -> Vec<FieldDecod
             count: grouped,
         });
     }
+    // A float with a resolution is dequantized whatever the mode, as the C++ decoder's
+    // `create_decoder` does (its encoder quantizes only in LOSSY mode, and writes no
+    // resolution otherwise).
     for f in &layout.fields[grouped..] {
         let offset = f.offset as usize;
         decoders.push(match (f.datatype, f.resolution) {

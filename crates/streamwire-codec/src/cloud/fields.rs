@@ -54,7 +54,7 @@ pub fn frame_content_size(frame: &[u8]) -> Option<u64> {
 }
 
 fn whole_points(len: usize, point_step: usize) -> Result<usize, CloudError> {
-    if point_step == 0 || len % point_step != 0 {
+    if point_step == 0 || !len.is_multiple_of(point_step) {
         return Err(CloudError::WrongLength {
             expected: len.next_multiple_of(point_step.max(1)),
             actual: len,

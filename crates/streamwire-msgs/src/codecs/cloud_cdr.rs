@@ -32,7 +32,7 @@ struct Writer(Vec<u8>);
 
 impl Writer {
     fn align(&mut self, size: usize) {
-        while (self.0.len() - 4) % size != 0 {
+        while !(self.0.len() - 4).is_multiple_of(size) {
             self.0.push(0);
         }
     }
