@@ -65,6 +65,7 @@
 //! ```
 
 pub mod budget;
+pub mod cloud;
 pub mod jpeg;
 pub mod lossless;
 

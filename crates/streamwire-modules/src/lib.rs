@@ -15,7 +15,7 @@
 //! | [`replay::ReplaySource`] | `color_image: Out<Compressed<Image>>` | plays a folder of numbered JPEG/PNG frames at their recorded rate |
 //! | [`world::SimCamera`] | `color_image: Out<Compressed<Image>>` | the simulated world's colour camera |
 //! | [`world::SimDepth`] | `depth: Out<Compressed<DepthImage>>` | its depth sensor (16UC1) |
-//! | [`world::SimLidar`] | `cloud: Out<PointCloud>` | its 10 Hz, ~30k-point lidar |
+//! | [`world::SimLidar`] | `cloud: Out<Compressed<PointCloud>>` | its 10 Hz, ~30k-point lidar |
 //! | [`world::SimOdometry`] | `odometry: Out<Odometry>` | its 50 Hz odometry (truth plus noise) |
 //! | [`sinks::RecordingSink`] | `frames: In<Image>` | writes every arrival as a JSON line |
 //! | [`sinks::BusySink`] | `frames: In<Image>` | spends N CPU-ms of filtering per frame, and records |

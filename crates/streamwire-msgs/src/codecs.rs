@@ -25,8 +25,12 @@ use crate::raster::{Raster, RasterEncoding, RasterMessage};
 use crate::{CompressedImage, DepthImage, Image, ImageEncoding};
 
 mod budget;
+mod cloud;
+mod cloud_cdr;
 
 pub use budget::{BitrateBudget, format_bitrate, parse_bitrate};
+pub use cloud::{CloudZstd, Cloudini, format as cloud_format};
+pub use cloud_cdr::CdrCloudError;
 
 /// Chroma subsampling and chroma averaging of the JPEG engine, under the names the
 /// `subsampling` and `chroma_downsampling` parameters use.

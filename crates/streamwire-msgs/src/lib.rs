@@ -165,6 +165,7 @@
 mod cloud;
 pub mod codecs;
 mod compressed;
+mod compressed_cloud;
 mod depth;
 mod header;
 mod image;
@@ -178,10 +179,13 @@ mod raster;
 mod transforms;
 
 pub use cloud::{PointCloud, PointCloudError, PointDatatype, PointField, PointScalar};
-pub use codecs::{BitrateBudget, Jpeg, JpegPixels, Zstd, format_bitrate, parse_bitrate};
+pub use codecs::{
+    BitrateBudget, CloudZstd, Cloudini, Jpeg, JpegPixels, Zstd, format_bitrate, parse_bitrate,
+};
 pub use compressed::{
     CompressedFormat, CompressedImage, FormatError, ImageCompression, RawEncoding,
 };
+pub use compressed_cloud::CompressedPointCloud;
 pub use depth::{DepthEncoding, DepthImage};
 pub use image::{Image, ImageEncoding};
 pub use layout::{LayoutError, ParseEncodingError};
@@ -207,7 +211,13 @@ macro_rules! stamped {
 }
 
 // Image and DepthImage: `raster_message!`.
-stamped!(CompressedImage, PointCloud, Odometry, OccupancyGrid);
+stamped!(
+    CompressedImage,
+    CompressedPointCloud,
+    PointCloud,
+    Odometry,
+    OccupancyGrid
+);
 
 impl streamwire_core::Stamped for LogRecord {
     fn stamp(&self) -> streamwire_core::Timestamp {

@@ -11,6 +11,7 @@
 //! | [`Image`], [`DepthImage`] | `sensor_msgs/msg/Image` (read as [`SensorImage`]: the `encoding` picks) |
 //! | [`CompressedImage`] | `sensor_msgs/msg/CompressedImage` |
 //! | [`PointCloud`] | `sensor_msgs/msg/PointCloud2` |
+//! | [`CompressedPointCloud`] | `point_cloud_interfaces/msg/CompressedPointCloud2` |
 //! | [`Odometry`] | `nav_msgs/msg/Odometry` |
 //! | [`Twist`] | `geometry_msgs/msg/Twist` |
 //! | [`OccupancyGrid`] | `nav_msgs/msg/OccupancyGrid` |
@@ -85,6 +86,7 @@
 //! ```
 
 pub mod cdr;
+mod cloud;
 mod messages;
 pub mod schema;
 
@@ -93,8 +95,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use streamwire_core::{AnyMessage, Message, Timestamp};
 use streamwire_msgs::{
-    CompressedImage, DepthImage, Detections, Image, LogRecord, OccupancyGrid, Odometry, PointCloud,
-    Transforms, Twist,
+    CompressedImage, CompressedPointCloud, DepthImage, Detections, Image, LogRecord, OccupancyGrid,
+    Odometry, PointCloud, Transforms, Twist,
 };
 
 use crate::cdr::{CdrError, CdrReader, CdrWriteError, CdrWriter};
@@ -217,6 +219,7 @@ pub fn ros_type_of(type_name: &str) -> Option<&'static str> {
         DepthImage,
         CompressedImage,
         PointCloud,
+        CompressedPointCloud,
         Odometry,
         Twist,
         OccupancyGrid,
@@ -244,6 +247,7 @@ pub fn encode_any(
         DepthImage,
         CompressedImage,
         PointCloud,
+        CompressedPointCloud,
         Odometry,
         Twist,
         OccupancyGrid,
@@ -273,6 +277,7 @@ pub fn decode_any(
         }),
         "sensor_msgs/CompressedImage" => boxed::<CompressedImage>(bytes),
         "sensor_msgs/PointCloud2" => boxed::<PointCloud>(bytes),
+        "point_cloud_interfaces/CompressedPointCloud2" => boxed::<CompressedPointCloud>(bytes),
         "nav_msgs/Odometry" => boxed::<Odometry>(bytes),
         "geometry_msgs/Twist" => boxed::<Twist>(bytes),
         "nav_msgs/OccupancyGrid" => boxed::<OccupancyGrid>(bytes),

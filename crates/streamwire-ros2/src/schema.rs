@@ -41,6 +41,7 @@ pub const STANDARD: &[MsgSource] = sources![
     "nav_msgs/msg/MapMetaData",
     "nav_msgs/msg/OccupancyGrid",
     "nav_msgs/msg/Odometry",
+    "point_cloud_interfaces/msg/CompressedPointCloud2",
     "rcl_interfaces/msg/Log",
     "sensor_msgs/msg/CompressedImage",
     "sensor_msgs/msg/Image",

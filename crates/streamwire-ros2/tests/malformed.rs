@@ -138,6 +138,7 @@ fn garbage_never_panics() {
         "sensor_msgs/msg/Image",
         "sensor_msgs/msg/CompressedImage",
         "sensor_msgs/msg/PointCloud2",
+        "point_cloud_interfaces/msg/CompressedPointCloud2",
         "nav_msgs/msg/Odometry",
         "geometry_msgs/msg/Twist",
         "nav_msgs/msg/OccupancyGrid",

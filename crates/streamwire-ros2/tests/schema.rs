@@ -2,8 +2,8 @@
 //! every mapped type, snapshotted.
 
 use streamwire::msgs::{
-    CompressedImage, Detections, Image, LogRecord, OccupancyGrid, Odometry, PointCloud, Transforms,
-    Twist,
+    CompressedImage, CompressedPointCloud, Detections, Image, LogRecord, OccupancyGrid, Odometry,
+    PointCloud, Transforms, Twist,
 };
 use streamwire_ros2::RosMessage;
 use streamwire_ros2::schema::RosSchema;
@@ -13,6 +13,7 @@ fn schemas() -> Vec<RosSchema> {
         Image::ros_schema(),
         CompressedImage::ros_schema(),
         PointCloud::ros_schema(),
+        CompressedPointCloud::ros_schema(),
         Odometry::ros_schema(),
         Twist::ros_schema(),
         OccupancyGrid::ros_schema(),

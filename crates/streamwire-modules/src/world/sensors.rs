@@ -342,12 +342,13 @@ impl Node for SimDepth {
 /// 30 720) at `hz` (default 10), x/y/z float32 in frame `base_link` (on the floor under
 /// the robot, x forward), with `noise_m` of range noise.
 ///
-/// Ports: `cloud` (`Out<PointCloud>`).
+/// Ports: `cloud` (`Out<Compressed<PointCloud>>`: cloudini at 1 mm on the wire, where the
+/// stream's compression setting or the auto table compresses it).
 #[derive(Module)]
 #[module(crate = streamwire_core, validate = SimLidar::check_scan)]
 pub struct SimLidar {
     /// Point clouds.
-    pub cloud: Out<PointCloud>,
+    pub cloud: Out<Compressed<PointCloud>>,
     /// Scans per second (default 10).
     #[config(finite, range = 0.01..=1000.0)]
     pub hz: f64,

@@ -2,7 +2,8 @@
 
 Reads one JSON request on stdin, writes one JSON answer on stdout:
   {"msg_dir": "<crate>/msg", "ops": [op, ...]}  ->  [answer, ...]
-vision_msgs is not in rosbags' ROS 2 Jazzy store: its .msg texts are registered from msg_dir.
+vision_msgs and point_cloud_interfaces are not in rosbags' ROS 2 Jazzy store: their .msg texts
+are registered from msg_dir.
 Ops:
   {"op": "hash", "type": T}               -> {"hash": "RIHS01_..."}
   {"op": "msgdef", "type": T}             -> {"text": ros2msg text with dependencies}
@@ -23,8 +24,9 @@ from rosbags.typesys.msg import get_types_from_msg
 def store(msg_dir):
     typestore = get_typestore(Stores.ROS2_JAZZY)
     types = {}
-    for path in sorted(pathlib.Path(msg_dir, "vision_msgs", "msg").glob("*.msg")):
-        types.update(get_types_from_msg(path.read_text(), f"vision_msgs/msg/{path.stem}"))
+    for package in ("vision_msgs", "point_cloud_interfaces"):
+        for path in sorted(pathlib.Path(msg_dir, package, "msg").glob("*.msg")):
+            types.update(get_types_from_msg(path.read_text(), f"{package}/msg/{path.stem}"))
     typestore.register(types)
     return typestore
 
