@@ -65,6 +65,8 @@
 //! ```
 
 pub mod budget;
+#[cfg(feature = "h264")]
+pub mod h264;
 pub mod jpeg;
 pub mod lossless;
 
