@@ -25,8 +25,12 @@ use crate::raster::{Raster, RasterEncoding, RasterMessage};
 use crate::{CompressedImage, DepthImage, Image, ImageEncoding};
 
 mod budget;
+#[cfg(feature = "h264")]
+mod h264;
 
 pub use budget::{BitrateBudget, format_bitrate, parse_bitrate};
+#[cfg(feature = "h264")]
+pub use h264::H264;
 
 /// Chroma subsampling and chroma averaging of the JPEG engine, under the names the
 /// `subsampling` and `chroma_downsampling` parameters use.
