@@ -45,8 +45,8 @@ def run(frames: np.ndarray, width: int, height: int, fps: float, bitrate: int) -
         psnr_sum += 100.0 if mse == 0 else 10 * math.log10(255 * 255 / mse)
         count += 1
     mbps = total_bytes * 8 * fps / len(frames) / 1e6
-    return (f"libx264 {bitrate / 1e6:>5.1} Mbit/s  {mbps:>7.2} Mbit/s  {psnr_sum / max(count, 1):>6.2} dB"
-            f"  encode {cpu * 1e3 / len(frames):.1} ms (CPU, veryfast, incl. colour conversion)")
+    return (f"libx264 {bitrate / 1e6:>5.1f} Mbit/s  {mbps:>7.2f} Mbit/s  {psnr_sum / max(count, 1):>6.2f} dB"
+            f"  encode {cpu * 1e3 / len(frames):.1f} ms (CPU, veryfast, incl. colour conversion)")
 
 
 def main() -> None:
