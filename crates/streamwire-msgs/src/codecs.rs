@@ -27,10 +27,14 @@ use crate::{CompressedImage, DepthImage, Image, ImageEncoding};
 mod budget;
 mod cloud;
 mod cloud_cdr;
+#[cfg(feature = "h264")]
+mod h264;
 
 pub use budget::{BitrateBudget, format_bitrate, parse_bitrate};
 pub use cloud::{CloudZstd, Cloudini, format as cloud_format};
 pub use cloud_cdr::CdrCloudError;
+#[cfg(feature = "h264")]
+pub use h264::H264;
 
 /// Chroma subsampling and chroma averaging of the JPEG engine, under the names the
 /// `subsampling` and `chroma_downsampling` parameters use.

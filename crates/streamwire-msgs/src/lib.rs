@@ -179,6 +179,8 @@ mod raster;
 mod transforms;
 
 pub use cloud::{PointCloud, PointCloudError, PointDatatype, PointField, PointScalar};
+#[cfg(feature = "h264")]
+pub use codecs::H264;
 pub use codecs::{
     BitrateBudget, CloudZstd, Cloudini, Jpeg, JpegPixels, Zstd, format_bitrate, parse_bitrate,
 };

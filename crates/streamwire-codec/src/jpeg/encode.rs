@@ -118,7 +118,11 @@ fn to_u16(side: u32) -> Result<u16, JpegError> {
 
 /// The coded size: `max_width` wide with the aspect ratio kept (height rounded to nearest,
 /// at least 1) when the image is wider, else unchanged.
-fn target_size(width: u32, height: u32, max_width: Option<u32>) -> Result<(u32, u32), JpegError> {
+pub(crate) fn target_size(
+    width: u32,
+    height: u32,
+    max_width: Option<u32>,
+) -> Result<(u32, u32), JpegError> {
     match max_width {
         Some(0) => Err(JpegError::InvalidMaxWidth),
         Some(max) if width > max => {
@@ -368,7 +372,11 @@ fn fill_ycbcr<const BPP: usize, const R: usize, const B: usize>(
 }
 
 /// Downscales to `width`x`height`, returning packed rows in the input's format.
-fn downscale(pixels: &PixelsRef<'_>, width: u32, height: u32) -> Result<Vec<u8>, JpegError> {
+pub(crate) fn downscale(
+    pixels: &PixelsRef<'_>,
+    width: u32,
+    height: u32,
+) -> Result<Vec<u8>, JpegError> {
     let bpp = pixels.format().bytes_per_pixel();
     let pixel_type = match pixels.format() {
         PixelFormat::Mono8 => PixelType::U8,

@@ -24,7 +24,7 @@
 //! ```
 
 mod decode;
-mod encode;
+pub(crate) mod encode;
 #[cfg(feature = "libjpeg-turbo-rs")]
 mod ljt_rs;
 mod markers;
