@@ -65,12 +65,9 @@
 //! ```
 
 pub mod budget;
-<<<<<<< HEAD
 pub mod cloud;
-=======
 #[cfg(feature = "h264")]
 pub mod h264;
->>>>>>> h55-h264
 pub mod jpeg;
 pub mod lossless;
 
