@@ -311,7 +311,9 @@ fn an_unknown_codec_name_is_one_build_error_listing_the_known_ones() {
     )
     .unwrap_err();
     assert_eq!(error.problems.len(), 1, "{error}");
-    insta::assert_snapshot!(error);
+    // `h264` is known only where streamwire-msgs' `h264` feature is on (CI turns it on, a
+    // plain `cargo test --workspace` does not): the snapshot is the list without it.
+    insta::assert_snapshot!(error.to_string().replace("known: h264, ", "known: "));
 }
 
 #[derive(Module)]

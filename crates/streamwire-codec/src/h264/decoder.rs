@@ -294,6 +294,7 @@ impl H264Decoder {
                     .flat_map(|row| {
                         plane
                             .get(row * stride..row * stride + cols)
+                            // infallible: OpenH264 hands planes of stride x rows of its picture
                             .unwrap_or_default()
                     })
                     .copied()

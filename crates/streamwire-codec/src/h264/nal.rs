@@ -69,6 +69,7 @@ pub fn unit_type(nal: &[u8]) -> u8 {
 /// (`00 00 03` -> `00 00`) removed, at most `limit` bytes of it.
 #[must_use]
 pub fn unescape(nal: &[u8], limit: usize) -> Vec<u8> {
+    // infallible: a NAL unit without even its header byte has an empty payload
     let payload = nal.get(1..).unwrap_or_default();
     let mut out = Vec::with_capacity(payload.len().min(limit));
     let mut zeros = 0;

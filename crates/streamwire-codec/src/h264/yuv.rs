@@ -69,6 +69,7 @@ pub fn from_rgb(pixels: &PixelsRef<'_>, out: &mut I420) -> bool {
     if pw < w || ph < h || w == 0 || h == 0 {
         return false;
     }
+    // infallible: `y` is clamped to the image's rows, each of which a `PixelsRef` holds
     let row = |y: usize| pixels.row(y.min(h - 1) as u32).unwrap_or_default();
     let pixel = |line: &[u8], x: usize| {
         let at = x.min(w - 1) * 3;
