@@ -28,7 +28,7 @@ pub fn zenoh_files() -> BTreeSet<String> {
 }
 
 /// The zenoh files made since `before` that this test left: not mapped by a process
-/// outside this process and its descendants, now and again after [`SETTLE`].
+/// outside this process and its descendants, now and again after `SETTLE` (2 s).
 pub fn left_since(before: &BTreeSet<String>) -> Vec<String> {
     let first = left_once(before);
     if first.is_empty() {
