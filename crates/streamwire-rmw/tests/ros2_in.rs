@@ -253,6 +253,7 @@ fn mean_difference(a: &Image, b: &Image) -> f64 {
 
 #[test]
 fn the_sdk_publishers_feed_the_runs_inputs_with_a_decode_node_planned() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock();
     let Some(python) = sdk_python() else { return };
     let port = free_port();
     let router = router(port);
@@ -433,10 +434,17 @@ fn step_until<M: Module + Node>(
     }
 }
 
+/// The tests of this file run one at a time: run side by side (each with its router, its
+/// SDK processes and its zenoh sessions), the hostile-sample test saw none of its refused
+/// samples in about half the runs of this binary, and alone it never did (not yet
+/// understood: say so before removing this).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 const MAX_BYTES: u64 = 64 * 1024;
 
 #[test]
 fn hostile_samples_are_counted_and_refused_and_a_valid_one_still_passes() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock();
     let port = free_port();
     let _router = router(port);
     let mut harness = Harness::new(Ros2OdometryIn {
@@ -484,7 +492,21 @@ fn hostile_samples_are_counted_and_refused_and_a_valid_one_still_passes() {
     hostile.put(vec![0; 3 << 20], Some(attachment(seq + 5)));
     hostile.put(odometry_cdr(3.0), Some(attachment(seq + 6)));
 
-    step_until(&mut harness, |h| h.counter("published") > published);
+    // Until the last valid sample (x = 3) is out: it was put after every hostile one, so
+    // each of those has been judged by then. (Waiting for `published` to grow was not
+    // enough: a valid sample of the warm-up above, still on its way, grew it first, and the
+    // counts were read before the hostile samples arrived.)
+    let odometry = harness.ports().odometry;
+    let mut out = Vec::new();
+    let until = Instant::now() + Duration::from_secs(20);
+    while !out
+        .iter()
+        .any(|d: &Delivered<Odometry>| d.message.pose().position.x == 3.0)
+        && Instant::now() < until
+    {
+        harness.step().unwrap();
+        out.extend(harness.take(odometry));
+    }
     let counter = |name: &str| harness.counter(name);
     assert_eq!(counter("refused:attachment"), 3);
     assert_eq!(counter("refused:cdr"), 3);
@@ -493,8 +515,6 @@ fn hostile_samples_are_counted_and_refused_and_a_valid_one_still_passes() {
     let lost = counter("lost") - lost_before;
     assert_eq!(counter("refused:size") + lost, 2, "lost {lost}");
     assert!(counter("published") > published);
-    let odometry = harness.ports().odometry;
-    let out = harness.take(odometry);
     let last = out.last().expect("the valid odometry");
     assert_eq!(last.message.pose().position.x, 3.0);
     harness.stop().unwrap();
@@ -502,6 +522,7 @@ fn hostile_samples_are_counted_and_refused_and_a_valid_one_still_passes() {
 
 #[test]
 fn an_image_topic_refuses_what_no_decode_node_reads_and_flags_another_type() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock();
     let port = free_port();
     let _router = router(port);
     let mut harness = Harness::new(Ros2ImageIn {
@@ -602,6 +623,7 @@ fn sdk_publisher(
 
 #[test]
 fn the_topic_tools_list_and_read_the_sdks_topics_with_their_header_stamps() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock();
     let Some(python) = sdk_python() else { return };
     let port = free_port();
     let _router = router(port);
